@@ -1,0 +1,101 @@
+// Converts every model in models/manifest.json from the TF.js package to ONNX and writes
+// <outDir>/manifest.json. Run by set-up: `node dist/models/build-models.js [outDir]`.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { convertTfjsToOnnx, type OnnxTarget } from './convert/tf-to-onnx.js';
+import { loadTfjsGraph } from './convert/tfjs-graph.js';
+import {
+  CONVERTER_VERSION,
+  type ConvertedManifest,
+  type ConvertedModelEntry,
+  type SourceManifest,
+  type SourceModel,
+} from './model-manifest.js';
+
+function findRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string };
+      if (pkg.name === 'edgecv') return dir;
+    } catch {
+      // keep walking up
+    }
+    const up = dirname(dir);
+    if (up === dir) throw new Error('edgecv package root not found');
+    dir = up;
+  }
+}
+
+function sha256(data: Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+function writeAtomic(path: string, data: Uint8Array | string): void {
+  writeFileSync(`${path}.tmp`, data);
+  renameSync(`${path}.tmp`, path);
+}
+
+export function convertModel(name: string, model: SourceModel, packageDir: string, pkg: { name: string; version: string }, outDir: string): ConvertedModelEntry {
+  const jsonPath = join(packageDir, model.source);
+  const graph = loadTfjsGraph(jsonPath);
+  const modelJson = readFileSync(jsonPath);
+  const shards = (JSON.parse(modelJson.toString('utf8')) as { weightsManifest: { paths: string[] }[] }).weightsManifest.flatMap((g) => g.paths);
+  const files: Record<OnnxTarget, string> = { opencv: `${name}.opencv.onnx`, ort: `${name}.ort.onnx` };
+  let converted: ReturnType<typeof convertTfjsToOnnx> | undefined;
+  let opencvSha = '';
+  for (const target of ['opencv', 'ort'] as const) {
+    converted = convertTfjsToOnnx(graph, { input: model.input, outputs: model.outputs, target, graphName: name });
+    writeAtomic(join(outDir, files[target]), converted.bytes);
+    if (target === 'opencv') opencvSha = sha256(converted.bytes);
+  }
+  if (!converted) throw new Error('unreachable');
+  const { source, task, input, outputs, ...extra } = model;
+  return {
+    ...extra,
+    task,
+    file: files.opencv,
+    ortFile: files.ort,
+    sha256: opencvSha,
+    source: {
+      package: pkg.name,
+      version: pkg.version,
+      file: source,
+      sha256: sha256(modelJson),
+      weightsSha256: shards.map((s) => sha256(readFileSync(join(dirname(jsonPath), s)))),
+    },
+    input: { name: input.name, shape: converted.inputShape, layout: 'NCHW', color: input.color, mean: input.mean, scale: input.scale, tfNode: input.node },
+    outputs: converted.outputs.map((o, i) => ({ ...o, tfNode: outputs[i].node })),
+  };
+}
+
+export function buildModels(outDir: string, only?: string[]): ConvertedManifest {
+  const root = findRoot();
+  const manifest = JSON.parse(readFileSync(join(root, 'models', 'manifest.json'), 'utf8')) as SourceManifest;
+  const require = createRequire(join(root, 'package.json'));
+  const pkgJsonPath = require.resolve(`${manifest.package}/package.json`);
+  const pkg = JSON.parse(readFileSync(pkgJsonPath, 'utf8')) as { name: string; version: string };
+  mkdirSync(outDir, { recursive: true });
+  const result: ConvertedManifest = { converter: CONVERTER_VERSION, models: {} };
+  for (const [name, model] of Object.entries(manifest.models)) {
+    if (only && !only.includes(name)) continue;
+    const started = performance.now();
+    result.models[name] = convertModel(name, model, dirname(pkgJsonPath), pkg, outDir);
+    console.log(`models: ${name} -> ${result.models[name].file} (${(performance.now() - started).toFixed(0)} ms)`);
+  }
+  writeAtomic(join(outDir, 'manifest.json'), `${JSON.stringify(result, null, 2)}\n`);
+  return result;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const outDir = resolve(process.argv[2] ?? join(findRoot(), 'models', 'onnx'));
+  try {
+    buildModels(outDir);
+  } catch (err) {
+    console.error(`models: conversion failed: ${(err as Error).message}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,51 @@
+// Types of the two model manifests: models/manifest.json (what to convert, committed) and
+// <modelDir>/manifest.json (what was converted, generated at set-up).
+
+export interface SourceInput {
+  /** TF node whose output becomes the ONNX input. */
+  node: string;
+  /** ONNX input name. */
+  name: string;
+  /** TF (NHWC) input shape. */
+  shape: number[];
+  color: 'RGB' | 'BGR';
+  /** Preprocessing: (pixel - mean) * scale. */
+  mean: number;
+  scale: number;
+}
+
+export interface SourceModel {
+  /** Path of model.json inside the model package. */
+  source: string;
+  task: string;
+  input: SourceInput;
+  outputs: { node: string; name: string }[];
+  /** Task-specific settings passed through to the engine (anchors, output roles, ...). */
+  [extra: string]: unknown;
+}
+
+export interface SourceManifest {
+  package: string;
+  models: Record<string, SourceModel>;
+}
+
+export interface ConvertedModelEntry {
+  task: string;
+  /** File for OpenCV's importer. */
+  file: string;
+  /** Standard-valid ONNX of the same graph, for onnxruntime. */
+  ortFile: string;
+  sha256: string;
+  source: { package: string; version: string; file: string; sha256: string; weightsSha256: string[] };
+  input: { name: string; shape: number[]; layout: 'NCHW'; color: 'RGB' | 'BGR'; mean: number; scale: number; tfNode: string };
+  outputs: { name: string; shape: number[]; tfNode: string }[];
+  [extra: string]: unknown;
+}
+
+export interface ConvertedManifest {
+  converter: string;
+  models: Record<string, ConvertedModelEntry>;
+}
+
+/** Bump when the converter's output changes, so set-up converts again. */
+export const CONVERTER_VERSION = 'tfjs-to-onnx/1';
