@@ -64,6 +64,7 @@ type Value =
 type DynValue = Extract<Value, { kind: 'dyn' }>;
 
 const NHWC_TO_NCHW = [0, 3, 1, 2];
+const FLOAT_MAX = 3.4028234663852886e38;
 const NCHW_TO_NHWC = [0, 2, 3, 1];
 const ELEMENTWISE: Record<string, string> = {
   Add: 'Add',
@@ -588,6 +589,14 @@ class Converter {
   private elementwise(node: TfNode, inputs: Value[], name: string): Value {
     const b = this.b;
     const op = ELEMENTWISE[node.op];
+    const scalar = inputs.find((v) => v.kind === 'const' && sizeOf(v.tensor.shape) === 1);
+    const other = inputs.find((v) => v !== scalar);
+    if ((op === 'Min' || op === 'Max') && scalar?.kind === 'const' && other?.kind === 'dyn') {
+      // clip_by_value: OpenCV's eltwise Min/Max need two computed inputs, Clip takes a constant bound.
+      const bound = scalar.tensor.data[0];
+      const out = op === 'Min' ? b.clip(other.name, -FLOAT_MAX, bound, name) : b.clip(other.name, bound, FLOAT_MAX, name);
+      return this.out(node, other.shape, other.nchw, out);
+    }
     const dyns = inputs.filter((v): v is DynValue => v.kind === 'dyn');
     const rank = Math.max(...inputs.map((v) => this.shapeOf(v).length));
     const shape = inputs.map((v) => this.shapeOf(v)).reduce((a, s) => {
