@@ -1,0 +1,240 @@
+#!/usr/bin/env node
+// edgecv set-up: brings a checkout from nothing to runnable, and does nothing (quickly) when all is there.
+//
+//   node scripts/setup.mjs                 system packages, npm deps, native addon, TypeScript, models
+//   node scripts/setup.mjs --test          ... and the test photos (test/data)
+//   node scripts/setup.mjs --bench         same as --test (the benchmark uses the test photos)
+//   node scripts/setup.mjs --force-build   rebuild native addon, TypeScript and models even if up to date
+//
+// Plain Node ESM without npm dependencies: it runs before `npm ci`.
+
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const KNOWN = new Set(['--test', '--bench', '--force-build', '--help']);
+const argv = process.argv.slice(2);
+const unknown = argv.filter((a) => !KNOWN.has(a));
+if (unknown.length || argv.includes('--help')) {
+  (unknown.length ? console.error : console.log)(
+    'usage: node scripts/setup.mjs [--test] [--bench] [--force-build]' + (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
+  );
+  process.exit(unknown.length ? 2 : 0);
+}
+const WANT_TEST = argv.includes('--test') || argv.includes('--bench');
+const FORCE = argv.includes('--force-build');
+
+const log = (msg) => console.log(`[setup] ${msg}`);
+const rel = (p) => path.relative(ROOT, p) || '.';
+
+function quote(a) {
+  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+}
+
+function fail(message) {
+  console.error(`[setup] FAILED: ${message}`);
+  process.exit(1);
+}
+
+/** Runs a command in the repo root with inherited stdio; exits non-zero with the exact command on failure. */
+function run(cmd, args, env) {
+  const line = [cmd, ...args].map(quote).join(' ');
+  const envPrefix = env ? Object.entries(env).map(([k, v]) => `${k}=${quote(v)} `).join('') : '';
+  log(`$ ${envPrefix}${line}`);
+  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env: env ? { ...process.env, ...env } : process.env });
+  if (r.error || r.status !== 0) {
+    fail(`${r.error ? r.error.message : `exit ${r.status ?? r.signal}`}: ${envPrefix}${line}`);
+  }
+}
+
+/** True when the command runs and exits 0 (output discarded). */
+function ok(cmd, args) {
+  const r = spawnSync(cmd, args, { stdio: 'ignore' });
+  return !r.error && r.status === 0;
+}
+
+const has = (tool) => ok('sh', ['-c', `command -v ${quote(tool)}`]);
+
+function mtime(p) {
+  try {
+    return fs.statSync(p).mtimeMs;
+  } catch {
+    return -1;
+  }
+}
+
+/** Files under dir (recursively), skipping node_modules and dot-directories. */
+function walk(dir, filter = () => true, out = []) {
+  let entries;
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) {
+      if (e.name !== 'node_modules' && !e.name.startsWith('.')) walk(p, filter, out);
+    } else if (e.isFile() && filter(p)) out.push(p);
+  }
+  return out;
+}
+
+const newest = (files) => files.reduce((m, f) => Math.max(m, mtime(f)), -1);
+
+function touch(file) {
+  const now = new Date();
+  fs.utimesSync(file, now, now);
+}
+
+// ------------------------------------------------------------------ a. system packages
+function systemPackages() {
+  const debInstalled = (pkgs) => {
+    if (!has('dpkg-query')) return new Set(pkgs); // not Debian: trust the tool checks alone
+    const r = spawnSync('dpkg-query', ['-W', '-f=${Package} ${db:Status-Status}\n', ...pkgs], { encoding: 'utf8' });
+    return new Set(
+      (r.stdout ?? '')
+        .split('\n')
+        .map((l) => l.split(' '))
+        .filter(([, st]) => st === 'installed')
+        .map(([p]) => p.replace(/:.*/, '')),
+    );
+  };
+  const missing = [];
+  const installed = debInstalled(['libopencv-contrib-dev']);
+  if (!ok('pkg-config', ['--exists', 'opencv4']) || !installed.has('libopencv-contrib-dev')) {
+    missing.push('libopencv-dev', 'libopencv-contrib-dev', 'pkg-config');
+  }
+  if (!has('cmake')) missing.push('cmake');
+  if (!has('g++')) missing.push('g++');
+  if (!has('make')) missing.push('make');
+  if (WANT_TEST) {
+    if (!has('bzip2')) missing.push('bzip2'); // the dlib source tarball is .tar.bz2
+    if (!has('apt-get') || !has('dpkg-deb')) fail('test photos come from Debian packages: apt-get and dpkg-deb are needed');
+  }
+  if (missing.length === 0) {
+    log('system packages: OpenCV 4 (with contrib), cmake, g++ present');
+    return;
+  }
+  const installCmd = ['apt-get', 'install', '-y', ...missing];
+  if (process.getuid?.() !== 0) {
+    console.error(`[setup] FAILED: missing system packages; install them with:\n  sudo ${installCmd.join(' ')}`);
+    process.exit(1);
+  }
+  log(`system packages: installing ${missing.join(' ')}`);
+  run('apt-get', ['update']);
+  run('apt-get', installCmd.slice(1), { DEBIAN_FRONTEND: 'noninteractive' });
+}
+
+// ------------------------------------------------------------------ b. npm dependencies
+function npmDeps() {
+  const lock = path.join(ROOT, 'package-lock.json');
+  const installed = path.join(ROOT, 'node_modules', '.package-lock.json');
+  if (fs.existsSync(path.join(ROOT, 'node_modules')) && mtime(installed) >= mtime(lock)) {
+    log('npm dependencies: up to date');
+    return;
+  }
+  log('npm dependencies: installing with npm ci');
+  run('npm', ['ci'], { ONNXRUNTIME_NODE_INSTALL: 'skip' });
+}
+
+// ------------------------------------------------------------------ c. native addon
+function nativeAddon() {
+  const cmakeLists = path.join(ROOT, 'CMakeLists.txt');
+  const addon = path.join(ROOT, 'build', 'Release', 'edgecv.node');
+  if (!fs.existsSync(cmakeLists)) {
+    log('native addon: WARNING no CMakeLists.txt yet, skipped');
+    return;
+  }
+  const inputs = [cmakeLists, ...walk(path.join(ROOT, 'native'))];
+  if (!FORCE && mtime(addon) >= newest(inputs)) {
+    log('native addon: build/Release/edgecv.node up to date');
+    return;
+  }
+  log(`native addon: ${fs.existsSync(addon) ? 'rebuilding' : 'building'} build/Release/edgecv.node`);
+  const env = process.env.CMAKE_BUILD_PARALLEL_LEVEL ? undefined : { CMAKE_BUILD_PARALLEL_LEVEL: String(os.availableParallelism?.() ?? os.cpus().length) };
+  run('npx', ['cmake-js', 'compile', '--out', 'build'], env);
+  if (!fs.existsSync(addon)) fail(`npx cmake-js compile --out build succeeded but ${rel(addon)} is missing`);
+  touch(addon); // cmake may not relink when only non-source files changed
+}
+
+// ------------------------------------------------------------------ d. TypeScript
+function typescript() {
+  const stamp = path.join(ROOT, 'dist', '.tsc-stamp');
+  const inputs = ['src', 'models', 'bench']
+    .flatMap((d) => walk(path.join(ROOT, d), (f) => f.endsWith('.ts')))
+    .concat([path.join(ROOT, 'tsconfig.json')]);
+  const list = inputs.map(rel).sort().join('\n');
+  let stampList = null;
+  try {
+    stampList = fs.readFileSync(stamp, 'utf8');
+  } catch {
+    /* never built */
+  }
+  if (!FORCE && stampList === list && mtime(stamp) >= newest(inputs)) {
+    log('TypeScript: dist up to date');
+    return;
+  }
+  log('TypeScript: compiling to dist/');
+  run('npx', ['tsc', '-p', 'tsconfig.json']);
+  fs.mkdirSync(path.dirname(stamp), { recursive: true });
+  fs.writeFileSync(stamp, list);
+}
+
+// ------------------------------------------------------------------ e. models
+function models() {
+  const builder = path.join(ROOT, 'dist', 'models', 'build-models.js');
+  const out = path.join(ROOT, 'models', 'onnx', 'manifest.json');
+  const stamp = path.join(ROOT, 'models', 'onnx', '.setup-stamp');
+  if (!fs.existsSync(builder)) {
+    log(`models: WARNING ${rel(builder)} not found (no models/build-models.ts yet), skipped`);
+    return;
+  }
+  // content hash, not mtimes: tsc rewrites every file in dist/ on each compile
+  const h = createHash('sha256');
+  for (const f of [path.join(ROOT, 'models', 'manifest.json'), ...walk(path.join(ROOT, 'dist', 'models')).sort()]) {
+    h.update(rel(f) + '\0');
+    try {
+      h.update(fs.readFileSync(f));
+    } catch {
+      h.update('missing');
+    }
+  }
+  const want = h.digest('hex');
+  let have = null;
+  try {
+    have = fs.readFileSync(stamp, 'utf8');
+  } catch {
+    /* never built */
+  }
+  if (!FORCE && fs.existsSync(out) && have === want && mtime(out) >= mtime(path.join(ROOT, 'models', 'manifest.json'))) {
+    log('models: models/onnx up to date');
+    return;
+  }
+  log('models: building models/onnx');
+  run('node', [rel(builder)]);
+  if (!fs.existsSync(out)) fail(`node ${rel(builder)} succeeded but ${rel(out)} is missing`);
+  touch(out);
+  fs.writeFileSync(stamp, want);
+}
+
+// ------------------------------------------------------------------ f. test photos
+async function testPhotos() {
+  const { ensureTestData, StepError } = await import('./test-data.mjs');
+  try {
+    await ensureTestData({ root: ROOT });
+  } catch (e) {
+    fail(e instanceof StepError ? e.message : e.stack);
+  }
+}
+
+systemPackages();
+npmDeps();
+nativeAddon();
+typescript();
+models();
+if (WANT_TEST) await testPhotos();
