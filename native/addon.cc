@@ -1,0 +1,405 @@
+// Module entry: createEngine(options) -> NativeEngine.
+//
+// Flow of one request (sharp's pattern): the JS thread builds a Job (pinning the
+// input Buffer), the pool runs it on one of its own std::threads, and a
+// thread-safe function brings it back to the JS thread, where the promise is
+// settled and the pin released. No exception crosses into N-API: every entry
+// point catches and turns errors into JS errors / rejections with a `.code`.
+#include <napi.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core/version.hpp>
+
+#include "backend.h"
+#include "error_code.h"
+#include "face_detect_job.h"
+#include "face_detector.h"
+#include "job.h"
+#include "worker_context.h"
+#include "worker_pool.h"
+
+namespace edgecv {
+namespace {
+
+// ---- option parsing (TS validates first; this is the backstop) -------------
+
+[[noreturn]] void ThrowInvalid(Napi::Env env, const std::string& message) {
+  Napi::Error error = Napi::TypeError::New(env, message);
+  error.Set("code", Napi::String::New(env, ErrorCodeName(ErrorCode::kInvalidArgument)));
+  throw error;
+}
+
+bool IsMissing(const Napi::Value& v) { return v.IsUndefined() || v.IsNull(); }
+
+double ReadNumber(Napi::Object obj, const char* key, const std::string& where, double fallback, double min,
+                  double max, bool integer, bool required = false) {
+  Napi::Env env = obj.Env();
+  Napi::Value v = obj.Get(key);
+  if (IsMissing(v)) {
+    if (required) ThrowInvalid(env, where + "." + key + " is required");
+    return fallback;
+  }
+  if (!v.IsNumber()) ThrowInvalid(env, where + "." + key + " must be a number");
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || d < min || d > max || (integer && std::floor(d) != d)) {
+    ThrowInvalid(env, where + "." + key + " must be " + (integer ? "an integer" : "a number") + " in [" +
+                          std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return d;
+}
+
+std::string ReadString(Napi::Object obj, const char* key, const std::string& where) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsString()) ThrowInvalid(obj.Env(), where + "." + key + " must be a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+std::vector<std::string> ReadStrings(Napi::Object obj, const char* key, const std::string& where) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsArray()) ThrowInvalid(obj.Env(), where + "." + key + " must be an array of strings");
+  Napi::Array arr = v.As<Napi::Array>();
+  std::vector<std::string> out;
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    Napi::Value item = arr.Get(i);
+    if (!item.IsString()) ThrowInvalid(obj.Env(), where + "." + key + " must be an array of strings");
+    out.push_back(item.As<Napi::String>().Utf8Value());
+  }
+  return out;
+}
+
+FaceDetectorSpec ReadFaceDetectorSpec(Napi::Object obj) {
+  const std::string where = "faceDetector";
+  FaceDetectorSpec spec;
+  spec.path = ReadString(obj, "path", where);
+  spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 16, 4096, true, true));
+  Napi::Value layers = obj.Get("anchorLayers");
+  if (!layers.IsArray() || layers.As<Napi::Array>().Length() == 0) {
+    ThrowInvalid(obj.Env(), where + ".anchorLayers must be a non-empty array");
+  }
+  Napi::Array arr = layers.As<Napi::Array>();
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    Napi::Value item = arr.Get(i);
+    if (!item.IsObject()) ThrowInvalid(obj.Env(), where + ".anchorLayers[] must be objects");
+    const std::string at = where + ".anchorLayers[" + std::to_string(i) + "]";
+    AnchorLayer layer;
+    layer.stride = static_cast<int>(ReadNumber(item.As<Napi::Object>(), "stride", at, 0, 1, 4096, true, true));
+    layer.anchors = static_cast<int>(ReadNumber(item.As<Napi::Object>(), "anchors", at, 0, 1, 64, true, true));
+    spec.anchorLayers.push_back(layer);
+  }
+  spec.scoreOutputs = ReadStrings(obj, "scoreOutputs", where);
+  spec.boxOutputs = ReadStrings(obj, "boxOutputs", where);
+  spec.meanValue = ReadNumber(obj, "meanValue", where, 127.5, -1e6, 1e6, false);
+  spec.scale = ReadNumber(obj, "scale", where, 1.0 / 127.5, -1e6, 1e6, false);
+  Napi::Value swap = obj.Get("swapRB");
+  if (!IsMissing(swap)) {
+    if (!swap.IsBoolean()) ThrowInvalid(obj.Env(), where + ".swapRB must be a boolean");
+    spec.swapRB = swap.As<Napi::Boolean>().Value();
+  }
+  return spec;
+}
+
+DetectOptions ReadDetectOptions(Napi::Env env, Napi::Value value) {
+  DetectOptions options;
+  if (IsMissing(value)) return options;
+  if (!value.IsObject()) ThrowInvalid(env, "detectFaces options must be an object");
+  Napi::Object obj = value.As<Napi::Object>();
+  options.scoreThreshold = static_cast<float>(ReadNumber(obj, "scoreThreshold", "options", 0.5, 0, 1, false));
+  options.iouThreshold = static_cast<float>(ReadNumber(obj, "iouThreshold", "options", 0.3, 0, 1, false));
+  options.tiles = static_cast<int>(ReadNumber(obj, "tiles", "options", 0, 0, 16, true));
+  return options;
+}
+
+Napi::Promise RejectedPromise(Napi::Env env, Napi::Value error) {
+  auto deferred = Napi::Promise::Deferred::New(env);
+  deferred.Reject(error);
+  return deferred.Promise();
+}
+
+Napi::Promise RejectedPromise(Napi::Env env, ErrorCode code, const std::string& message) {
+  return RejectedPromise(env, MakeCodedError(env, code, message).Value());
+}
+
+// ---- the engine object --------------------------------------------------------
+
+class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativeEngine",
+                       {
+                           InstanceMethod<&NativeEngine::DetectFaces>("detectFaces"),
+                           InstanceMethod<&NativeEngine::Backend>("backend"),
+                           InstanceMethod<&NativeEngine::Stats>("stats"),
+                           InstanceMethod<&NativeEngine::Close>("close"),
+                       });
+  }
+
+  explicit NativeEngine(const Napi::CallbackInfo& info);
+  ~NativeEngine() override;
+
+ private:
+  // Runs on the JS thread for each finished job; env is null during env teardown.
+  static void OnJobDone(Napi::Env env, Napi::Function, NativeEngine* self, Job* job);
+  using CompletionFn = Napi::TypedThreadSafeFunction<NativeEngine, Job, &NativeEngine::OnJobDone>;
+  enum class State { kOpen, kClosing, kClosed };
+
+  Napi::Value DetectFaces(const Napi::CallbackInfo& info);
+  Napi::Value Backend(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+
+  Napi::Value Submit(Napi::Env env, std::unique_ptr<Job> job);
+  void JobSettled(Napi::Env env);
+  void FinishClose(Napi::Env env);
+  void Teardown() noexcept;
+  static void OnEnvCleanup(void* self);
+
+  napi_env env_;
+  BackendInfo backend_;
+  bool hasFaceDetector_ = false;
+  CompletionFn completion_;
+  bool completionLive_ = false;
+  bool cleanupHookRegistered_ = false;
+  State state_ = State::kOpen;
+  size_t inFlight_ = 0;  // submitted, not yet settled (JS thread only)
+  std::vector<Napi::Promise::Deferred> closeWaiters_;
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeEngine>(info), env_(info.Env()) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject()) ThrowInvalid(env, "createEngine(options): options must be an object");
+  Napi::Object options = info[0].As<Napi::Object>();
+  const int workers = static_cast<int>(ReadNumber(options, "workers", "options", 2, 1, 256, true));
+  const int threadsPerWorker = static_cast<int>(ReadNumber(options, "threadsPerWorker", "options", 1, 1, 256, true));
+  // >= 1: every job passes through the queue, even when a worker is idle.
+  const size_t queueLimit = static_cast<size_t>(ReadNumber(options, "queueLimit", "options", 64, 1, 1e6, true));
+  std::unique_ptr<FaceDetectorSpec> faceSpec;
+  Napi::Value face = options.Get("faceDetector");
+  if (!IsMissing(face)) {
+    if (!face.IsObject()) ThrowInvalid(env, "options.faceDetector must be an object");
+    faceSpec = std::make_unique<FaceDetectorSpec>(ReadFaceDetectorSpec(face.As<Napi::Object>()));
+  }
+
+  // Load one copy of every model per worker, here on the JS thread, so a bad
+  // model fails createEngine() synchronously with a clear message.
+  std::vector<std::unique_ptr<WorkerContext>> contexts;
+  try {
+    backend_ = SelectBackend();
+    for (int i = 0; i < workers; ++i) {
+      auto ctx = std::make_unique<WorkerContext>();
+      ctx->index = i;
+      if (faceSpec) ctx->faceDetector = std::make_unique<FaceDetector>(*faceSpec, backend_);
+      contexts.push_back(std::move(ctx));
+    }
+  } catch (const std::exception& e) {  // includes cv::Exception
+    throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
+  }
+  hasFaceDetector_ = static_cast<bool>(faceSpec);
+
+  // Unlimited TSFN queue: workers never block on the JS thread. Unref'd while
+  // idle so an open engine alone doesn't keep the process alive.
+  completion_ = CompletionFn::New(env, "edgecv.completion", 0, 1, this);
+  completionLive_ = true;
+  completion_.Unref(env);
+
+  try {
+    CompletionFn completion = completion_;
+    pool_ = std::make_unique<WorkerPool>(std::move(contexts), threadsPerWorker, queueLimit,
+                                         [completion](std::unique_ptr<Job> job) {
+                                           if (completion.NonBlockingCall(job.get()) == napi_ok) {
+                                             job.release();  // owned by the TSFN queue until OnJobDone
+                                           } else {
+                                             job->Abandon();  // env is closing: JS is unreachable
+                                           }
+                                         });
+  } catch (const std::exception& e) {
+    completion_.Release();
+    completionLive_ = false;
+    throw Napi::Error::New(env, std::string("edgecv: could not start workers: ") + e.what());
+  }
+
+  // Worker threads must be stopped before the env (and maybe the addon) goes
+  // away, even if close() was never called.
+  cleanupHookRegistered_ = napi_add_env_cleanup_hook(env, &NativeEngine::OnEnvCleanup, this) == napi_ok;
+}
+
+NativeEngine::~NativeEngine() {
+  // Normally reached by GC after close(), or of an idle engine (the object is
+  // Ref'd while jobs are in flight), so nothing is left to abandon.
+  Teardown();
+  if (cleanupHookRegistered_) {
+    napi_remove_env_cleanup_hook(env_, &NativeEngine::OnEnvCleanup, this);
+    cleanupHookRegistered_ = false;
+  }
+}
+
+void NativeEngine::OnEnvCleanup(void* arg) {
+  auto* self = static_cast<NativeEngine*>(arg);
+  self->cleanupHookRegistered_ = false;
+  self->Teardown();
+}
+
+void NativeEngine::Teardown() noexcept {
+  try {
+    if (pool_) {
+      for (auto& job : pool_->Abort()) job->Abandon();
+      pool_->Join();
+    }
+    if (completionLive_) {
+      completion_.Release();
+      completionLive_ = false;
+    }
+  } catch (...) {
+    // Teardown must not throw (destructor / cleanup hook).
+  }
+  state_ = State::kClosed;
+}
+
+Napi::Value NativeEngine::DetectFaces(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+      return RejectedPromise(env, ErrorCode::kInvalidArgument, "image must be a Buffer or Uint8Array");
+    }
+    if (!hasFaceDetector_) {
+      return RejectedPromise(env, ErrorCode::kInvalidArgument, "this engine was created without a faceDetector");
+    }
+    const DetectOptions options = ReadDetectOptions(env, info[1]);
+    return Submit(env, std::make_unique<FaceDetectJob>(env, info[0].As<Napi::Uint8Array>(), options));
+  } catch (const Napi::Error& e) {
+    return RejectedPromise(env, e.Value());
+  } catch (const std::exception& e) {
+    return RejectedPromise(env, ErrorCode::kInternal, e.what());
+  }
+}
+
+Napi::Value NativeEngine::Submit(Napi::Env env, std::unique_ptr<Job> job) {
+  Napi::Promise promise = job->Promise();
+  switch (pool_->Submit(job)) {
+    case WorkerPool::Admission::kAccepted:
+      if (inFlight_++ == 0) {
+        // Keep the event loop alive (TSFN ref) and this object un-collected
+        // (ObjectWrap ref) until every in-flight promise has settled.
+        completion_.Ref(env);
+        Ref();
+      }
+      break;
+    case WorkerPool::Admission::kOverloaded:
+      job->Reject(env, ErrorCode::kOverloaded,
+                  "engine overloaded: " + std::to_string(pool_->queueLimit()) + " jobs already queued");
+      break;
+    case WorkerPool::Admission::kClosed:
+      job->Reject(env, ErrorCode::kClosed, "engine is closed");
+      break;
+  }
+  return promise;
+}
+
+void NativeEngine::OnJobDone(Napi::Env env, Napi::Function, NativeEngine* self, Job* raw) {
+  std::unique_ptr<Job> job(raw);
+  if (env == nullptr || self == nullptr) {
+    job->Abandon();  // env teardown: the promise can never be observed
+    return;
+  }
+  job->Settle(env);  // noexcept
+  job.reset();       // drops the Buffer pin here, on the JS thread
+  try {
+    self->JobSettled(env);
+  } catch (...) {
+    // Bookkeeping only; never let it escape into N-API.
+  }
+}
+
+void NativeEngine::JobSettled(Napi::Env env) {
+  if (--inFlight_ > 0) return;
+  completion_.Unref(env);
+  if (state_ == State::kClosing) FinishClose(env);
+  Unref();
+}
+
+void NativeEngine::FinishClose(Napi::Env env) {
+  pool_->Join();  // workers are idle and exiting: the queue was drained
+  if (completionLive_) {
+    completion_.Release();
+    completionLive_ = false;
+  }
+  state_ = State::kClosed;
+  std::vector<Napi::Promise::Deferred> waiters;
+  waiters.swap(closeWaiters_);
+  for (auto& waiter : waiters) waiter.Resolve(env.Undefined());
+}
+
+Napi::Value NativeEngine::Close(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto deferred = Napi::Promise::Deferred::New(env);
+  try {
+    if (state_ == State::kClosed) {
+      deferred.Resolve(env.Undefined());
+      return deferred.Promise();
+    }
+    closeWaiters_.push_back(deferred);
+    if (state_ == State::kOpen) {
+      state_ = State::kClosing;
+      pool_->Drain();  // queued jobs still run and settle normally
+    }
+    if (inFlight_ == 0) FinishClose(env);
+  } catch (const std::exception& e) {
+    deferred.Reject(MakeCodedError(env, ErrorCode::kInternal, e.what()).Value());
+  }
+  return deferred.Promise();
+}
+
+Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("backend", Napi::String::New(env, BackendName(backend_.kind)));
+  out.Set("device", Napi::String::New(env, backend_.device));
+  return out;
+}
+
+Napi::Value NativeEngine::Stats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const WorkerPool::Stats s = pool_->stats();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("queued", Napi::Number::New(env, static_cast<double>(s.queued)));
+  out.Set("running", Napi::Number::New(env, static_cast<double>(s.running)));
+  out.Set("completed", Napi::Number::New(env, static_cast<double>(s.completed)));
+  out.Set("failed", Napi::Number::New(env, static_cast<double>(s.failed)));
+  out.Set("rejected", Napi::Number::New(env, static_cast<double>(s.rejected)));
+  out.Set("workers", Napi::Number::New(env, static_cast<double>(pool_->workers())));
+  out.Set("threadsPerWorker", Napi::Number::New(env, pool_->threadsPerWorker()));
+  out.Set("queueLimit", Napi::Number::New(env, static_cast<double>(pool_->queueLimit())));
+  return out;
+}
+
+// ---- module ------------------------------------------------------------------
+
+struct AddonData {
+  Napi::FunctionReference engineConstructor;
+};
+
+Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* data = env.GetInstanceData<AddonData>();
+  return data->engineConstructor.New({info[0]});  // constructor errors propagate as JS exceptions
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto data = std::make_unique<AddonData>();
+  data->engineConstructor = Napi::Persistent(NativeEngine::Define(env));
+  env.SetInstanceData(data.release());  // owned by the env from here on (deleted at teardown)
+  exports.Set("createEngine", Napi::Function::New(env, CreateEngine, "createEngine"));
+  exports.Set("opencvVersion", Napi::String::New(env, CV_VERSION));
+  return exports;
+}
+
+}  // namespace
+}  // namespace edgecv
+
+// NODE_API_MODULE pastes the name into an identifier, so it needs an unqualified one.
+static Napi::Object InitEdgecv(Napi::Env env, Napi::Object exports) { return edgecv::Init(env, exports); }
+NODE_API_MODULE(edgecv, InitEdgecv)

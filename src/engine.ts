@@ -1,0 +1,336 @@
+// The engine: OpenCV DNN on the addon's own worker threads, behind a small promise API.
+//
+//   const engine = await Engine.open();
+//   const { faces } = await engine.detectFaces(jpegBytes);
+//   await engine.close();
+//
+// Everything a caller can get wrong is checked here, in TS, with a friendly EngineError: option types and
+// ranges, the image format (sniffed from the bytes) and its pixel count (read from the header, so an
+// oversized image is refused before a single pixel is decoded).
+
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { EngineError, toEngineError } from './errors.js';
+import { readImageHeader, type ImageFormat } from './image-header.js';
+import {
+  loadNative,
+  packageRoot,
+  type NativeEngine,
+  type NativeFaceDetectorSpec,
+} from './native.js';
+
+export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
+export type FaceDetectorModel = (typeof FACE_DETECTOR_MODELS)[number];
+
+/** Defaults; workers/threadsPerWorker are for a 2-core box and are to be tuned by the bench. */
+export const ENGINE_DEFAULTS = {
+  workers: 2,
+  threadsPerWorker: 1,
+  queueLimit: 64,
+  maxPixels: 40_000_000,
+  // To be settled by measurement (bench): blazeface-back until then.
+  faceDetector: 'blazeface-back' as FaceDetectorModel,
+} as const;
+
+export const DETECT_DEFAULTS = {
+  scoreThreshold: 0.5,
+  iouThreshold: 0.3,
+  tiles: 0,
+} as const;
+
+/** Largest accepted `tiles` (an NxN grid costs N*N + 1 inferences). */
+export const MAX_TILES = 8;
+
+export interface EngineOptions {
+  /** Directory with manifest.json and the converted models. Default: <package root>/models/onnx. */
+  modelDir?: string;
+  /** Worker threads, each with its own copy of every model. Default 2. */
+  workers?: number;
+  /**
+   * OpenCV threads. cv::setNumThreads is process-wide in OpenCV, so compute threads in use are about
+   * workers x threadsPerWorker. Default 1.
+   */
+  threadsPerWorker?: number;
+  /** Jobs allowed to wait for a worker; beyond that calls reject at once with OVERLOADED. Default 64. */
+  queueLimit?: number;
+  /** Images with more pixels (from the header) are rejected with IMAGE_TOO_LARGE. Default 40,000,000. */
+  maxPixels?: number;
+  /** Face detection model. Default 'blazeface-back'. */
+  faceDetector?: FaceDetectorModel;
+}
+
+export interface DetectFacesOptions {
+  /** Minimum score (0..1) of a face. Default 0.5. */
+  scoreThreshold?: number;
+  /** IoU (0..1) above which detections are merged by weighted NMS. Default 0.3. */
+  iouThreshold?: number;
+  /**
+   * 0 = whole image only (default). N >= 2: also an NxN grid of overlapping tiles (for small faces in
+   * large images), merged with the whole-image pass. Costs N*N extra inferences. At most 8.
+   */
+  tiles?: number;
+}
+
+export interface Face {
+  /** [left, top, right, bottom) in pixels of the (EXIF-oriented) image, clipped to it: width = right - left. */
+  rect: [number, number, number, number];
+  /** 0..1 */
+  score: number;
+  /**
+   * 12 numbers: (x, y) of right eye, left eye, nose tip, mouth centre, right ear tragion, left ear tragion
+   * (MediaPipe order; "right" is the subject's right), in image pixels, not clipped.
+   */
+  keypoints: number[];
+}
+
+export interface DetectionTimings {
+  /** Waiting for a worker. */
+  queueMs: number;
+  decodeMs: number;
+  /** Letterbox resize + blob. */
+  preprocessMs: number;
+  /** net.forward (all passes when tiling). */
+  inferenceMs: number;
+  /** Decoding, NMS, mapping back to image pixels. */
+  postprocessMs: number;
+}
+
+export interface FaceDetection {
+  /** Decoded image size (after EXIF orientation). */
+  width: number;
+  height: number;
+  format: ImageFormat;
+  faces: Face[];
+  timings: DetectionTimings;
+}
+
+export interface BackendInfo {
+  /** 'cuda' only if OpenCV was built with CUDA and a device is present (EDGECV_BACKEND=cpu forces 'cpu'). */
+  backend: 'cpu' | 'cuda';
+  /** CPU model name or CUDA device name. */
+  device: string;
+}
+
+export interface EngineStats {
+  /** Jobs waiting now. */
+  queued: number;
+  /** Jobs executing now. */
+  running: number;
+  /** Jobs finished successfully since open. */
+  completed: number;
+  /** Jobs finished with an error (e.g. INVALID_IMAGE) since open. */
+  failed: number;
+  /** Calls refused by the native queue (OVERLOADED, CLOSED) since open; TS-side validation failures are not counted. */
+  rejected: number;
+  workers: number;
+  threadsPerWorker: number;
+  queueLimit: number;
+}
+
+// ------------------------------------------------------------------ validation
+
+function invalidArgument(message: string): EngineError {
+  return new EngineError('INVALID_ARGUMENT', message);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function intOption(value: unknown, name: string, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw invalidArgument(`${name} must be an integer from ${min} to ${max} (got ${String(value)})`);
+  }
+  return value;
+}
+
+function unitOption(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) {
+    throw invalidArgument(`${name} must be a number from 0 to 1 (got ${String(value)})`);
+  }
+  return value;
+}
+
+function isFaceDetectorModel(value: unknown): value is FaceDetectorModel {
+  return typeof value === 'string' && (FACE_DETECTOR_MODELS as readonly string[]).includes(value);
+}
+
+// ------------------------------------------------------------------ model manifest
+
+function setupError(message: string, cause?: unknown): Error {
+  return new Error(`${message}; run \`npm run setup\` to download and convert the models`, { cause });
+}
+
+function manifestError(file: string, message: string): Error {
+  return new Error(`${file}: ${message}; run \`npm run setup\` to regenerate it`);
+}
+
+function stringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string' && v.length > 0);
+}
+
+/** The native face detector spec for `model`, from <modelDir>/manifest.json. */
+async function faceDetectorSpec(modelDir: string, model: FaceDetectorModel): Promise<NativeFaceDetectorSpec> {
+  const file = path.join(modelDir, 'manifest.json');
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (e) {
+    throw setupError(`model manifest ${file} not found`, e);
+  }
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(text);
+  } catch (e) {
+    throw manifestError(file, `not valid JSON (${(e as Error).message})`);
+  }
+  const models = isRecord(manifest) ? manifest['models'] : undefined;
+  if (!isRecord(models)) throw manifestError(file, 'no "models" object');
+  const entry = models[model];
+  if (!isRecord(entry)) throw setupError(`model "${model}" is not in ${file}`);
+
+  const input = entry['input'];
+  const detector = entry['detector'];
+  if (typeof entry['file'] !== 'string' || !isRecord(input) || !isRecord(detector)) {
+    throw manifestError(file, `model "${model}" lacks file, input or detector`);
+  }
+  const shape = input['shape'];
+  if (
+    !Array.isArray(shape) ||
+    shape.length !== 4 ||
+    !shape.every((d) => Number.isInteger(d)) ||
+    shape[1] !== 3 ||
+    shape[2] !== shape[3] ||
+    (input['layout'] !== undefined && input['layout'] !== 'NCHW')
+  ) {
+    throw manifestError(file, `model "${model}": expected a square NCHW input [1,3,S,S], got ${JSON.stringify(shape)}`);
+  }
+  const mean = input['mean'];
+  const scale = input['scale'];
+  const color = input['color'];
+  if (typeof mean !== 'number' || typeof scale !== 'number' || (color !== 'RGB' && color !== 'BGR')) {
+    throw manifestError(file, `model "${model}": input needs numeric mean/scale and color RGB or BGR`);
+  }
+  const layers = detector['anchorLayers'];
+  if (
+    !Array.isArray(layers) ||
+    layers.length === 0 ||
+    !layers.every((l) => isRecord(l) && Number.isInteger(l['stride']) && Number.isInteger(l['anchors']))
+  ) {
+    throw manifestError(file, `model "${model}": detector.anchorLayers must be [{stride, anchors}, ...]`);
+  }
+  const scoreOutputs = detector['scoreOutputs'];
+  const boxOutputs = detector['boxOutputs'];
+  if (!stringArray(scoreOutputs) || !stringArray(boxOutputs)) {
+    throw manifestError(file, `model "${model}": detector.scoreOutputs and boxOutputs must be lists of output names`);
+  }
+
+  const modelPath = path.join(modelDir, entry['file']);
+  try {
+    await fs.access(modelPath);
+  } catch (e) {
+    throw setupError(`model file ${modelPath} not found`, e);
+  }
+  return {
+    path: modelPath,
+    inputSize: shape[2] as number,
+    anchorLayers: layers.map((l) => ({ stride: (l as Record<string, number>)['stride']!, anchors: (l as Record<string, number>)['anchors']! })),
+    scoreOutputs,
+    boxOutputs,
+    meanValue: mean,
+    scale,
+    swapRB: color === 'RGB', // decoded images are BGR
+  };
+}
+
+// ------------------------------------------------------------------ the engine
+
+export class Engine {
+  readonly #native: NativeEngine;
+  readonly #maxPixels: number;
+  readonly #backend: BackendInfo;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+
+  private constructor(native: NativeEngine, maxPixels: number) {
+    this.#native = native;
+    this.#maxPixels = maxPixels;
+    this.#backend = native.backend();
+  }
+
+  /** Loads the models (one copy per worker) and starts the workers. */
+  static async open(opts: EngineOptions = {}): Promise<Engine> {
+    if (typeof opts !== 'object' || opts === null) throw invalidArgument('Engine.open options must be an object');
+    const workers = intOption(opts.workers, 'workers', ENGINE_DEFAULTS.workers, 1, 64);
+    const threadsPerWorker = intOption(opts.threadsPerWorker, 'threadsPerWorker', ENGINE_DEFAULTS.threadsPerWorker, 1, 64);
+    const queueLimit = intOption(opts.queueLimit, 'queueLimit', ENGINE_DEFAULTS.queueLimit, 1, 1_000_000);
+    const maxPixels = intOption(opts.maxPixels, 'maxPixels', ENGINE_DEFAULTS.maxPixels, 1, Number.MAX_SAFE_INTEGER);
+    const faceDetector: unknown = opts.faceDetector ?? ENGINE_DEFAULTS.faceDetector;
+    if (!isFaceDetectorModel(faceDetector)) {
+      throw invalidArgument(`faceDetector must be one of ${FACE_DETECTOR_MODELS.join(', ')} (got ${String(faceDetector)})`);
+    }
+    if (opts.modelDir !== undefined && (typeof opts.modelDir !== 'string' || opts.modelDir.length === 0)) {
+      throw invalidArgument('modelDir must be a non-empty string');
+    }
+    const modelDir = path.resolve(opts.modelDir ?? path.join(packageRoot(), 'models', 'onnx'));
+
+    const spec = await faceDetectorSpec(modelDir, faceDetector);
+    const binding = loadNative();
+    // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
+    const native = binding.createEngine({ workers, threadsPerWorker, queueLimit, faceDetector: spec });
+    return new Engine(native, maxPixels);
+  }
+
+  /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */
+  async detectFaces(image: Buffer | Uint8Array, opts: DetectFacesOptions = {}): Promise<FaceDetection> {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    if (!(image instanceof Uint8Array)) throw invalidArgument('image must be a Buffer or Uint8Array');
+    if (typeof opts !== 'object' || opts === null) throw invalidArgument('detectFaces options must be an object');
+    const options = {
+      scoreThreshold: unitOption(opts.scoreThreshold, 'scoreThreshold', DETECT_DEFAULTS.scoreThreshold),
+      iouThreshold: unitOption(opts.iouThreshold, 'iouThreshold', DETECT_DEFAULTS.iouThreshold),
+      tiles: intOption(opts.tiles, 'tiles', DETECT_DEFAULTS.tiles, 0, MAX_TILES),
+    };
+    if (image.length === 0) throw new EngineError('INVALID_IMAGE', 'image is empty');
+
+    const header = readImageHeader(image); // UNSUPPORTED_FORMAT / INVALID_IMAGE
+    const pixels = header.width * header.height;
+    if (pixels > this.#maxPixels) {
+      throw new EngineError(
+        'IMAGE_TOO_LARGE',
+        `image is ${header.width}x${header.height} (${pixels} pixels); the limit is ${this.#maxPixels} pixels`,
+      );
+    }
+
+    try {
+      const result = await this.#native.detectFaces(image, options);
+      return { ...result, format: header.format };
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+  /** The DNN backend in use: the single source of "gpu_support". */
+  backend(): BackendInfo {
+    return { ...this.#backend };
+  }
+
+  stats(): EngineStats {
+    return this.#native.stats();
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Stops accepting work, lets queued jobs finish, joins the workers. Idempotent. */
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#closing ??= this.#native.close().catch((e: unknown) => {
+      throw toEngineError(e);
+    });
+    return this.#closing;
+  }
+}

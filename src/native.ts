@@ -1,0 +1,161 @@
+// Typed loader of the C++ addon (build/Release/edgecv.node). The interfaces here are the exact contract of
+// native/addon.cc; argument validation happens in engine.ts before anything reaches native code.
+
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface NativeAnchorLayer {
+  stride: number;
+  anchors: number;
+}
+
+export interface NativeFaceDetectorSpec {
+  /** ONNX file with an NCHW input. */
+  path: string;
+  /** Square input side in pixels. */
+  inputSize: number;
+  anchorLayers: NativeAnchorLayer[];
+  /** Output names in anchor order: logits, one per anchor. */
+  scoreOutputs: string[];
+  /** Output names in anchor order: 16 regressors per anchor. */
+  boxOutputs: string[];
+  /** Input = (pixel - meanValue) * scale. */
+  meanValue: number;
+  scale: number;
+  /** true: feed RGB (decoded images are BGR). */
+  swapRB: boolean;
+}
+
+export interface NativeEngineOptions {
+  workers: number;
+  /** Passed to cv::setNumThreads, which is process-wide. */
+  threadsPerWorker: number;
+  /** Jobs allowed to wait; more are rejected with OVERLOADED. */
+  queueLimit: number;
+  faceDetector?: NativeFaceDetectorSpec;
+}
+
+export interface NativeDetectOptions {
+  scoreThreshold: number;
+  iouThreshold: number;
+  /** 0 = whole image only; N >= 2 also runs an NxN grid of overlapping tiles. */
+  tiles: number;
+}
+
+export interface NativeFace {
+  /** [left, top, right, bottom) in original-image pixels, clipped to the image. */
+  rect: [number, number, number, number];
+  score: number;
+  /** 6 (x, y) pairs, original-image pixels, not clipped. */
+  keypoints: number[];
+}
+
+export interface NativeTimings {
+  queueMs: number;
+  decodeMs: number;
+  preprocessMs: number;
+  inferenceMs: number;
+  postprocessMs: number;
+}
+
+export interface NativeFaceDetection {
+  width: number;
+  height: number;
+  faces: NativeFace[];
+  timings: NativeTimings;
+}
+
+export interface NativeBackendInfo {
+  backend: 'cpu' | 'cuda';
+  device: string;
+}
+
+export interface NativeStats {
+  queued: number;
+  running: number;
+  completed: number;
+  failed: number;
+  rejected: number;
+  workers: number;
+  threadsPerWorker: number;
+  queueLimit: number;
+}
+
+export interface NativeEngine {
+  /** Rejects with an Error whose `.code` is OVERLOADED, INVALID_IMAGE, CLOSED, INVALID_ARGUMENT or INTERNAL. */
+  detectFaces(image: Uint8Array, options: NativeDetectOptions): Promise<NativeFaceDetection>;
+  backend(): NativeBackendInfo;
+  stats(): NativeStats;
+  /** Lets queued jobs finish, joins the workers. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface NativeBinding {
+  /** Loads every model once per worker; throws an Error with a clear message if a model cannot be loaded. */
+  createEngine(options: NativeEngineOptions): NativeEngine;
+  opencvVersion: string;
+}
+
+let cachedRoot: string | undefined;
+
+/**
+ * The package root: the nearest ancestor directory whose package.json is named "edgecv". Works from src/ (vitest,
+ * one level down) and from dist/src/ (compiled, two levels down).
+ */
+export function packageRoot(): string {
+  if (cachedRoot !== undefined) return cachedRoot;
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = path.join(dir, 'package.json');
+    try {
+      const parsed: unknown = JSON.parse(fs.readFileSync(pkg, 'utf8'));
+      if (typeof parsed === 'object' && parsed !== null && (parsed as { name?: unknown }).name === 'edgecv') {
+        cachedRoot = dir;
+        return dir;
+      }
+    } catch {
+      // no (readable) package.json here: keep walking up
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error(`edgecv: cannot find the package root (package.json named "edgecv") above ${fileURLToPath(import.meta.url)}`);
+    dir = parent;
+  }
+}
+
+export function nativeAddonPath(): string {
+  return path.join(packageRoot(), 'build', 'Release', 'edgecv.node');
+}
+
+function isBinding(value: unknown): value is NativeBinding {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { createEngine?: unknown }).createEngine === 'function' &&
+    typeof (value as { opencvVersion?: unknown }).opencvVersion === 'string'
+  );
+}
+
+let cachedBinding: NativeBinding | undefined;
+
+/** Loads the addon once. Throws an Error telling the user how to build it when it is missing. */
+export function loadNative(): NativeBinding {
+  if (cachedBinding !== undefined) return cachedBinding;
+  const file = nativeAddonPath();
+  if (!fs.existsSync(file)) {
+    throw new Error(`edgecv: native addon not built (${file} is missing): run \`npm run setup\``);
+  }
+  const require = createRequire(import.meta.url);
+  let loaded: unknown;
+  try {
+    loaded = require(file);
+  } catch (e) {
+    throw new Error(`edgecv: cannot load the native addon ${file}: ${(e as Error).message}; rebuild it with \`npm run build\``, {
+      cause: e,
+    });
+  }
+  if (!isBinding(loaded)) throw new Error(`edgecv: ${file} is not the edgecv addon (no createEngine export)`);
+  cachedBinding = loaded;
+  return loaded;
+}
