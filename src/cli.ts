@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// edgecv command line. `edgecv [serve] [flags]` runs the HTTPS server; more subcommands slot into COMMANDS.
+
+import { ConfigError, parseServerConfig, serverOptionsHelp } from './config.js';
+
+interface Command {
+  summary: string;
+  usage: () => string;
+  /** Resolves with the exit code. */
+  run: (args: string[]) => Promise<number>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  serve: {
+    summary: 'run the HTTPS server (the default)',
+    usage: () => `usage: edgecv serve [flags]\n\nflags (environment variable in brackets):\n${serverOptionsHelp()}`,
+    run: async (args) => {
+      const config = parseServerConfig(args);
+      const { runServe } = await import('./server/serve.js');
+      return runServe(config);
+    },
+  },
+};
+
+function mainUsage(): string {
+  const cmds = Object.entries(COMMANDS)
+    .map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`)
+    .join('\n');
+  return `usage: edgecv <command> [flags]\n\ncommands:\n${cmds}\n\n'edgecv <command> --help' describes a command's flags.`;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let [name, ...rest] = argv;
+  if (name === undefined || name.startsWith('-')) {
+    if (name === '--help' || name === '-h') {
+      console.log(mainUsage());
+      return 0;
+    }
+    rest = argv;
+    name = 'serve';
+  }
+  if (name === 'help') {
+    const cmd = rest[0] ? COMMANDS[rest[0]] : undefined;
+    console.log(cmd ? cmd.usage() : mainUsage());
+    return 0;
+  }
+  const cmd = COMMANDS[name];
+  if (!cmd) {
+    console.error(`edgecv: unknown command '${name}'\n\n${mainUsage()}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(cmd.usage());
+    return 0;
+  }
+  try {
+    return await cmd.run(rest);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`edgecv ${name}: ${e.message}\n\n${cmd.usage()}`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

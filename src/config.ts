@@ -1,0 +1,141 @@
+// Server configuration: command-line flags win over EDGECV_* environment variables, which win over defaults.
+
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+export interface ServerConfig {
+  port: number;
+  host: string;
+  /** Absolute path; holds tls/ (generated certificate) and later state. */
+  dataDir: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  /** Largest accepted request body in bytes. */
+  bodyLimit: number;
+  /** Passed to the engine; undefined = engine default. */
+  modelDir?: string;
+  maxPixels?: number;
+  workers?: number;
+  threadsPerWorker?: number;
+  queueLimit?: number;
+}
+
+export const DEFAULT_PORT = 8008;
+export const DEFAULT_HOST = '0.0.0.0';
+export const DEFAULT_BODY_LIMIT = 20 * 1024 * 1024;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count';
+
+interface OptionSpec {
+  flag: string;
+  env: string;
+  kind: Kind;
+  help: string;
+}
+
+/** Every server option: flag, environment variable, how it is parsed. The order is the --help order. */
+export const SERVER_OPTIONS = {
+  port: { flag: 'port', env: 'EDGECV_PORT', kind: 'port', help: `TCP port (default ${DEFAULT_PORT})` },
+  host: { flag: 'host', env: 'EDGECV_HOST', kind: 'string', help: `address to listen on (default ${DEFAULT_HOST})` },
+  dataDir: { flag: 'data-dir', env: 'EDGECV_DATA_DIR', kind: 'path', help: 'state folder, tls/ lives here (default ./data)' },
+  tlsCert: { flag: 'tls-cert', env: 'EDGECV_TLS_CERT', kind: 'path', help: 'PEM certificate (default: self-signed in data-dir/tls)' },
+  tlsKey: { flag: 'tls-key', env: 'EDGECV_TLS_KEY', kind: 'path', help: 'PEM private key for --tls-cert' },
+  bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: 'largest request body, bytes; K/M/G suffixes allowed (default 20M)' },
+  modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', kind: 'path', help: 'folder of converted models (default: engine default)' },
+  maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', help: 'largest image, width*height (default: engine default)' },
+  workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
+  threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
+  queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
+} satisfies Record<keyof ServerConfig, OptionSpec>;
+
+function parseValue(spec: OptionSpec, raw: string, origin: string): string | number {
+  const bad = (what: string): never => {
+    throw new ConfigError(`invalid ${origin}: ${JSON.stringify(raw)} (${what})`);
+  };
+  const v = raw.trim();
+  switch (spec.kind) {
+    case 'port': {
+      if (!/^\d+$/.test(v)) bad('expected a port number 0-65535');
+      const n = Number(v);
+      if (n > 65535) bad('expected a port number 0-65535');
+      return n;
+    }
+    case 'count': {
+      if (!/^\d+$/.test(v)) bad('expected a positive integer');
+      const n = Number(v);
+      if (!Number.isSafeInteger(n) || n < 1) bad('expected a positive integer');
+      return n;
+    }
+    case 'bytes': {
+      const m = /^(\d+)\s*([kmg]?)(i?b)?$/i.exec(v);
+      if (!m) bad('expected bytes, e.g. 20971520 or 20M');
+      const mult = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m![2]!.toLowerCase()]!;
+      const n = Number(m![1]) * mult;
+      if (!Number.isSafeInteger(n) || n < 1) bad('expected a positive size');
+      return n;
+    }
+    case 'string':
+    case 'path':
+      if (v === '') bad('must not be empty');
+      return v;
+  }
+}
+
+/**
+ * Parses `serve` flags and EDGECV_* environment variables. Throws ConfigError on anything invalid.
+ * `cwd` resolves relative paths (data dir, certificate files, model dir).
+ */
+export function parseServerConfig(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): ServerConfig {
+  const options = Object.fromEntries(
+    Object.values(SERVER_OPTIONS).map((s) => [s.flag, { type: 'string' as const }]),
+  );
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }));
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
+  }
+
+  const out: Record<string, string | number | undefined> = {};
+  for (const [key, spec] of Object.entries(SERVER_OPTIONS) as [keyof ServerConfig, OptionSpec][]) {
+    const flagValue = values[spec.flag];
+    const envValue = env[spec.env];
+    let v: string | number | undefined;
+    if (typeof flagValue === 'string') v = parseValue(spec, flagValue, `--${spec.flag}`);
+    else if (envValue !== undefined && envValue !== '') v = parseValue(spec, envValue, spec.env);
+    if (spec.kind === 'path' && typeof v === 'string') v = path.resolve(cwd, v);
+    out[key] = v;
+  }
+
+  const config: ServerConfig = {
+    port: (out.port as number | undefined) ?? DEFAULT_PORT,
+    host: (out.host as string | undefined) ?? DEFAULT_HOST,
+    dataDir: (out.dataDir as string | undefined) ?? path.resolve(cwd, 'data'),
+    bodyLimit: (out.bodyLimit as number | undefined) ?? DEFAULT_BODY_LIMIT,
+  };
+  for (const key of ['tlsCert', 'tlsKey', 'modelDir'] as const) {
+    if (out[key] !== undefined) config[key] = out[key] as string;
+  }
+  for (const key of ['maxPixels', 'workers', 'threadsPerWorker', 'queueLimit'] as const) {
+    if (out[key] !== undefined) config[key] = out[key] as number;
+  }
+  if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
+    throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
+  }
+  return config;
+}
+
+/** Help text for the server flags. */
+export function serverOptionsHelp(): string {
+  return Object.values(SERVER_OPTIONS)
+    .map((s: OptionSpec) => `  --${`${s.flag} <v>`.padEnd(26)} ${s.help}  [${s.env}]`)
+    .join('\n');
+}

@@ -1,0 +1,64 @@
+// Error responses: every failure answers {"success":"false","error":"..."} with a fitting status.
+
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { engineErrorCode, type EngineErrorCode } from './engine-types.js';
+
+export interface ErrorBody {
+  success: 'false';
+  error: string;
+}
+
+export class HttpError extends Error {
+  override name = 'HttpError';
+  constructor(
+    readonly status: ContentfulStatusCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function errorBody(message: string): ErrorBody {
+  return { success: 'false', error: message };
+}
+
+export function errorResponse(c: Context, status: ContentfulStatusCode, message: string, headers?: Record<string, string>) {
+  return c.json(errorBody(message), status, headers);
+}
+
+const ENGINE_STATUS: Record<EngineErrorCode, { status: ContentfulStatusCode; headers?: Record<string, string>; message?: string }> = {
+  INVALID_IMAGE: { status: 400 },
+  INVALID_ARGUMENT: { status: 400 },
+  // an image of a format the engine does not decode is still "not an image we can use": 400, like garbage
+  UNSUPPORTED_FORMAT: { status: 400 },
+  IMAGE_TOO_LARGE: { status: 413 },
+  OVERLOADED: { status: 503, headers: { 'Retry-After': '1' }, message: 'server busy: too many images queued, retry later' },
+  CLOSED: { status: 503, headers: { 'Retry-After': '1' }, message: 'server is shutting down' },
+  INTERNAL: { status: 500, message: 'internal error while processing the image' },
+};
+
+/** Maps any thrown value to an HttpError (status, client-facing message, headers). */
+export function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  const code = engineErrorCode(err);
+  if (code) {
+    const m = ENGINE_STATUS[code];
+    return new HttpError(m.status, m.message ?? (err as Error).message, m.headers);
+  }
+  if (err instanceof HTTPException) {
+    return new HttpError(err.status as ContentfulStatusCode, err.message || 'request error');
+  }
+  return new HttpError(500, 'internal server error');
+}
+
+/** Hono onError handler. */
+export function onError(err: Error, c: Context) {
+  const e = toHttpError(err);
+  if (e.status >= 500 && e.status !== 503) {
+    console.error(`[edgecv] ${c.req.method} ${c.req.path} failed:`, err);
+  }
+  return errorResponse(c, e.status, e.message, e.headers);
+}

@@ -1,0 +1,142 @@
+// Getting the image out of a request. Every image route (detection, and later recognition, pose, objects,
+// enrolment) accepts the same four inputs and answers the same errors:
+//   1. raw body, Content-Type image/png
+//   2. raw body, Content-Type image/jpeg or image/jpg
+//   3. multipart/form-data with a file part named `image` (a base64 text part is accepted too)
+//   4. application/x-www-form-urlencoded with a base64 `image` parameter; `+` turned into spaces by a
+//      client that did not URL-encode is repaired, and a `data:...;base64,` prefix is dropped
+// The bytes decide PNG vs JPEG, not the header: the engine sniffs them, so a PNG sent as image/jpeg works.
+
+import type { Context } from 'hono';
+import { HttpError } from './errors.js';
+
+export const IMAGE_FIELD = 'image';
+
+const RAW_TYPES = new Set(['image/png', 'image/jpeg', 'image/jpg', 'image/pjpeg', 'application/octet-stream']);
+
+const HOW_TO_SEND =
+  `send it as the request body (Content-Type image/jpeg or image/png), as a multipart/form-data file part ` +
+  `named '${IMAGE_FIELD}', or as a base64 '${IMAGE_FIELD}' parameter (application/x-www-form-urlencoded)`;
+
+export interface ImageInput {
+  bytes: Buffer;
+  /** How it came: 'raw', 'multipart' or 'urlencoded'. */
+  via: 'raw' | 'multipart' | 'urlencoded';
+  /** Other form fields (multipart text parts, urlencoded parameters) for routes that take options. */
+  fields: Map<string, string>;
+}
+
+function missing(detail: string): HttpError {
+  return new HttpError(400, `missing image: ${detail}; ${HOW_TO_SEND}`);
+}
+
+/** The media type of a Content-Type header, lower-case, without parameters. */
+export function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
+}
+
+async function readBody(c: Context): Promise<Buffer> {
+  try {
+    return Buffer.from(await c.req.arrayBuffer());
+  } catch (e) {
+    throw new HttpError(400, `could not read the request body: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Decodes base64 text as clients really send it: `+` that became spaces, line breaks, a `data:...;base64,`
+ * prefix, base64url letters, missing padding. Throws HttpError 400 when it is not base64 at all.
+ */
+export function decodeBase64Image(text: string, where: string): Buffer {
+  let s = text.trim();
+  const data = /^data:[^,]*?;base64,/i.exec(s);
+  if (data) s = s.slice(data[0].length);
+  else if (/^data:/i.test(s)) throw new HttpError(400, `${where}: a data: URL must be base64 encoded (data:<type>;base64,...)`);
+  s = s.replace(/[\r\n\t]/g, '').replace(/ /g, '+').replace(/-/g, '+').replace(/_/g, '/');
+  s = s.replace(/=+$/, '');
+  if (s.length === 0) throw missing(`${where} is empty`);
+  if (!/^[A-Za-z0-9+/]+$/.test(s) || s.length % 4 === 1) {
+    throw new HttpError(400, `${where} is not valid base64`);
+  }
+  return Buffer.from(s, 'base64');
+}
+
+async function fromMultipart(c: Context): Promise<ImageInput> {
+  let form: FormData;
+  try {
+    form = await c.req.raw.formData();
+  } catch (e) {
+    throw new HttpError(400, `malformed multipart/form-data body: ${(e as Error).message}`);
+  }
+  const fields = new Map<string, string>();
+  let bytes: Buffer | undefined;
+  let sawImage = false;
+  for (const [name, value] of form.entries()) {
+    if (name === IMAGE_FIELD && !sawImage) {
+      sawImage = true;
+      if (typeof value === 'string') {
+        bytes = decodeBase64Image(value, `form field '${IMAGE_FIELD}'`);
+      } else {
+        bytes = Buffer.from(await value.arrayBuffer());
+        if (bytes.length === 0) throw missing(`the '${IMAGE_FIELD}' part is empty`);
+      }
+    } else if (typeof value === 'string' && !fields.has(name)) {
+      fields.set(name, value);
+    }
+  }
+  if (!bytes) throw missing(`the form has no '${IMAGE_FIELD}' part`);
+  return { bytes, via: 'multipart', fields };
+}
+
+function decodeComponent(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    throw new HttpError(400, 'malformed application/x-www-form-urlencoded body (bad %-escape)');
+  }
+}
+
+async function fromUrlencoded(c: Context): Promise<ImageInput> {
+  const text = (await readBody(c)).toString('latin1');
+  const fields = new Map<string, string>();
+  let image: string | undefined;
+  for (const pair of text.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const key = decodeComponent(eq < 0 ? pair : pair.slice(0, eq));
+    const value = eq < 0 ? '' : pair.slice(eq + 1);
+    if (key === IMAGE_FIELD) {
+      // decodeComponent turns '+' into ' '; decodeBase64Image turns it back.
+      if (image === undefined) image = decodeComponent(value);
+    } else if (!fields.has(key)) {
+      fields.set(key, decodeComponent(value));
+    }
+  }
+  if (image === undefined) throw missing(`no '${IMAGE_FIELD}' parameter in the form`);
+  return { bytes: decodeBase64Image(image, `parameter '${IMAGE_FIELD}'`), via: 'urlencoded', fields };
+}
+
+/**
+ * Extracts the image bytes from a request in any of the four accepted forms.
+ * Throws HttpError: 400 missing/empty/malformed, 415 unsupported Content-Type.
+ * The body size limit is enforced before this, by the app's body-limit middleware.
+ */
+export async function readImageInput(c: Context): Promise<ImageInput> {
+  const header = c.req.header('content-type');
+  const type = mediaType(header);
+
+  if (RAW_TYPES.has(type)) {
+    const bytes = await readBody(c);
+    if (bytes.length === 0) throw missing('the request body is empty');
+    return { bytes, via: 'raw', fields: new Map() };
+  }
+  if (type === 'multipart/form-data') return fromMultipart(c);
+  if (type === 'application/x-www-form-urlencoded') return fromUrlencoded(c);
+
+  if (type === '') {
+    const bytes = c.req.raw.body ? await readBody(c) : Buffer.alloc(0);
+    if (bytes.length === 0) throw missing('the request has no body');
+    throw new HttpError(415, `the request has no Content-Type; ${HOW_TO_SEND}`);
+  }
+  throw new HttpError(415, `unsupported Content-Type '${type}'; ${HOW_TO_SEND}`);
+}

@@ -1,0 +1,72 @@
+// `edgecv serve`: open the engine, load TLS, listen, and shut down cleanly on SIGINT/SIGTERM.
+
+import type { ServerConfig } from '../config.js';
+import { createApp } from './app.js';
+import { startServer } from './server.js';
+import { loadTls, TlsError } from './tls.js';
+
+/** Runs the server until SIGINT/SIGTERM. Resolves with the process exit code. */
+export async function runServe(config: ServerConfig): Promise<number> {
+  let tls;
+  try {
+    tls = await loadTls(config);
+  } catch (e) {
+    console.error(`edgecv: ${e instanceof TlsError ? e.message : (e as Error).stack}`);
+    return 1;
+  }
+  if (tls.source === 'generated') console.log(`edgecv: created a self-signed TLS certificate in ${tls.certPath}`);
+
+  const { Engine } = await import('../engine.js');
+  let engine;
+  try {
+    engine = await Engine.open({
+      modelDir: config.modelDir,
+      workers: config.workers,
+      threadsPerWorker: config.threadsPerWorker,
+      queueLimit: config.queueLimit,
+      maxPixels: config.maxPixels,
+    });
+  } catch (e) {
+    console.error(`edgecv: cannot start the engine: ${(e as Error).message}`);
+    return 1;
+  }
+
+  let running;
+  try {
+    running = await startServer({ app: createApp({ engine, config }), tls, port: config.port, host: config.host });
+  } catch (e) {
+    console.error(`edgecv: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+    await engine.close();
+    return 1;
+  }
+  const { backend, device } = engine.backend();
+  console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        console.error(`edgecv: ${signal} again, exiting now`);
+        process.exit(1);
+      }
+      stopping = true;
+      console.log(`edgecv: ${signal}, shutting down`);
+      void (async () => {
+        let code = 0;
+        try {
+          await running.close();
+          await engine.close();
+        } catch (e) {
+          console.error(`edgecv: error while shutting down: ${(e as Error).message}`);
+          code = 1;
+        }
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        console.log('edgecv: stopped');
+        resolve(code);
+      })();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}

@@ -1,0 +1,62 @@
+// Serving the app over HTTPS with @hono/node-server.
+
+import type { AddressInfo } from 'node:net';
+import https from 'node:https';
+import { serve } from '@hono/node-server';
+import type { Hono } from 'hono';
+
+export interface RunningServer {
+  server: https.Server;
+  /** The bound port (useful with port 0). */
+  port: number;
+  /** https://<host>:<port>/ */
+  url: string;
+  /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface ListenOptions {
+  app: Hono;
+  tls: { cert: string; key: string };
+  port: number;
+  host: string;
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+export function startServer(opts: ListenOptions): Promise<RunningServer> {
+  return new Promise((resolve, reject) => {
+    const server = serve({
+      fetch: opts.app.fetch,
+      port: opts.port,
+      hostname: opts.host,
+      createServer: https.createServer,
+      serverOptions: { cert: opts.tls.cert, key: opts.tls.key },
+    }) as https.Server;
+    const onError = (err: Error) => reject(err);
+    server.once('error', onError);
+    server.once('listening', () => {
+      server.off('error', onError);
+      server.on('error', (err) => console.error('[edgecv] server error:', err));
+      const port = (server.address() as AddressInfo).port;
+      resolve({
+        server,
+        port,
+        url: `https://${urlHost(opts.host)}:${port}/`,
+        close: (graceMs = 5000) =>
+          new Promise<void>((done) => {
+            const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+            timer.unref();
+            server.close(() => {
+              clearTimeout(timer);
+              done();
+            });
+            server.closeIdleConnections();
+          }),
+      });
+    });
+  });
+}

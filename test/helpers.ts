@@ -1,0 +1,134 @@
+// Shared test helpers: test photos, the real engine, crafted images, HTTPS requests.
+
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const DATA_DIR = path.join(ROOT, 'test', 'data');
+
+/** True once src/engine.ts has landed; tests that need the engine are skipped before. */
+export const HAVE_ENGINE = fs.existsSync(path.join(ROOT, 'src', 'engine.ts'));
+
+/** A test photo from test/data (made by `node scripts/setup.mjs --test`, which `npm test` runs). */
+export function photo(name: string): Buffer {
+  const file = path.join(DATA_DIR, name);
+  if (!fs.existsSync(file)) {
+    throw new Error(`${file} is missing: run \`node scripts/setup.mjs --test\` (npm test does) to fetch the test photos`);
+  }
+  return fs.readFileSync(file);
+}
+
+export interface EngineOpenOptions {
+  modelDir?: string;
+  workers?: number;
+  threadsPerWorker?: number;
+  queueLimit?: number;
+  maxPixels?: number;
+}
+
+/** The real engine (src/engine.ts). Imported lazily so this file loads before the engine exists. */
+export async function openEngine(opts: EngineOpenOptions = {}) {
+  const mod = await import('../src/engine.js');
+  return mod.Engine.open(opts);
+}
+
+// ------------------------------------------------------------------ crafted images
+
+const CRC_TABLE = (() => {
+  const t = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c >>> 0;
+  }
+  return t;
+})();
+
+export function crc32(buf: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const td = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+
+/**
+ * A PNG whose valid IHDR claims width x height (8-bit RGB), followed by a tiny IDAT and IEND: the header
+ * alone says it is too large, and decoding it would fail.
+ */
+export function pngClaiming(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', Buffer.from([0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01])),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+/** Deterministic bytes that are no image format at all. */
+export function garbage(n = 4096): Buffer {
+  const b = Buffer.alloc(n);
+  let x = 12345;
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    b[i] = x >>> 16;
+  }
+  b[0] = 0x42; // not a PNG/JPEG/GIF/WebP magic
+  return b;
+}
+
+// ------------------------------------------------------------------ HTTPS client
+
+export interface HttpsResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  /** ms from sending to the full answer */
+  ms: number;
+  /** performance.now() when the answer was complete */
+  doneAt: number;
+}
+
+export function httpsRequest(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string; ca?: string; agent?: https.Agent },
+): Promise<HttpsResult> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = https.request(
+      url,
+      { method: opts.method ?? 'GET', headers: opts.headers, ca: opts.ca, agent: opts.agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => {
+          const doneAt = performance.now();
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text: Buffer.concat(chunks).toString('utf8'),
+            ms: doneAt - t0,
+            doneAt,
+          });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
