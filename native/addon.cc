@@ -19,6 +19,7 @@
 #include "face_detect_job.h"
 #include "face_detector.h"
 #include "job.h"
+#include "run_model_job.h"
 #include "worker_context.h"
 #include "worker_pool.h"
 
@@ -131,6 +132,7 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
     return DefineClass(env, "NativeEngine",
                        {
                            InstanceMethod<&NativeEngine::DetectFaces>("detectFaces"),
+                           InstanceMethod<&NativeEngine::RunModel>("runModel"),
                            InstanceMethod<&NativeEngine::Backend>("backend"),
                            InstanceMethod<&NativeEngine::Stats>("stats"),
                            InstanceMethod<&NativeEngine::Close>("close"),
@@ -147,6 +149,7 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   enum class State { kOpen, kClosing, kClosed };
 
   Napi::Value DetectFaces(const Napi::CallbackInfo& info);
+  Napi::Value RunModel(const Napi::CallbackInfo& info);
   Napi::Value Backend(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
@@ -192,6 +195,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     for (int i = 0; i < workers; ++i) {
       auto ctx = std::make_unique<WorkerContext>();
       ctx->index = i;
+      ctx->backend = backend_;
       if (faceSpec) ctx->faceDetector = std::make_unique<FaceDetector>(*faceSpec, backend_);
       contexts.push_back(std::move(ctx));
     }
@@ -270,6 +274,39 @@ Napi::Value NativeEngine::DetectFaces(const Napi::CallbackInfo& info) {
     }
     const DetectOptions options = ReadDetectOptions(env, info[1]);
     return Submit(env, std::make_unique<FaceDetectJob>(env, info[0].As<Napi::Uint8Array>(), options));
+  } catch (const Napi::Error& e) {
+    return RejectedPromise(env, e.Value());
+  } catch (const std::exception& e) {
+    return RejectedPromise(env, ErrorCode::kInternal, e.what());
+  }
+}
+
+Napi::Value NativeEngine::RunModel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+      return RejectedPromise(env, ErrorCode::kInvalidArgument, "input must be a Float32Array");
+    }
+    if (!info[1].IsObject()) return RejectedPromise(env, ErrorCode::kInvalidArgument, "model spec must be an object");
+    Napi::Object obj = info[1].As<Napi::Object>();
+    RawModelSpec spec;
+    spec.path = ReadString(obj, "path", "model");
+    spec.outputs = ReadStrings(obj, "outputs", "model");
+    Napi::Value shape = obj.Get("inputShape");
+    if (!shape.IsArray()) ThrowInvalid(env, "model.inputShape must be an array of positive integers");
+    Napi::Array dims = shape.As<Napi::Array>();
+    for (uint32_t i = 0; i < dims.Length(); ++i) {
+      Napi::Value d = dims.Get(i);
+      const double v = d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1;
+      if (!(v >= 1 && v <= 1 << 20 && std::floor(v) == v)) {
+        ThrowInvalid(env, "model.inputShape must be an array of positive integers");
+      }
+      spec.inputShape.push_back(static_cast<int>(v));
+    }
+    if (spec.inputShape.empty() || spec.outputs.empty()) {
+      ThrowInvalid(env, "model.inputShape and model.outputs must be non-empty");
+    }
+    return Submit(env, std::make_unique<RunModelJob>(env, info[0].As<Napi::Float32Array>(), std::move(spec)));
   } catch (const Napi::Error& e) {
     return RejectedPromise(env, e.Value());
   } catch (const std::exception& e) {

@@ -4,15 +4,28 @@
 // more Job subclass, one more engine method; the queue/promise plumbing is shared.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 
+#include <opencv2/dnn.hpp>
+
+#include "backend.h"
 #include "face_detector.h"
 
 namespace edgecv {
 
 struct WorkerContext {
   int index = 0;
+  BackendInfo backend;
   std::unique_ptr<FaceDetector> faceDetector;  // null if the engine has no face model
+
+  // Raw-tensor models for runModel(), loaded on first use by this worker.
+  // Throws JobError(INTERNAL) if the file cannot be loaded.
+  cv::dnn::Net& RawNet(const std::string& path);
+
+ private:
+  std::map<std::string, cv::dnn::Net> rawNets_;
 };
 
 }  // namespace edgecv

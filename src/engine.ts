@@ -17,6 +17,7 @@ import {
   packageRoot,
   type NativeEngine,
   type NativeFaceDetectorSpec,
+  type NativeRawModelSpec,
 } from './native.js';
 
 export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
@@ -171,8 +172,13 @@ function stringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string' && v.length > 0);
 }
 
-/** The native face detector spec for `model`, from <modelDir>/manifest.json. */
-async function faceDetectorSpec(modelDir: string, model: FaceDetectorModel): Promise<NativeFaceDetectorSpec> {
+interface LoadedManifest {
+  file: string;
+  models: Record<string, unknown>;
+}
+
+/** <modelDir>/manifest.json, written by the model converter at set-up. */
+async function readManifest(modelDir: string): Promise<LoadedManifest> {
   const file = path.join(modelDir, 'manifest.json');
   let text: string;
   try {
@@ -188,7 +194,40 @@ async function faceDetectorSpec(modelDir: string, model: FaceDetectorModel): Pro
   }
   const models = isRecord(manifest) ? manifest['models'] : undefined;
   if (!isRecord(models)) throw manifestError(file, 'no "models" object');
-  const entry = models[model];
+  return { file, models };
+}
+
+/** A raw-tensor spec (file, input shape, output names) for any manifest model; null if `name` is not there. */
+function rawModelSpec(manifest: LoadedManifest, modelDir: string, name: string): NativeRawModelSpec | null {
+  const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
+  if (!isRecord(entry)) return null;
+  const input = entry['input'];
+  const outputs = entry['outputs'];
+  const shape = isRecord(input) ? input['shape'] : undefined;
+  if (
+    typeof entry['file'] !== 'string' ||
+    !Array.isArray(shape) ||
+    !shape.every((d) => Number.isInteger(d) && d > 0) ||
+    !Array.isArray(outputs) ||
+    !outputs.every((o) => isRecord(o) && typeof o['name'] === 'string')
+  ) {
+    throw manifestError(manifest.file, `model "${name}" lacks file, input.shape or outputs[].name`);
+  }
+  return {
+    path: path.join(modelDir, entry['file']),
+    inputShape: shape as number[],
+    outputs: outputs.map((o) => (o as Record<string, string>)['name']!),
+  };
+}
+
+/** The native face detector spec for `model`. */
+async function faceDetectorSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: FaceDetectorModel,
+): Promise<NativeFaceDetectorSpec> {
+  const file = manifest.file;
+  const entry = manifest.models[model];
   if (!isRecord(entry)) throw setupError(`model "${model}" is not in ${file}`);
 
   const input = entry['input'];
@@ -249,13 +288,17 @@ async function faceDetectorSpec(modelDir: string, model: FaceDetectorModel): Pro
 
 export class Engine {
   readonly #native: NativeEngine;
+  readonly #manifest: LoadedManifest;
+  readonly #modelDir: string;
   readonly #maxPixels: number;
   readonly #backend: BackendInfo;
   #closed = false;
   #closing: Promise<void> | undefined;
 
-  private constructor(native: NativeEngine, maxPixels: number) {
+  private constructor(native: NativeEngine, manifest: LoadedManifest, modelDir: string, maxPixels: number) {
     this.#native = native;
+    this.#manifest = manifest;
+    this.#modelDir = modelDir;
     this.#maxPixels = maxPixels;
     this.#backend = native.backend();
   }
@@ -276,11 +319,12 @@ export class Engine {
     }
     const modelDir = path.resolve(opts.modelDir ?? path.join(packageRoot(), 'models', 'onnx'));
 
-    const spec = await faceDetectorSpec(modelDir, faceDetector);
+    const manifest = await readManifest(modelDir);
+    const spec = await faceDetectorSpec(manifest, modelDir, faceDetector);
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({ workers, threadsPerWorker, queueLimit, faceDetector: spec });
-    return new Engine(native, maxPixels);
+    return new Engine(native, manifest, modelDir, maxPixels);
   }
 
   /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */
@@ -307,6 +351,30 @@ export class Engine {
     try {
       const result = await this.#native.detectFaces(image, options);
       return { ...result, format: header.format };
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+  /**
+   * One forward pass of any model in the manifest on a caller-made input tensor (NCHW, already normalized),
+   * returning its outputs in manifest order. For checking converted models (parity tests); goes through the
+   * same queue and workers as detection, each worker loading the model on first use.
+   */
+  async runModel(name: string, input: Float32Array): Promise<Float32Array[]> {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    if (typeof name !== 'string') throw invalidArgument('model name must be a string');
+    if (!(input instanceof Float32Array)) throw invalidArgument('input must be a Float32Array');
+    const spec = rawModelSpec(this.#manifest, this.#modelDir, name);
+    if (spec === null) {
+      throw invalidArgument(`unknown model "${name}" (known: ${Object.keys(this.#manifest.models).join(', ')})`);
+    }
+    const expected = spec.inputShape.reduce((a, b) => a * b, 1);
+    if (input.length !== expected) {
+      throw invalidArgument(`input has ${input.length} values; ${name} takes [${spec.inputShape.join(',')}] = ${expected}`);
+    }
+    try {
+      return await this.#native.runModel(input, spec);
     } catch (e) {
       throw toEngineError(e);
     }

@@ -83,9 +83,20 @@ export interface NativeStats {
   queueLimit: number;
 }
 
+export interface NativeRawModelSpec {
+  /** ONNX file. */
+  path: string;
+  /** Input tensor shape, e.g. [1, 3, 256, 256]; the product must equal the input length. */
+  inputShape: number[];
+  /** Output names; the result arrays come in this order. */
+  outputs: string[];
+}
+
 export interface NativeEngine {
   /** Rejects with an Error whose `.code` is OVERLOADED, INVALID_IMAGE, CLOSED, INVALID_ARGUMENT or INTERNAL. */
   detectFaces(image: Uint8Array, options: NativeDetectOptions): Promise<NativeFaceDetection>;
+  /** One forward pass on a raw tensor (the model is loaded by each worker on first use). */
+  runModel(input: Float32Array, model: NativeRawModelSpec): Promise<Float32Array[]>;
   backend(): NativeBackendInfo;
   stats(): NativeStats;
   /** Lets queued jobs finish, joins the workers. Idempotent. */
