@@ -23,9 +23,15 @@ const FACE_JPG = 'dlib/faces/Tom_Cruise_avp_2014_4.jpg'; // 565x800, one face
 // in each at the default 0.5 threshold: that is a detector-accuracy matter, not an API one.)
 const NO_FACE = ['skimage/motorcycle_left.png', 'skimage/rocket.jpg', 'darknet/giraffe.jpg'];
 
+const tmpDirs: string[] = [];
 function tmpDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tmpDirs.push(dir);
+  return dir;
 }
+afterAll(() => {
+  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
+});
 
 // ------------------------------------------------------------------ configuration (no engine needed)
 
