@@ -1,0 +1,66 @@
+// Every converted model, run by OpenCV through the addon, against the original TF.js graph
+// on the same real photo: max |opencv - tfjs| / max |tfjs| <= 1e-4 on every output used.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TfjsReference, useTfjsBackend } from '../bench/tfjs-reference.js';
+import { Engine } from '../src/index.js';
+import type { ConvertedManifest } from '../models/model-manifest.js';
+import { photoTensor } from './support/photo-tensor.js';
+import { repoRoot, testData } from './support/paths.js';
+
+const manifest = JSON.parse(readFileSync(join(repoRoot, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
+
+function maxRelativeError(actual: Float32Array, expected: Float32Array): number {
+  let maxDiff = 0;
+  let maxRef = 0;
+  for (let i = 0; i < expected.length; i++) {
+    maxDiff = Math.max(maxDiff, Math.abs(actual[i] - expected[i]));
+    maxRef = Math.max(maxRef, Math.abs(expected[i]));
+  }
+  return maxDiff / maxRef;
+}
+
+describe('converted models match TF.js', () => {
+  let engine: Engine;
+  beforeAll(async () => {
+    await useTfjsBackend('cpu');
+    engine = await Engine.open({ workers: 1, threadsPerWorker: 2 });
+  });
+  afterAll(async () => {
+    await engine.close();
+  });
+
+  for (const [name, model] of Object.entries(manifest.models)) {
+    it(`${name}: every output within 1e-4 of TF.js on a real photo`, async () => {
+      const [, c, h, w] = model.input.shape;
+      const photo = photoTensor(readFileSync(testData('skimage/astronaut.png')), w, h, model.input.mean, model.input.scale);
+      expect(c).toBe(3);
+      const reference = await TfjsReference.load(
+        model.source.file,
+        model.input.tfNode,
+        model.outputs.map((o) => o.tfNode),
+      );
+      const expected = await reference.run(photo.nhwc, [1, h, w, c]);
+      reference.dispose();
+      const actual = await engine.runModel(name, photo.nchw);
+      expect(actual).toHaveLength(model.outputs.length);
+      model.outputs.forEach((o, i) => {
+        expect(actual[i].length, o.name).toBe(expected[i].length);
+        // A model that outputs all zeros would pass a relative check vacuously.
+        expect(Math.max(...expected[i].slice(0, 4096).map(Math.abs)), o.name).toBeGreaterThan(0);
+        expect(maxRelativeError(actual[i], expected[i]), o.name).toBeLessThanOrEqual(1e-4);
+      });
+
+      // The standard-valid variant of the same graph loads in a second runtime and agrees too.
+      const session = await ort.InferenceSession.create(join(repoRoot, 'models', 'onnx', model.ortFile));
+      const result = await session.run({ [model.input.name]: new ort.Tensor('float32', photo.nchw, model.input.shape) });
+      await session.release();
+      model.outputs.forEach((o, i) => {
+        const data = result[o.name].data as Float32Array;
+        expect(maxRelativeError(data, expected[i]), `onnxruntime ${o.name}`).toBeLessThanOrEqual(1e-4);
+      });
+    });
+  }
+});
