@@ -29,15 +29,28 @@ export const ENGINE_DEFAULTS = {
   threadsPerWorker: 1,
   queueLimit: 64,
   maxPixels: 40_000_000,
-  // To be settled by measurement (bench): blazeface-back until then.
-  faceDetector: 'blazeface-back' as FaceDetectorModel,
+  // Chosen by measurement (README, `npm run bench`): higher recall and no false positives on faceless photos.
+  faceDetector: 'facemesh-detection-full' as FaceDetectorModel,
 } as const;
 
 export const DETECT_DEFAULTS = {
-  scoreThreshold: 0.5,
+  scoreThreshold: 0.6,
   iouThreshold: 0.3,
-  tiles: 0,
+  tiles: 'auto',
 } as const;
+
+/** With tiles 'auto', one tile grid step per this many pixels of the image's longer side. */
+export const AUTO_TILE_PIXELS = 960;
+export const AUTO_MAX_TILES = 4;
+
+/**
+ * The tile grid 'auto' picks: none up to ~1440 px on the longer side (faces there are large enough for
+ * the whole-image pass), then N x N with N = round(longer side / 960), at most 4.
+ */
+export function autoTiles(width: number, height: number): number {
+  const n = Math.min(AUTO_MAX_TILES, Math.round(Math.max(width, height) / AUTO_TILE_PIXELS));
+  return n >= 2 ? n : 0;
+}
 
 /** Largest accepted `tiles` (an NxN grid costs N*N + 1 inferences). */
 export const MAX_TILES = 8;
@@ -56,20 +69,21 @@ export interface EngineOptions {
   queueLimit?: number;
   /** Images with more pixels (from the header) are rejected with IMAGE_TOO_LARGE. Default 40,000,000. */
   maxPixels?: number;
-  /** Face detection model. Default 'blazeface-back'. */
+  /** Face detection model. Default 'facemesh-detection-full'. */
   faceDetector?: FaceDetectorModel;
 }
 
 export interface DetectFacesOptions {
-  /** Minimum score (0..1) of a face. Default 0.5. */
+  /** Minimum score (0..1) of a face. Default 0.6. */
   scoreThreshold?: number;
   /** IoU (0..1) above which detections are merged by weighted NMS. Default 0.3. */
   iouThreshold?: number;
   /**
-   * 0 = whole image only (default). N >= 2: also an NxN grid of overlapping tiles (for small faces in
-   * large images), merged with the whole-image pass. Costs N*N extra inferences. At most 8.
+   * 0 = whole image only. N >= 2: also an NxN grid of overlapping tiles (for small faces in large
+   * images), merged with the whole-image pass; costs N*N extra inferences; at most 8.
+   * 'auto' (default): chosen from the image size, see autoTiles().
    */
-  tiles?: number;
+  tiles?: number | 'auto';
 }
 
 export interface Face {
@@ -332,11 +346,13 @@ export class Engine {
     if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
     if (!(image instanceof Uint8Array)) throw invalidArgument('image must be a Buffer or Uint8Array');
     if (typeof opts !== 'object' || opts === null) throw invalidArgument('detectFaces options must be an object');
-    const options = {
-      scoreThreshold: unitOption(opts.scoreThreshold, 'scoreThreshold', DETECT_DEFAULTS.scoreThreshold),
-      iouThreshold: unitOption(opts.iouThreshold, 'iouThreshold', DETECT_DEFAULTS.iouThreshold),
-      tiles: intOption(opts.tiles, 'tiles', DETECT_DEFAULTS.tiles, 0, MAX_TILES),
-    };
+    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', DETECT_DEFAULTS.scoreThreshold);
+    const iouThreshold = unitOption(opts.iouThreshold, 'iouThreshold', DETECT_DEFAULTS.iouThreshold);
+    const tilesOption = opts.tiles ?? DETECT_DEFAULTS.tiles;
+    if (tilesOption !== 'auto' && (typeof tilesOption !== 'number' || !Number.isInteger(tilesOption) || tilesOption < 0 || tilesOption > MAX_TILES)) {
+      throw invalidArgument(`tiles must be 'auto' or an integer from 0 to ${MAX_TILES} (got ${String(tilesOption)})`);
+    }
+    const fixedTiles = tilesOption === 'auto' ? undefined : tilesOption;
     if (image.length === 0) throw new EngineError('INVALID_IMAGE', 'image is empty');
 
     const header = readImageHeader(image); // UNSUPPORTED_FORMAT / INVALID_IMAGE
@@ -348,6 +364,7 @@ export class Engine {
       );
     }
 
+    const options = { scoreThreshold, iouThreshold, tiles: fixedTiles ?? autoTiles(header.width, header.height) };
     try {
       const result = await this.#native.detectFaces(image, options);
       return { ...result, format: header.format };

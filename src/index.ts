@@ -1,6 +1,7 @@
 // Public API of the edgecv engine.
 
 export {
+  autoTiles,
   DETECT_DEFAULTS,
   Engine,
   ENGINE_DEFAULTS,

@@ -4,12 +4,10 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Engine, type EngineOptions } from '../src/index.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DATA_DIR = path.join(ROOT, 'test', 'data');
-
-/** True once src/engine.ts has landed; tests that need the engine are skipped before. */
-export const HAVE_ENGINE = fs.existsSync(path.join(ROOT, 'src', 'engine.ts'));
 
 /** A test photo from test/data (made by `node scripts/setup.mjs --test`, which `npm test` runs). */
 export function photo(name: string): Buffer {
@@ -20,18 +18,9 @@ export function photo(name: string): Buffer {
   return fs.readFileSync(file);
 }
 
-export interface EngineOpenOptions {
-  modelDir?: string;
-  workers?: number;
-  threadsPerWorker?: number;
-  queueLimit?: number;
-  maxPixels?: number;
-}
-
-/** The real engine (src/engine.ts). Imported lazily so this file loads before the engine exists. */
-export async function openEngine(opts: EngineOpenOptions = {}) {
-  const mod = await import('../src/engine.js');
-  return mod.Engine.open(opts);
+/** The real engine with real models: no test here mocks it. */
+export function openEngine(opts: EngineOptions = {}): Promise<Engine> {
+  return Engine.open(opts);
 }
 
 // ------------------------------------------------------------------ crafted images

@@ -8,9 +8,9 @@ import { TfjsReference, useTfjsBackend } from '../bench/tfjs-reference.js';
 import { Engine } from '../src/index.js';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { photoTensor } from './support/photo-tensor.js';
-import { repoRoot, testData } from './support/paths.js';
+import { photo, ROOT } from './helpers.js';
 
-const manifest = JSON.parse(readFileSync(join(repoRoot, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
+const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
 
 function maxRelativeError(actual: Float32Array, expected: Float32Array): number {
   let maxDiff = 0;
@@ -35,16 +35,16 @@ describe('converted models match TF.js', () => {
   for (const [name, model] of Object.entries(manifest.models)) {
     it(`${name}: every output within 1e-4 of TF.js on a real photo`, async () => {
       const [, c, h, w] = model.input.shape;
-      const photo = photoTensor(readFileSync(testData('skimage/astronaut.png')), w, h, model.input.mean, model.input.scale);
+      const input = photoTensor(photo('skimage/astronaut.png'), w, h, model.input.mean, model.input.scale);
       expect(c).toBe(3);
       const reference = await TfjsReference.load(
         model.source.file,
         model.input.tfNode,
         model.outputs.map((o) => o.tfNode),
       );
-      const expected = await reference.run(photo.nhwc, [1, h, w, c]);
+      const expected = await reference.run(input.nhwc, [1, h, w, c]);
       reference.dispose();
-      const actual = await engine.runModel(name, photo.nchw);
+      const actual = await engine.runModel(name, input.nchw);
       expect(actual).toHaveLength(model.outputs.length);
       model.outputs.forEach((o, i) => {
         expect(actual[i].length, o.name).toBe(expected[i].length);
@@ -54,8 +54,8 @@ describe('converted models match TF.js', () => {
       });
 
       // The standard-valid variant of the same graph loads in a second runtime and agrees too.
-      const session = await ort.InferenceSession.create(join(repoRoot, 'models', 'onnx', model.ortFile));
-      const result = await session.run({ [model.input.name]: new ort.Tensor('float32', photo.nchw, model.input.shape) });
+      const session = await ort.InferenceSession.create(join(ROOT, 'models', 'onnx', model.ortFile));
+      const result = await session.run({ [model.input.name]: new ort.Tensor('float32', input.nchw, model.input.shape) });
       await session.release();
       model.outputs.forEach((o, i) => {
         const data = result[o.name].data as Float32Array;

@@ -8,12 +8,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig } from '../src/config.js';
 import { createApp } from '../src/server/app.js';
-import type { FaceEngine } from '../src/server/engine-types.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { loadTls, TlsError } from '../src/server/tls.js';
-import { garbage, HAVE_ENGINE, httpsRequest, openEngine, photo, pngClaiming, ROOT } from './helpers.js';
+import { garbage, httpsRequest, openEngine, photo, pngClaiming, ROOT } from './helpers.js';
 
-type Engine = Awaited<ReturnType<typeof openEngine>>;
+import type { Engine } from '../src/index.js';
 
 const DETECT = '/detector/detect/';
 const TIME_RE = /^\d+\.\d{3}$/;
@@ -84,7 +83,7 @@ describe('configuration', () => {
     }
   });
 
-  it.skipIf(!fs.existsSync(path.join(ROOT, 'dist/src/cli.js')))('the CLI exits 2 on a bad value', async () => {
+  it('the CLI exits 2 on a bad value', async () => {
     const child = spawn(process.execPath, [path.join(ROOT, 'dist/src/cli.js'), 'serve', '--port', 'nope'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -170,7 +169,7 @@ function expectError(body: unknown, re?: RegExp) {
   if (re) expect(b.error).toMatch(re);
 }
 
-describe.skipIf(!HAVE_ENGINE)('HTTP API (real engine, real photos)', () => {
+describe('HTTP API (real engine, real photos)', () => {
   let engine: Engine;
   let app: ReturnType<typeof createApp>;
   let astronautRects: number[][];
@@ -180,7 +179,7 @@ describe.skipIf(!HAVE_ENGINE)('HTTP API (real engine, real photos)', () => {
 
   beforeAll(async () => {
     engine = await openEngine({ queueLimit: 64 });
-    app = createApp({ engine: engine as FaceEngine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
+    app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
   });
   afterAll(async () => {
     await engine?.close();
@@ -327,7 +326,7 @@ describe.skipIf(!HAVE_ENGINE)('HTTP API (real engine, real photos)', () => {
     });
 
     it('413 when the body is over the limit (streamed, and by Content-Length up front)', async () => {
-      const small = createApp({ engine: engine as FaceEngine, config: { bodyLimit: 100_000 } });
+      const small = createApp({ engine, config: { bodyLimit: 100_000 } });
       const big = photo(FACE_PNG); // ~790 kB
       const res = await small.request(DETECT, { method: 'POST', body: big, headers: { 'content-type': 'image/png' } });
       expect(res.status).toBe(413);
@@ -398,7 +397,7 @@ describe.skipIf(!HAVE_ENGINE)('HTTP API (real engine, real photos)', () => {
   });
 });
 
-describe.skipIf(!HAVE_ENGINE)('overload (queueLimit 1)', () => {
+describe('overload (queueLimit 1)', () => {
   let engine: Engine;
   beforeAll(async () => {
     engine = await openEngine({ workers: 1, queueLimit: 1 });
@@ -408,7 +407,7 @@ describe.skipIf(!HAVE_ENGINE)('overload (queueLimit 1)', () => {
   });
 
   it('answers 503 with Retry-After: 1 to a burst, and serves what fits', async () => {
-    const app = createApp({ engine: engine as FaceEngine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
+    const app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
     const img = photo('dlib/faces/bald_guys.jpg');
     const results = await Promise.all(
       Array.from({ length: 12 }, () => app.request(DETECT, { method: 'POST', body: img, headers: { 'content-type': 'image/jpeg' } })),
@@ -427,7 +426,7 @@ describe.skipIf(!HAVE_ENGINE)('overload (queueLimit 1)', () => {
   });
 });
 
-describe.skipIf(!HAVE_ENGINE)('HTTPS server on a socket', () => {
+describe('HTTPS server on a socket', () => {
   let engine: Engine;
   let running: RunningServer;
   let ca: string;
@@ -439,7 +438,7 @@ describe.skipIf(!HAVE_ENGINE)('HTTPS server on a socket', () => {
     ca = tls.cert;
     agent = new https.Agent({ keepAlive: true, maxSockets: 32, ca });
     running = await startServer({
-      app: createApp({ engine: engine as FaceEngine, config: { bodyLimit: DEFAULT_BODY_LIMIT } }),
+      app: createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } }),
       tls,
       port: 0,
       host: '127.0.0.1',
@@ -509,7 +508,7 @@ describe.skipIf(!HAVE_ENGINE)('HTTPS server on a socket', () => {
   });
 });
 
-describe.skipIf(!HAVE_ENGINE || !fs.existsSync(path.join(ROOT, 'dist/src/cli.js')))('edgecv serve (the CLI)', () => {
+describe('edgecv serve (the CLI)', () => {
   it('starts, prints its URL, answers, and stops cleanly on SIGTERM', async () => {
     const dataDir = tmpDir('edgecv-cli-');
     const child = spawn(

@@ -1,47 +1,13 @@
-// What the HTTP layer needs from the engine (src/engine.ts). Depending on this small interface instead of the
-// Engine class keeps createApp() independent of how the engine is built.
+// What the HTTP layer needs from the engine: a slice of the library's own Engine, so that
+// createApp() takes any engine an embedder opened, and the server uses only what the library exports.
+import type { Engine } from '../engine.js';
+import { isEngineErrorCode, type EngineErrorCode } from '../errors.js';
 
-export type Rect = readonly [left: number, top: number, right: number, bottom: number] | readonly number[];
+export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'>;
 
-export interface DetectedFace {
-  rect: Rect;
-  score: number;
-  keypoints?: unknown;
-}
-
-export interface FaceDetectionResult {
-  width: number;
-  height: number;
-  faces: readonly DetectedFace[];
-  timings?: Partial<Record<'queueMs' | 'decodeMs' | 'inferenceMs' | 'postprocessMs', number>>;
-}
-
-export interface DetectFacesOptions {
-  scoreThreshold?: number;
-}
-
-export interface FaceEngine {
-  detectFaces(image: Buffer, options?: DetectFacesOptions): Promise<FaceDetectionResult>;
-  backend(): { backend: string; device: string };
-}
-
-/** Codes of the engine's EngineError (src/engine.ts). */
-export const ENGINE_ERROR_CODES = [
-  'OVERLOADED',
-  'INVALID_IMAGE',
-  'IMAGE_TOO_LARGE',
-  'UNSUPPORTED_FORMAT',
-  'CLOSED',
-  'INTERNAL',
-  'INVALID_ARGUMENT',
-] as const;
-export type EngineErrorCode = (typeof ENGINE_ERROR_CODES)[number];
-
-/** Recognises an EngineError by its code, without importing the engine. */
+/** The EngineErrorCode of an error thrown by the engine, if it is one. */
 export function engineErrorCode(err: unknown): EngineErrorCode | undefined {
   if (!(err instanceof Error)) return undefined;
   const code = (err as Error & { code?: unknown }).code;
-  return typeof code === 'string' && (ENGINE_ERROR_CODES as readonly string[]).includes(code)
-    ? (code as EngineErrorCode)
-    : undefined;
+  return isEngineErrorCode(code) ? code : undefined;
 }

@@ -3,7 +3,8 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { engineErrorCode, type EngineErrorCode } from './engine-types.js';
+import type { EngineErrorCode } from '../errors.js';
+import { engineErrorCode } from './engine-types.js';
 
 export interface ErrorBody {
   success: 'false';

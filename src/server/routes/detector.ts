@@ -5,7 +5,7 @@
 // to the answer, 3 decimals, as a string.
 
 import type { Hono } from 'hono';
-import type { FaceEngine, Rect } from '../engine-types.js';
+import type { FaceEngine } from '../engine-types.js';
 import { readImageInput } from '../image-input.js';
 import { resource } from '../routing.js';
 
@@ -16,23 +16,14 @@ export interface DetectResponse {
   rects?: [number, number, number, number][];
 }
 
-function clamp(v: number, max: number): number {
-  return Math.min(Math.max(Math.round(v), 0), max);
-}
-
-/** Integer [l,t,r,b] inside the image. */
-export function toIntRect(rect: Rect, width: number, height: number): [number, number, number, number] {
-  const [l = 0, t = 0, r = 0, b = 0] = rect;
-  return [clamp(l, width), clamp(t, height), clamp(r, width), clamp(b, height)];
-}
-
 export function registerDetectorRoutes(app: Hono, deps: { engine: FaceEngine }): void {
   resource(app, '/detector/detect/', {
     POST: async (c) => {
       const t0 = performance.now();
       const { bytes } = await readImageInput(c);
       const result = await deps.engine.detectFaces(bytes);
-      const rects = result.faces.map((f) => toIntRect(f.rect, result.width, result.height));
+      // The engine already gives integer rects clipped to the image.
+      const rects = result.faces.map((f) => f.rect);
       const ms = (performance.now() - t0).toFixed(3);
       const body: DetectResponse =
         rects.length > 0

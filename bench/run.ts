@@ -1,0 +1,234 @@
+// `npm run bench`: face-detector latency and throughput per worker/thread layout, the same model
+// in three runtimes (OpenCV DNN via the addon, onnxruntime-node, TF.js wasm), detector accuracy,
+// and HTTPS throughput against a real server on loopback. Prints tables; writes bench/results/*.json.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import * as ort from 'onnxruntime-node';
+import type { ConvertedManifest } from '../models/model-manifest.js';
+import { Engine, type DetectFacesOptions, type EngineOptions } from '../src/index.js';
+import { createApp } from '../src/server/app.js';
+import { startServer } from '../src/server/server.js';
+import { generateSelfSigned } from '../src/server/tls.js';
+import { evaluateFaceDetector } from './face-eval.js';
+import { TfjsReference, useTfjsBackend } from './tfjs-reference.js';
+
+function findRoot(): string {
+  // dist/bench/run.js -> repo root
+  return join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+}
+
+const root = findRoot();
+const data = (p: string) => readFileSync(join(root, 'test', 'data', p));
+const quick = process.argv.includes('--quick');
+const ITER = quick ? 8 : 40;
+
+interface LatencyStats {
+  p50: number;
+  p99: number;
+  mean: number;
+  n: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+function stats(samples: number[]): LatencyStats {
+  const s = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(s, 50), p99: percentile(s, 99), mean: s.reduce((a, b) => a + b, 0) / s.length, n: s.length };
+}
+
+async function timeIt(n: number, fn: () => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn();
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+
+function table(title: string, rows: Record<string, string | number>[]): void {
+  console.log(`\n## ${title}`);
+  if (!rows.length) return;
+  const cols = Object.keys(rows[0]);
+  const cell = (v: string | number) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : v);
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  console.log(`| ${cols.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`);
+  console.log(`| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`);
+  for (const r of rows) console.log(`| ${cols.map((c, i) => cell(r[c]).padEnd(widths[i])).join(' | ')} |`);
+}
+
+const DETECT_IMAGES = [
+  { name: 'group 500x375 (dlib 2008_002506.jpg)', file: 'dlib/faces/2008_002506.jpg' },
+  { name: 'portrait 512x512 (astronaut.png)', file: 'skimage/astronaut.png' },
+  { name: 'collage 1986x1545 (bald_guys.jpg)', file: 'dlib/faces/bald_guys.jpg' },
+];
+
+async function benchLayouts(): Promise<Record<string, string | number>[]> {
+  const layouts: Required<Pick<EngineOptions, 'workers' | 'threadsPerWorker'>>[] = [
+    { workers: 1, threadsPerWorker: 1 },
+    { workers: 1, threadsPerWorker: 2 },
+    { workers: 2, threadsPerWorker: 1 },
+    { workers: 2, threadsPerWorker: 2 },
+  ];
+  const rows: Record<string, string | number>[] = [];
+  for (const layout of layouts) {
+    const engine = await Engine.open(layout);
+    for (const img of DETECT_IMAGES) {
+      const buf = data(img.file);
+      await timeIt(3, () => engine.detectFaces(buf));
+      const lat = stats(await timeIt(ITER, () => engine.detectFaces(buf)));
+      // Throughput: keep 2 jobs per worker in flight.
+      const total = ITER * 2;
+      const inFlight = layout.workers * 2;
+      const t = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          while (next++ < total) await engine.detectFaces(buf);
+        }),
+      );
+      const seconds = (performance.now() - t) / 1000;
+      rows.push({
+        workers: layout.workers,
+        threads: layout.threadsPerWorker,
+        image: img.name,
+        faces: (await engine.detectFaces(buf)).faces.length,
+        'p50 ms': lat.p50,
+        'p99 ms': lat.p99,
+        'images/s': total / seconds,
+      });
+    }
+    await engine.close();
+  }
+  return rows;
+}
+
+async function benchRuntimes(manifest: ConvertedManifest): Promise<Record<string, string | number>[]> {
+  const rows: Record<string, string | number>[] = [];
+  await useTfjsBackend('wasm');
+  for (const name of ['blazeface-back', 'facemesh-detection-full']) {
+    const model = manifest.models[name];
+    const size = model.input.shape.reduce((a, b) => a * b, 1);
+    const nchw = new Float32Array(size).map((_, i) => Math.sin(i) * 0.9);
+    const [, c, h, w] = model.input.shape;
+    const results: Record<string, number> = {};
+    for (const threads of [1, 2]) {
+      const engine = await Engine.open({ workers: 1, threadsPerWorker: threads });
+      await timeIt(3, () => engine.runModel(name, nchw));
+      results[`opencv ${threads}t`] = stats(await timeIt(ITER, () => engine.runModel(name, nchw))).p50;
+      await engine.close();
+
+      const session = await ort.InferenceSession.create(join(root, 'models', 'onnx', model.ortFile), {
+        intraOpNumThreads: threads,
+        interOpNumThreads: 1,
+      });
+      const feeds = { [model.input.name]: new ort.Tensor('float32', nchw, model.input.shape) };
+      await timeIt(3, () => session.run(feeds));
+      results[`onnxruntime ${threads}t`] = stats(await timeIt(ITER, () => session.run(feeds))).p50;
+      await session.release();
+    }
+    const ref = await TfjsReference.load(model.source.file, model.input.tfNode, model.outputs.map((o) => o.tfNode));
+    const nhwc = new Float32Array(size);
+    await timeIt(3, () => ref.run(nhwc, [1, h, w, c]));
+    results['tfjs-wasm'] = stats(await timeIt(ITER, () => ref.run(nhwc, [1, h, w, c]))).p50;
+    ref.dispose();
+    const base = results['opencv 2t'];
+    for (const [engine, ms] of Object.entries(results)) {
+      rows.push({ model: name, engine, 'p50 ms': ms, 'x opencv 2t': ms / base });
+    }
+  }
+  return rows;
+}
+
+async function benchAccuracy(): Promise<Record<string, string | number>[]> {
+  const rows: Record<string, string | number>[] = [];
+  const variants: { detector: EngineOptions['faceDetector']; options: DetectFacesOptions; label: string }[] = [
+    { detector: 'blazeface-back', options: { tiles: 0, scoreThreshold: 0.5 }, label: 'whole image, score 0.5' },
+    { detector: 'blazeface-back', options: { tiles: 2, scoreThreshold: 0.7 }, label: '+2x2 tiles, score 0.7' },
+    { detector: 'facemesh-detection-full', options: { tiles: 0, scoreThreshold: 0.5 }, label: 'whole image, score 0.5' },
+    { detector: 'facemesh-detection-full', options: { tiles: 0, scoreThreshold: 0.6 }, label: 'whole image, score 0.6' },
+    { detector: 'facemesh-detection-full', options: { tiles: 2, scoreThreshold: 0.6 }, label: '+2x2 tiles, score 0.6' },
+    { detector: 'facemesh-detection-full', options: {}, label: 'defaults' },
+  ];
+  for (const v of variants) {
+    const engine = await Engine.open({ faceDetector: v.detector, workers: 1, threadsPerWorker: 2 });
+    const r = await evaluateFaceDetector(engine, join(root, 'test', 'data'), v.options, 0.5);
+    rows.push({
+      detector: v.detector ?? '',
+      variant: v.label,
+      recall: r.recall,
+      precision: r.precision,
+      'mean IoU': r.meanIou,
+      'faceless FP': r.facelessDetections,
+    });
+    await engine.close();
+  }
+  return rows;
+}
+
+async function benchHttp(): Promise<Record<string, string | number>[]> {
+  const engine = await Engine.open();
+  const tls = await generateSelfSigned();
+  const app = createApp({ engine, config: { bodyLimit: 20 * 1024 * 1024 } });
+  const server = await startServer({ app, tls, port: 0, host: '127.0.0.1' });
+  const body = data('dlib/faces/2008_002506.jpg');
+  const rows: Record<string, string | number>[] = [];
+  try {
+    for (const connections of [1, 4, 16]) {
+      const result = await autocannon({
+        url: `https://127.0.0.1:${server.port}/detector/detect/`,
+        method: 'POST',
+        headers: { 'content-type': 'image/jpeg' },
+        body,
+        connections,
+        duration: quick ? 3 : 10,
+      });
+      rows.push({
+        connections,
+        requests: result.requests.total,
+        'req/s': result.requests.average,
+        'p50 ms': result.latency.p50,
+        'p99 ms': result.latency.p99,
+        errors: result.errors + result.non2xx,
+      });
+    }
+  } finally {
+    await server.close();
+    await engine.close();
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const manifest = JSON.parse(readFileSync(join(root, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
+  const probe = await Engine.open({ workers: 1 });
+  const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, backend: probe.backend(), node: process.version };
+  await probe.close();
+  console.log(`# edgecv bench ${new Date().toISOString()} on ${machine.cpu} (${machine.cores} cores, ${machine.backend.backend})`);
+
+  const accuracy = await benchAccuracy();
+  table('Face detector accuracy (dlib examples/faces: 43 annotated faces, IoU >= 0.5; 10 faceless photos)', accuracy);
+  const layouts = await benchLayouts();
+  table('Face detection per image, by worker/thread layout (default detector and options)', layouts);
+  const runtimes = await benchRuntimes(manifest);
+  table('Same model, same input, forward pass only (p50)', runtimes);
+  const http = await benchHttp();
+  table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
+
+  const outDir = join(root, 'bench', 'results');
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http }, null, 2)}\n`);
+  console.log(`\nwrote ${file}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
