@@ -146,10 +146,6 @@ function npmDeps() {
 function nativeAddon() {
   const cmakeLists = path.join(ROOT, 'CMakeLists.txt');
   const addon = path.join(ROOT, 'build', 'Release', 'edgecv.node');
-  if (!fs.existsSync(cmakeLists)) {
-    log('native addon: WARNING no CMakeLists.txt yet, skipped');
-    return;
-  }
   const inputs = [cmakeLists, ...walk(path.join(ROOT, 'native'))];
   if (!FORCE && mtime(addon) >= newest(inputs)) {
     log('native addon: build/Release/edgecv.node up to date');
@@ -190,10 +186,6 @@ function models() {
   const builder = path.join(ROOT, 'dist', 'models', 'build-models.js');
   const out = path.join(ROOT, 'models', 'onnx', 'manifest.json');
   const stamp = path.join(ROOT, 'models', 'onnx', '.setup-stamp');
-  if (!fs.existsSync(builder)) {
-    log(`models: WARNING ${rel(builder)} not found (no models/build-models.ts yet), skipped`);
-    return;
-  }
   // content hash, not mtimes: tsc rewrites every file in dist/ on each compile
   const h = createHash('sha256');
   for (const f of [path.join(ROOT, 'models', 'manifest.json'), ...walk(path.join(ROOT, 'dist', 'models')).sort()]) {
