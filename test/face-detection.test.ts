@@ -129,7 +129,10 @@ describe('engine queue and lifecycle', () => {
       const image = photo('dlib/faces/2008_002470.jpg');
       const settled = await Promise.allSettled(Array.from({ length: 12 }, () => engine.detectFaces(image)));
       const rejected = settled.filter((s) => s.status === 'rejected');
-      expect(settled.filter((s) => s.status === 'fulfilled').length).toBeGreaterThanOrEqual(3);
+      // queueLimit waiting jobs are always taken; one more if the worker had already picked one up.
+      const fulfilled = settled.filter((s) => s.status === 'fulfilled').length;
+      expect(fulfilled).toBeGreaterThanOrEqual(2);
+      expect(fulfilled).toBeLessThanOrEqual(3);
       expect(rejected.length).toBeGreaterThan(0);
       for (const r of rejected) expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 'OVERLOADED' });
       expect(engine.stats().rejected).toBe(rejected.length);

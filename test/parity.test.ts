@@ -46,11 +46,14 @@ describe('converted models match TF.js', () => {
       reference.dispose();
       const actual = await engine.runModel(name, input.nchw);
       expect(actual).toHaveLength(model.outputs.length);
+      const errors: string[] = [];
       model.outputs.forEach((o, i) => {
         expect(actual[i].length, o.name).toBe(expected[i].length);
+        const error = maxRelativeError(actual[i], expected[i]);
+        errors.push(`${o.name} ${error.toExponential(1)}`);
         // A model that outputs all zeros would pass a relative check vacuously.
         expect(Math.max(...expected[i].slice(0, 4096).map(Math.abs)), o.name).toBeGreaterThan(0);
-        expect(maxRelativeError(actual[i], expected[i]), o.name).toBeLessThanOrEqual(1e-4);
+        expect(error, o.name).toBeLessThanOrEqual(1e-4);
       });
 
       // The standard-valid variant of the same graph loads in a second runtime and agrees too.
@@ -58,9 +61,11 @@ describe('converted models match TF.js', () => {
       const result = await session.run({ [model.input.name]: new ort.Tensor('float32', input.nchw, model.input.shape) });
       await session.release();
       model.outputs.forEach((o, i) => {
-        const data = result[o.name].data as Float32Array;
-        expect(maxRelativeError(data, expected[i]), `onnxruntime ${o.name}`).toBeLessThanOrEqual(1e-4);
+        const error = maxRelativeError(result[o.name].data as Float32Array, expected[i]);
+        errors[i] += ` / ${error.toExponential(1)}`;
+        expect(error, `onnxruntime ${o.name}`).toBeLessThanOrEqual(1e-4);
       });
+      console.log(`parity ${name} (max rel. error, opencv / onnxruntime): ${errors.join(', ')}`);
     });
   }
 });
