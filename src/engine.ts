@@ -15,9 +15,11 @@ import { readImageHeader, type ImageFormat } from './image-header.js';
 import {
   loadNative,
   packageRoot,
+  type NativeBackendInfo,
   type NativeEngine,
   type NativeFaceDetectorSpec,
   type NativeRawModelSpec,
+  type NativeStats,
 } from './native.js';
 
 export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
@@ -119,28 +121,11 @@ export interface FaceDetection {
   timings: DetectionTimings;
 }
 
-export interface BackendInfo {
-  /** 'cuda' only if OpenCV was built with CUDA and a device is present (EDGECV_BACKEND=cpu forces 'cpu'). */
-  backend: 'cpu' | 'cuda';
-  /** CPU model name or CUDA device name. */
-  device: string;
-}
+/** The DNN backend in use: 'cuda' only if OpenCV was built with CUDA and a device is present. */
+export type BackendInfo = NativeBackendInfo;
 
-export interface EngineStats {
-  /** Jobs waiting now. */
-  queued: number;
-  /** Jobs executing now. */
-  running: number;
-  /** Jobs finished successfully since open. */
-  completed: number;
-  /** Jobs finished with an error (e.g. INVALID_IMAGE) since open. */
-  failed: number;
-  /** Calls refused by the native queue (OVERLOADED, CLOSED) since open; TS-side validation failures are not counted. */
-  rejected: number;
-  workers: number;
-  threadsPerWorker: number;
-  queueLimit: number;
-}
+/** Queue and job counters of the engine's worker pool. */
+export type EngineStats = NativeStats;
 
 // ------------------------------------------------------------------ validation
 

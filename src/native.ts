@@ -68,15 +68,22 @@ export interface NativeFaceDetection {
 }
 
 export interface NativeBackendInfo {
+  /** 'cuda' only if OpenCV was built with CUDA and a device is present (EDGECV_BACKEND=cpu forces 'cpu'). */
   backend: 'cpu' | 'cuda';
+  /** CPU model name or CUDA device name. */
   device: string;
 }
 
 export interface NativeStats {
+  /** Jobs waiting now. */
   queued: number;
+  /** Jobs executing now. */
   running: number;
+  /** Jobs finished successfully since open. */
   completed: number;
+  /** Jobs finished with an error (e.g. INVALID_IMAGE) since open. */
   failed: number;
+  /** Calls refused by the native queue (OVERLOADED, CLOSED) since open; TS-side validation failures are not counted. */
   rejected: number;
   workers: number;
   threadsPerWorker: number;
