@@ -30,7 +30,7 @@ struct ObjectDetectorSpec {
 };
 
 struct ObjectOptions {
-  float scoreThreshold = 0.3f;
+  float scoreThreshold = 0.2f;
   int maxObjects = 100;  // the original graph's TopK
 };
 

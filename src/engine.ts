@@ -45,8 +45,8 @@ export const ENGINE_DEFAULTS = {
   // Chosen by measurement (README, `npm run bench`): higher recall and no false positives on faceless photos.
   faceDetector: 'facemesh-detection-full' as FaceDetectorModel,
   poseModel: 'movenet-multipose' as PoseModel,
-  // Chosen by measurement (README, `npm run bench`): a 640x480 photo near 100 ms on 2 cores, the obvious objects kept.
-  objectDetector: 'centernet-448' as ObjectDetectorModel,
+  // Chosen by measurement (README, `npm run bench`): a 640x480 photo near 100 ms on one core, every expected object found at score 0.2.
+  objectDetector: 'centernet-384' as ObjectDetectorModel,
 } as const;
 
 export const POSE_DEFAULTS = {
@@ -59,7 +59,8 @@ export const POSE_DEFAULTS = {
 export const MAX_POSES_LIMIT = 20;
 
 export const OBJECT_DEFAULTS = {
-  scoreThreshold: 0.3,
+  // At 384 px centernet scores some obvious objects (the dog in darknet's dog.jpg) between 0.2 and 0.3.
+  scoreThreshold: 0.2,
   maxObjects: 100,
 } as const;
 
@@ -103,7 +104,7 @@ export interface EngineOptions {
   faceDetector?: FaceDetectorModel;
   /** Pose model, or null to load none (detectPoses then rejects). Default 'movenet-multipose'. */
   poseModel?: PoseModel | null;
-  /** Object detection model, or null to load none (detectObjects then rejects). Default 'centernet-448'. */
+  /** Object detection model, or null to load none (detectObjects then rejects). Default 'centernet-384'. */
   objectDetector?: ObjectDetectorModel | null;
 }
 
@@ -145,7 +146,7 @@ export interface PoseDetection {
 }
 
 export interface DetectObjectsOptions {
-  /** Minimum score (0..1). Default 0.3. */
+  /** Minimum score (0..1). Default 0.2. */
   scoreThreshold?: number;
   /** Most objects to return, 1 to 1000. Default 100 (the model's own top-k). */
   maxObjects?: number;

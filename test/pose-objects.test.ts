@@ -9,8 +9,8 @@ import {
   Engine,
   EngineError,
   MAX_POSES,
-  type DetectedObject,
 } from '../src/index.js';
+import { EXPECTED_OBJECTS, matchesExpected } from '../bench/object-eval.js';
 import { garbage, openEngine, photo } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.
@@ -29,41 +29,6 @@ const PEOPLE: [string, number][] = [
   ['skimage/chelsea.png', 0],
   ['dlib/faces/dogs.jpg', 0],
 ];
-
-// Objects that must be found, with where their centre lies (fractions of the image width and height).
-interface Expected {
-  classes: string[];
-  x: [number, number];
-  y: [number, number];
-}
-const OBJECTS: [string, Expected[]][] = [
-  [
-    'darknet/dog.jpg',
-    [
-      { classes: ['dog'], x: [0.1, 0.45], y: [0.45, 0.9] },
-      { classes: ['bicycle'], x: [0.25, 0.65], y: [0.3, 0.8] },
-      { classes: ['car', 'truck'], x: [0.6, 0.95], y: [0.1, 0.35] },
-    ],
-  ],
-  [
-    'darknet/person.jpg',
-    [
-      { classes: ['person'], x: [0.28, 0.45], y: [0.3, 0.75] },
-      { classes: ['dog'], x: [0.05, 0.35], y: [0.55, 0.9] },
-      { classes: ['horse'], x: [0.6, 0.95], y: [0.3, 0.8] },
-    ],
-  ],
-  ['darknet/giraffe.jpg', [{ classes: ['giraffe'], x: [0.2, 0.8], y: [0.1, 0.9] }]],
-  ['darknet/eagle.jpg', [{ classes: ['bird'], x: [0.2, 0.8], y: [0.2, 0.8] }]],
-];
-// centernet's class scores are low on these photos: the test looks down to this score.
-const OBJECT_TEST_THRESHOLD = 0.2;
-
-function centreIn(o: DetectedObject, e: Expected, width: number, height: number): boolean {
-  const cx = (o.rect[0] + o.rect[2]) / 2 / width;
-  const cy = (o.rect[1] + o.rect[3]) / 2 / height;
-  return e.classes.includes(o.className) && cx >= e.x[0] && cx <= e.x[1] && cy >= e.y[0] && cy <= e.y[1];
-}
 
 describe('pose and object detection (real photos)', () => {
   let engine: Engine;
@@ -137,12 +102,12 @@ describe('pose and object detection (real photos)', () => {
     expect(strict.poses[0]!.keypoints).toEqual(loose.poses[0]!.keypoints);
   });
 
-  for (const [name, expected] of OBJECTS) {
-    it(`finds ${expected.map((e) => e.classes.join('/')).join(', ')} in ${name}, where they are`, async () => {
-      const { objects, width, height } = await engine.detectObjects(photo(name), { scoreThreshold: OBJECT_TEST_THRESHOLD });
+  for (const [name, expected] of EXPECTED_OBJECTS) {
+    it(`finds ${expected.map((e) => e.classes.join('/')).join(', ')} in ${name}, where they are (default model and threshold)`, async () => {
+      const { objects, width, height } = await engine.detectObjects(photo(name));
       const found = objects.map((o) => `${o.className} ${o.score.toFixed(2)} [${o.rect.map(Math.round).join(',')}]`);
       for (const e of expected) {
-        expect(objects.some((o) => centreIn(o, e, width, height)), `${e.classes.join('/')} in ${found.join('; ')}`).toBe(true);
+        expect(objects.some((o) => matchesExpected(o, e, width, height)), `${e.classes.join('/')} in ${found.join('; ')}`).toBe(true);
       }
     });
   }
