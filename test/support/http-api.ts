@@ -47,7 +47,7 @@ export interface ErrorCase {
 
 /** What every image route must refuse, and how. */
 export function imageErrorCases(): ErrorCase[] {
-  const png = (body: BodyInit) => ({ method: 'POST', body, headers: { 'content-type': 'image/png' } });
+  const png = (body: RequestInit['body']) => ({ method: 'POST', body, headers: { 'content-type': 'image/png' } });
   const form = (body: string) => ({ method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   return [
     { name: 'no body', init: () => ({ method: 'POST' }), status: 400, error: /missing image/ },
