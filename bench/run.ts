@@ -13,6 +13,7 @@ import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { evaluateFaceDetector } from './face-eval.js';
+import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from './pose-objects.js';
 import { TfjsReference, useTfjsBackend } from './tfjs-reference.js';
 
 function findRoot(): string {
@@ -24,6 +25,8 @@ const root = findRoot();
 const data = (p: string) => readFileSync(join(root, 'test', 'data', p));
 const quick = process.argv.includes('--quick');
 const ITER = quick ? 8 : 40;
+// Only the pose and object sections (`node dist/bench/run.js --pose-objects`).
+const onlyPoseObjects = process.argv.includes('--pose-objects');
 
 interface LatencyStats {
   p50: number;
@@ -212,19 +215,26 @@ async function main(): Promise<void> {
   await probe.close();
   console.log(`# edgecv bench ${new Date().toISOString()} on ${machine.cpu} (${machine.cores} cores, ${machine.backend.backend})`);
 
-  const accuracy = await benchAccuracy();
+  const accuracy = onlyPoseObjects ? [] : await benchAccuracy();
   table('Face detector accuracy (dlib examples/faces: 43 annotated faces, IoU >= 0.5; 10 faceless photos)', accuracy);
-  const layouts = await benchLayouts();
+  const layouts = onlyPoseObjects ? [] : await benchLayouts();
   table('Face detection per image, by worker/thread layout (default detector and options)', layouts);
-  const runtimes = await benchRuntimes(manifest);
+  const runtimes = onlyPoseObjects ? [] : await benchRuntimes(manifest);
   table('Same model, same input, forward pass only (p50)', runtimes);
-  const http = await benchHttp();
+  const http = onlyPoseObjects ? [] : await benchHttp();
   table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
+  const poseObjectContext = { root, iterations: ITER, quick, timeIt, stats };
+  const objectSizes = await benchObjectSizes(poseObjectContext);
+  table('Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', objectSizes);
+  const poseObjects = await benchPoseObjectLatency(poseObjectContext);
+  table('Pose and object detection per image (default models and options)', poseObjects);
+  const poseObjectHttp = await benchPoseObjectHttp(poseObjectContext);
+  table('HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', poseObjectHttp);
 
   const outDir = join(root, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http, objectSizes, poseObjects, poseObjectHttp }, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
 }
 

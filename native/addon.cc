@@ -19,6 +19,10 @@
 #include "face_detect_job.h"
 #include "face_detector.h"
 #include "job.h"
+#include "object_detect_job.h"
+#include "object_detector.h"
+#include "pose_detect_job.h"
+#include "pose_estimator.h"
 #include "run_model_job.h"
 #include "worker_context.h"
 #include "worker_pool.h"
@@ -114,6 +118,61 @@ DetectOptions ReadDetectOptions(Napi::Env env, Napi::Value value) {
   return options;
 }
 
+// Input normalization shared by the model specs: meanValue, scale, swapRB.
+template <typename Spec>
+void ReadInputNormalization(Napi::Object obj, const std::string& where, Spec* spec) {
+  spec->meanValue = ReadNumber(obj, "meanValue", where, spec->meanValue, -1e6, 1e6, false);
+  spec->scale = ReadNumber(obj, "scale", where, spec->scale, -1e6, 1e6, false);
+  Napi::Value swap = obj.Get("swapRB");
+  if (!IsMissing(swap)) {
+    if (!swap.IsBoolean()) ThrowInvalid(obj.Env(), where + ".swapRB must be a boolean");
+    spec->swapRB = swap.As<Napi::Boolean>().Value();
+  }
+}
+
+PoseEstimatorSpec ReadPoseEstimatorSpec(Napi::Object obj) {
+  const std::string where = "poseEstimator";
+  PoseEstimatorSpec spec;
+  spec.path = ReadString(obj, "path", where);
+  spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 32, 4096, true, true));
+  spec.outputs = ReadStrings(obj, "outputs", where);
+  if (spec.outputs.size() != PoseEstimator::kOutputs) ThrowInvalid(obj.Env(), where + ".outputs must name 6 outputs");
+  ReadInputNormalization(obj, where, &spec);
+  return spec;
+}
+
+ObjectDetectorSpec ReadObjectDetectorSpec(Napi::Object obj) {
+  const std::string where = "objectDetector";
+  ObjectDetectorSpec spec;
+  spec.path = ReadString(obj, "path", where);
+  spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 32, 4096, true, true));
+  spec.heatmapOutput = ReadString(obj, "heatmapOutput", where);
+  spec.boxOutput = ReadString(obj, "boxOutput", where);
+  spec.classes = static_cast<int>(ReadNumber(obj, "classes", where, 0, 1, 100000, true, true));
+  ReadInputNormalization(obj, where, &spec);
+  return spec;
+}
+
+PoseOptions ReadPoseOptions(Napi::Env env, Napi::Value value) {
+  PoseOptions options;
+  if (IsMissing(value)) return options;
+  if (!value.IsObject()) ThrowInvalid(env, "detectPoses options must be an object");
+  Napi::Object obj = value.As<Napi::Object>();
+  options.scoreThreshold = static_cast<float>(ReadNumber(obj, "scoreThreshold", "options", options.scoreThreshold, 0, 1, false));
+  options.maxPoses = static_cast<int>(ReadNumber(obj, "maxPoses", "options", options.maxPoses, 1, 64, true));
+  return options;
+}
+
+ObjectOptions ReadObjectOptions(Napi::Env env, Napi::Value value) {
+  ObjectOptions options;
+  if (IsMissing(value)) return options;
+  if (!value.IsObject()) ThrowInvalid(env, "detectObjects options must be an object");
+  Napi::Object obj = value.As<Napi::Object>();
+  options.scoreThreshold = static_cast<float>(ReadNumber(obj, "scoreThreshold", "options", options.scoreThreshold, 0, 1, false));
+  options.maxObjects = static_cast<int>(ReadNumber(obj, "maxObjects", "options", options.maxObjects, 1, 10000, true));
+  return options;
+}
+
 Napi::Promise RejectedPromise(Napi::Env env, Napi::Value error) {
   auto deferred = Napi::Promise::Deferred::New(env);
   deferred.Reject(error);
@@ -132,6 +191,8 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
     return DefineClass(env, "NativeEngine",
                        {
                            InstanceMethod<&NativeEngine::DetectFaces>("detectFaces"),
+                           InstanceMethod<&NativeEngine::DetectPoses>("detectPoses"),
+                           InstanceMethod<&NativeEngine::DetectObjects>("detectObjects"),
                            InstanceMethod<&NativeEngine::RunModel>("runModel"),
                            InstanceMethod<&NativeEngine::Backend>("backend"),
                            InstanceMethod<&NativeEngine::Stats>("stats"),
@@ -149,6 +210,12 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   enum class State { kOpen, kClosing, kClosed };
 
   Napi::Value DetectFaces(const Napi::CallbackInfo& info);
+  Napi::Value DetectPoses(const Napi::CallbackInfo& info);
+  Napi::Value DetectObjects(const Napi::CallbackInfo& info);
+  // Shared by the detect methods: checks the image argument and the model, then submits.
+  template <typename JobType, typename Options>
+  Napi::Value SubmitImageJob(const Napi::CallbackInfo& info, bool hasModel, const char* model,
+                             Options (*readOptions)(Napi::Env, Napi::Value));
   Napi::Value RunModel(const Napi::CallbackInfo& info);
   Napi::Value Backend(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
@@ -163,6 +230,8 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   napi_env env_;
   BackendInfo backend_;
   bool hasFaceDetector_ = false;
+  bool hasPoseEstimator_ = false;
+  bool hasObjectDetector_ = false;
   CompletionFn completion_;
   bool completionLive_ = false;
   bool cleanupHookRegistered_ = false;
@@ -186,6 +255,18 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     if (!face.IsObject()) ThrowInvalid(env, "options.faceDetector must be an object");
     faceSpec = std::make_unique<FaceDetectorSpec>(ReadFaceDetectorSpec(face.As<Napi::Object>()));
   }
+  std::unique_ptr<PoseEstimatorSpec> poseSpec;
+  Napi::Value pose = options.Get("poseEstimator");
+  if (!IsMissing(pose)) {
+    if (!pose.IsObject()) ThrowInvalid(env, "options.poseEstimator must be an object");
+    poseSpec = std::make_unique<PoseEstimatorSpec>(ReadPoseEstimatorSpec(pose.As<Napi::Object>()));
+  }
+  std::unique_ptr<ObjectDetectorSpec> objectSpec;
+  Napi::Value object = options.Get("objectDetector");
+  if (!IsMissing(object)) {
+    if (!object.IsObject()) ThrowInvalid(env, "options.objectDetector must be an object");
+    objectSpec = std::make_unique<ObjectDetectorSpec>(ReadObjectDetectorSpec(object.As<Napi::Object>()));
+  }
 
   // Load one copy of every model per worker, here on the JS thread, so a bad
   // model fails createEngine() synchronously with a clear message.
@@ -197,12 +278,16 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       ctx->index = i;
       ctx->backend = backend_;
       if (faceSpec) ctx->faceDetector = std::make_unique<FaceDetector>(*faceSpec, backend_);
+      if (poseSpec) ctx->poseEstimator = std::make_unique<PoseEstimator>(*poseSpec, backend_);
+      if (objectSpec) ctx->objectDetector = std::make_unique<ObjectDetector>(*objectSpec, backend_);
       contexts.push_back(std::move(ctx));
     }
   } catch (const std::exception& e) {  // includes cv::Exception
     throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }
   hasFaceDetector_ = static_cast<bool>(faceSpec);
+  hasPoseEstimator_ = static_cast<bool>(poseSpec);
+  hasObjectDetector_ = static_cast<bool>(objectSpec);
 
   // Unlimited TSFN queue: workers never block on the JS thread. Unref'd while
   // idle so an open engine alone doesn't keep the process alive.
@@ -279,6 +364,34 @@ Napi::Value NativeEngine::DetectFaces(const Napi::CallbackInfo& info) {
   } catch (const std::exception& e) {
     return RejectedPromise(env, ErrorCode::kInternal, e.what());
   }
+}
+
+template <typename JobType, typename Options>
+Napi::Value NativeEngine::SubmitImageJob(const Napi::CallbackInfo& info, bool hasModel, const char* model,
+                                         Options (*readOptions)(Napi::Env, Napi::Value)) {
+  Napi::Env env = info.Env();
+  try {
+    if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+      return RejectedPromise(env, ErrorCode::kInvalidArgument, "image must be a Buffer or Uint8Array");
+    }
+    if (!hasModel) {
+      return RejectedPromise(env, ErrorCode::kInvalidArgument, std::string("this engine was created without a ") + model);
+    }
+    const Options options = readOptions(env, info[1]);
+    return Submit(env, std::make_unique<JobType>(env, info[0].As<Napi::Uint8Array>(), options));
+  } catch (const Napi::Error& e) {
+    return RejectedPromise(env, e.Value());
+  } catch (const std::exception& e) {
+    return RejectedPromise(env, ErrorCode::kInternal, e.what());
+  }
+}
+
+Napi::Value NativeEngine::DetectPoses(const Napi::CallbackInfo& info) {
+  return SubmitImageJob<PoseDetectJob>(info, hasPoseEstimator_, "poseEstimator", &ReadPoseOptions);
+}
+
+Napi::Value NativeEngine::DetectObjects(const Napi::CallbackInfo& info) {
+  return SubmitImageJob<ObjectDetectJob>(info, hasObjectDetector_, "objectDetector", &ReadObjectOptions);
 }
 
 Napi::Value NativeEngine::RunModel(const Napi::CallbackInfo& info) {

@@ -13,6 +13,7 @@
 #include <opencv2/dnn.hpp>
 
 #include "backend.h"
+#include "stage_timings.h"
 
 namespace edgecv {
 
@@ -45,12 +46,6 @@ struct Face {
   std::array<int, 4> rect{};
   float score = 0.f;
   std::array<float, 12> keypoints{};  // 6 x (x, y): eyes, nose, mouth, ear tragions
-};
-
-struct StageTimings {
-  double preprocessMs = 0;
-  double inferenceMs = 0;
-  double postprocessMs = 0;
 };
 
 class FaceDetector {

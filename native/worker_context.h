@@ -12,6 +12,8 @@
 
 #include "backend.h"
 #include "face_detector.h"
+#include "object_detector.h"
+#include "pose_estimator.h"
 
 namespace edgecv {
 
@@ -19,6 +21,8 @@ struct WorkerContext {
   int index = 0;
   BackendInfo backend;
   std::unique_ptr<FaceDetector> faceDetector;  // null if the engine has no face model
+  std::unique_ptr<PoseEstimator> poseEstimator;    // null if the engine has no pose model
+  std::unique_ptr<ObjectDetector> objectDetector;  // null if the engine has no object model
 
   // Raw-tensor models for runModel(), loaded on first use by this worker.
   // Throws JobError(INTERNAL) if the file cannot be loaded.

@@ -18,6 +18,8 @@ export interface ServerConfig {
   workers?: number;
   threadsPerWorker?: number;
   queueLimit?: number;
+  /** The original server's behaviour: pose answers 501 when the engine is not on a GPU. Default false. */
+  poseRequiresGpu?: boolean;
 }
 
 export const DEFAULT_PORT = 8008;
@@ -28,7 +30,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count';
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag';
 
 interface OptionSpec {
   flag: string;
@@ -50,9 +52,10 @@ export const SERVER_OPTIONS = {
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
   queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
+  poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
 
-function parseValue(spec: OptionSpec, raw: string, origin: string): string | number {
+function parseValue(spec: OptionSpec, raw: string, origin: string): string | number | boolean {
   const bad = (what: string): never => {
     throw new ConfigError(`invalid ${origin}: ${JSON.stringify(raw)} (${what})`);
   };
@@ -78,6 +81,12 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
       if (!Number.isSafeInteger(n) || n < 1) bad('expected a positive size');
       return n;
     }
+    case 'flag': {
+      const v2 = v.toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(v2)) return true;
+      if (['0', 'false', 'no', 'off'].includes(v2)) return false;
+      return bad('expected 1/0, true/false, yes/no or on/off');
+    }
     case 'string':
     case 'path':
       if (v === '') bad('must not be empty');
@@ -95,7 +104,7 @@ export function parseServerConfig(
   cwd: string = process.cwd(),
 ): ServerConfig {
   const options = Object.fromEntries(
-    Object.values(SERVER_OPTIONS).map((s) => [s.flag, { type: 'string' as const }]),
+    Object.values(SERVER_OPTIONS).map((s: OptionSpec) => [s.flag, { type: s.kind === 'flag' ? ('boolean' as const) : ('string' as const) }]),
   );
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -104,12 +113,13 @@ export function parseServerConfig(
     throw new ConfigError((e as Error).message);
   }
 
-  const out: Record<string, string | number | undefined> = {};
+  const out: Record<string, string | number | boolean | undefined> = {};
   for (const [key, spec] of Object.entries(SERVER_OPTIONS) as [keyof ServerConfig, OptionSpec][]) {
     const flagValue = values[spec.flag];
     const envValue = env[spec.env];
-    let v: string | number | undefined;
-    if (typeof flagValue === 'string') v = parseValue(spec, flagValue, `--${spec.flag}`);
+    let v: string | number | boolean | undefined;
+    if (typeof flagValue === 'boolean') v = flagValue;
+    else if (typeof flagValue === 'string') v = parseValue(spec, flagValue, `--${spec.flag}`);
     else if (envValue !== undefined && envValue !== '') v = parseValue(spec, envValue, spec.env);
     if (spec.kind === 'path' && typeof v === 'string') v = path.resolve(cwd, v);
     out[key] = v;
@@ -127,6 +137,7 @@ export function parseServerConfig(
   for (const key of ['maxPixels', 'workers', 'threadsPerWorker', 'queueLimit'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
+  if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }
@@ -136,6 +147,6 @@ export function parseServerConfig(
 /** Help text for the server flags. */
 export function serverOptionsHelp(): string {
   return Object.values(SERVER_OPTIONS)
-    .map((s: OptionSpec) => `  --${`${s.flag} <v>`.padEnd(26)} ${s.help}  [${s.env}]`)
+    .map((s: OptionSpec) => `  --${`${s.flag}${s.kind === 'flag' ? '' : ' <v>'}`.padEnd(26)} ${s.help}  [${s.env}]`)
     .join('\n');
 }

@@ -11,19 +11,30 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { EngineError, toEngineError } from './errors.js';
-import { readImageHeader, type ImageFormat } from './image-header.js';
+import { readImageHeader, type ImageFormat, type ImageHeader } from './image-header.js';
+import { COCO_CLASSES, type CocoClass } from './objects.js';
+import { cocoToBody25, MAX_POSES, type Body25Point } from './pose.js';
 import {
   loadNative,
   packageRoot,
   type NativeBackendInfo,
   type NativeEngine,
   type NativeFaceDetectorSpec,
+  type NativeObjectDetectorSpec,
+  type NativePoseEstimatorSpec,
   type NativeRawModelSpec,
   type NativeStats,
 } from './native.js';
 
 export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
 export type FaceDetectorModel = (typeof FACE_DETECTOR_MODELS)[number];
+
+export const POSE_MODELS = ['movenet-multipose'] as const;
+export type PoseModel = (typeof POSE_MODELS)[number];
+
+/** centernet at its exported 512 px input, and converted at smaller inputs (faster, fewer small objects). */
+export const OBJECT_DETECTOR_MODELS = ['centernet-320', 'centernet-384', 'centernet-448', 'centernet'] as const;
+export type ObjectDetectorModel = (typeof OBJECT_DETECTOR_MODELS)[number];
 
 /** Defaults; workers/threadsPerWorker are for a 2-core box and are to be tuned by the bench. */
 export const ENGINE_DEFAULTS = {
@@ -33,6 +44,24 @@ export const ENGINE_DEFAULTS = {
   maxPixels: 40_000_000,
   // Chosen by measurement (README, `npm run bench`): higher recall and no false positives on faceless photos.
   faceDetector: 'facemesh-detection-full' as FaceDetectorModel,
+  poseModel: 'movenet-multipose' as PoseModel,
+  // Chosen by measurement (README, `npm run bench`): a 640x480 photo near 100 ms on one core, every expected object found at score 0.2.
+  objectDetector: 'centernet-384' as ObjectDetectorModel,
+} as const;
+
+export const POSE_DEFAULTS = {
+  scoreThreshold: 0.2,
+  keypointThreshold: 0.3,
+  maxPoses: MAX_POSES,
+} as const;
+
+/** Largest accepted maxPoses: the centre heatmap has room for more peaks than the model's own top-k of 6. */
+export const MAX_POSES_LIMIT = 20;
+
+export const OBJECT_DEFAULTS = {
+  // At 384 px centernet scores some obvious objects (the dog in darknet's dog.jpg) between 0.2 and 0.3.
+  scoreThreshold: 0.2,
+  maxObjects: 100,
 } as const;
 
 export const DETECT_DEFAULTS = {
@@ -73,6 +102,73 @@ export interface EngineOptions {
   maxPixels?: number;
   /** Face detection model. Default 'facemesh-detection-full'. */
   faceDetector?: FaceDetectorModel;
+  /** Pose model, or null to load none (detectPoses then rejects). Default 'movenet-multipose'. */
+  poseModel?: PoseModel | null;
+  /** Object detection model, or null to load none (detectObjects then rejects). Default 'centernet-384'. */
+  objectDetector?: ObjectDetectorModel | null;
+}
+
+export interface DetectPosesOptions {
+  /** Minimum person score (0..1): centre score x mean of its confident keypoint scores. Default 0.2. */
+  scoreThreshold?: number;
+  /** Keypoints scoring below this (0..1) are [0, 0, 0] in `body25`. Default 0.3. */
+  keypointThreshold?: number;
+  /** Most people to return, 1 to 20. Default 6, the model's own top-k. */
+  maxPoses?: number;
+}
+
+export interface PoseKeypoint {
+  /** Image pixels, not clipped. */
+  x: number;
+  y: number;
+  /** 0..1 */
+  score: number;
+}
+
+export interface Pose {
+  /** 0..1: the centre score times the mean score of the keypoints above the model's own 0.127. */
+  score: number;
+  /** The model's box of the person, [left, top, right, bottom] in image pixels. */
+  box: [number, number, number, number];
+  /** The 17 COCO keypoints (COCO_KEYPOINTS order), every one, whatever its score. */
+  keypoints: PoseKeypoint[];
+  /** The same pose in the BODY_25 layout, keypoints under keypointThreshold as [0, 0, 0]. */
+  body25: Body25Point[];
+}
+
+export interface PoseDetection {
+  width: number;
+  height: number;
+  format: ImageFormat;
+  /** Best first. */
+  poses: Pose[];
+  timings: DetectionTimings;
+}
+
+export interface DetectObjectsOptions {
+  /** Minimum score (0..1). Default 0.2. */
+  scoreThreshold?: number;
+  /** Most objects to return, 1 to 1000. Default 100 (the model's own top-k). */
+  maxObjects?: number;
+}
+
+export interface DetectedObject {
+  /** [left, top, right, bottom] in image pixels, not clipped: a box crossing the image edge goes past it. */
+  rect: [number, number, number, number];
+  className: CocoClass;
+  /** Index in COCO_CLASSES. */
+  classId: number;
+  /** 0..1 */
+  score: number;
+}
+
+export interface ObjectDetection {
+  width: number;
+  height: number;
+  format: ImageFormat;
+  /** Best first. */
+  objects: DetectedObject[];
+  timings: DetectionTimings;
 }
 
 export interface DetectFacesOptions {
@@ -157,6 +253,16 @@ function isFaceDetectorModel(value: unknown): value is FaceDetectorModel {
   return typeof value === 'string' && (FACE_DETECTOR_MODELS as readonly string[]).includes(value);
 }
 
+/** `value` if it is one of `choices`, null for null, the default for undefined; INVALID_ARGUMENT otherwise. */
+function modelOption<T extends string>(value: unknown, name: string, choices: readonly T[], fallback: T): T | null {
+  if (value === undefined) return fallback;
+  if (value === null) return null;
+  if (typeof value !== 'string' || !(choices as readonly string[]).includes(value)) {
+    throw invalidArgument(`${name} must be null or one of ${choices.join(', ')} (got ${String(value)})`);
+  }
+  return value as T;
+}
+
 // ------------------------------------------------------------------ model manifest
 
 function setupError(message: string, cause?: unknown): Error {
@@ -219,20 +325,25 @@ function rawModelSpec(manifest: LoadedManifest, modelDir: string, name: string):
   };
 }
 
-/** The native face detector spec for `model`. */
-async function faceDetectorSpec(
-  manifest: LoadedManifest,
-  modelDir: string,
-  model: FaceDetectorModel,
-): Promise<NativeFaceDetectorSpec> {
+/** What every image model's spec needs: its file, square input side and input normalization. */
+interface SquareImageModel {
+  entry: Record<string, unknown>;
+  path: string;
+  inputSize: number;
+  meanValue: number;
+  scale: number;
+  swapRB: boolean;
+}
+
+/** Reads and checks a manifest model with a square NCHW image input [1,3,S,S]; `role` names its extra settings key. */
+async function squareImageModel(manifest: LoadedManifest, modelDir: string, model: string, role: string): Promise<SquareImageModel> {
   const file = manifest.file;
-  const entry = manifest.models[model];
+  const entry = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
   if (!isRecord(entry)) throw setupError(`model "${model}" is not in ${file}`);
 
   const input = entry['input'];
-  const detector = entry['detector'];
-  if (typeof entry['file'] !== 'string' || !isRecord(input) || !isRecord(detector)) {
-    throw manifestError(file, `model "${model}" lacks file, input or detector`);
+  if (typeof entry['file'] !== 'string' || !isRecord(input) || !isRecord(entry[role])) {
+    throw manifestError(file, `model "${model}" lacks file, input or ${role}`);
   }
   const shape = input['shape'];
   if (
@@ -251,6 +362,25 @@ async function faceDetectorSpec(
   if (typeof mean !== 'number' || typeof scale !== 'number' || (color !== 'RGB' && color !== 'BGR')) {
     throw manifestError(file, `model "${model}": input needs numeric mean/scale and color RGB or BGR`);
   }
+  const modelPath = path.join(modelDir, entry['file']);
+  try {
+    await fs.access(modelPath);
+  } catch (e) {
+    throw setupError(`model file ${modelPath} not found`, e);
+  }
+  // decoded images are BGR
+  return { entry, path: modelPath, inputSize: shape[2] as number, meanValue: mean, scale, swapRB: color === 'RGB' };
+}
+
+/** The native face detector spec for `model`. */
+async function faceDetectorSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: FaceDetectorModel,
+): Promise<NativeFaceDetectorSpec> {
+  const file = manifest.file;
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'detector');
+  const detector = entry['detector'] as Record<string, unknown>;
   const layers = detector['anchorLayers'];
   if (
     !Array.isArray(layers) ||
@@ -264,23 +394,36 @@ async function faceDetectorSpec(
   if (!stringArray(scoreOutputs) || !stringArray(boxOutputs)) {
     throw manifestError(file, `model "${model}": detector.scoreOutputs and boxOutputs must be lists of output names`);
   }
-
-  const modelPath = path.join(modelDir, entry['file']);
-  try {
-    await fs.access(modelPath);
-  } catch (e) {
-    throw setupError(`model file ${modelPath} not found`, e);
-  }
   return {
-    path: modelPath,
-    inputSize: shape[2] as number,
+    ...common,
     anchorLayers: layers.map((l) => ({ stride: (l as Record<string, number>)['stride']!, anchors: (l as Record<string, number>)['anchors']! })),
     scoreOutputs,
     boxOutputs,
-    meanValue: mean,
-    scale,
-    swapRB: color === 'RGB', // decoded images are BGR
   };
+}
+
+/** The native pose estimator spec for `model` (its manifest entry's `pose.outputs`: the 6 heads in decoder order). */
+async function poseEstimatorSpec(manifest: LoadedManifest, modelDir: string, model: PoseModel): Promise<NativePoseEstimatorSpec> {
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'pose');
+  const outputs = (entry['pose'] as Record<string, unknown>)['outputs'];
+  if (!stringArray(outputs) || outputs.length !== 6) {
+    throw manifestError(manifest.file, `model "${model}": pose.outputs must name the 6 heads`);
+  }
+  return { ...common, outputs };
+}
+
+/** The native object detector spec for `model` (its manifest entry's `objects`: output names and class count). */
+async function objectDetectorSpec(manifest: LoadedManifest, modelDir: string, model: ObjectDetectorModel): Promise<NativeObjectDetectorSpec> {
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'objects');
+  const objects = entry['objects'] as Record<string, unknown>;
+  const { heatmapOutput, boxOutput, classes } = objects;
+  if (typeof heatmapOutput !== 'string' || typeof boxOutput !== 'string' || classes !== COCO_CLASSES.length) {
+    throw manifestError(
+      manifest.file,
+      `model "${model}": objects needs heatmapOutput, boxOutput and classes = ${COCO_CLASSES.length} (the COCO classes)`,
+    );
+  }
+  return { ...common, heatmapOutput, boxOutput, classes };
 }
 
 // ------------------------------------------------------------------ the engine
@@ -313,6 +456,8 @@ export class Engine {
     if (!isFaceDetectorModel(faceDetector)) {
       throw invalidArgument(`faceDetector must be one of ${FACE_DETECTOR_MODELS.join(', ')} (got ${String(faceDetector)})`);
     }
+    const poseModel = modelOption(opts.poseModel, 'poseModel', POSE_MODELS, ENGINE_DEFAULTS.poseModel);
+    const objectModel = modelOption(opts.objectDetector, 'objectDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.objectDetector);
     if (opts.modelDir !== undefined && (typeof opts.modelDir !== 'string' || opts.modelDir.length === 0)) {
       throw invalidArgument('modelDir must be a non-empty string');
     }
@@ -320,9 +465,11 @@ export class Engine {
 
     const manifest = await readManifest(modelDir);
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector);
+    const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel);
+    const objectDetector = objectModel === null ? undefined : await objectDetectorSpec(manifest, modelDir, objectModel);
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
-    const native = binding.createEngine({ workers, threadsPerWorker, queueLimit, faceDetector: spec });
+    const native = binding.createEngine({ workers, threadsPerWorker, queueLimit, faceDetector: spec, poseEstimator, objectDetector });
     return new Engine(native, manifest, modelDir, maxPixels);
   }
 
@@ -356,6 +503,69 @@ export class Engine {
     } catch (e) {
       throw toEngineError(e);
     }
+  }
+
+  /**
+   * Finds people and their keypoints in a PNG or JPEG image: at most `maxPoses` (default 6), best first.
+   * Rejects with EngineError (see EngineErrorCode).
+   */
+  async detectPoses(image: Buffer | Uint8Array, opts: DetectPosesOptions = {}): Promise<PoseDetection> {
+    const header = this.#checkImage(image, opts, 'detectPoses');
+    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', POSE_DEFAULTS.scoreThreshold);
+    const keypointThreshold = unitOption(opts.keypointThreshold, 'keypointThreshold', POSE_DEFAULTS.keypointThreshold);
+    const maxPoses = intOption(opts.maxPoses, 'maxPoses', POSE_DEFAULTS.maxPoses, 1, MAX_POSES_LIMIT);
+    try {
+      const result = await this.#native.detectPoses(image, { scoreThreshold, maxPoses });
+      const poses = result.poses.map((p) => ({
+        score: p.score,
+        box: p.box,
+        keypoints: Array.from({ length: p.keypoints.length / 3 }, (_, i) => ({
+          x: p.keypoints[3 * i]!,
+          y: p.keypoints[3 * i + 1]!,
+          score: p.keypoints[3 * i + 2]!,
+        })),
+        body25: cocoToBody25(p.keypoints, keypointThreshold),
+      }));
+      return { width: result.width, height: result.height, format: header.format, poses, timings: result.timings };
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+  /** Finds COCO objects in a PNG or JPEG image, best first. Rejects with EngineError (see EngineErrorCode). */
+  async detectObjects(image: Buffer | Uint8Array, opts: DetectObjectsOptions = {}): Promise<ObjectDetection> {
+    const header = this.#checkImage(image, opts, 'detectObjects');
+    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', OBJECT_DEFAULTS.scoreThreshold);
+    const maxObjects = intOption(opts.maxObjects, 'maxObjects', OBJECT_DEFAULTS.maxObjects, 1, 1000);
+    try {
+      const result = await this.#native.detectObjects(image, { scoreThreshold, maxObjects });
+      const objects = result.objects.map((o) => ({
+        rect: o.rect,
+        className: COCO_CLASSES[o.classId]!,
+        classId: o.classId,
+        score: o.score,
+      }));
+      return { width: result.width, height: result.height, format: header.format, objects, timings: result.timings };
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+  /** The checks every image call makes before native code: open engine, bytes, options object, format, pixel count. */
+  #checkImage(image: unknown, opts: unknown, method: string): ImageHeader {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    if (!(image instanceof Uint8Array)) throw invalidArgument('image must be a Buffer or Uint8Array');
+    if (typeof opts !== 'object' || opts === null) throw invalidArgument(`${method} options must be an object`);
+    if (image.length === 0) throw new EngineError('INVALID_IMAGE', 'image is empty');
+    const header = readImageHeader(image); // UNSUPPORTED_FORMAT / INVALID_IMAGE
+    const pixels = header.width * header.height;
+    if (pixels > this.#maxPixels) {
+      throw new EngineError(
+        'IMAGE_TOO_LARGE',
+        `image is ${header.width}x${header.height} (${pixels} pixels); the limit is ${this.#maxPixels} pixels`,
+      );
+    }
+    return header;
   }
 
   /**

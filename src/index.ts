@@ -6,8 +6,22 @@ export {
   Engine,
   ENGINE_DEFAULTS,
   FACE_DETECTOR_MODELS,
+  MAX_POSES_LIMIT,
   MAX_TILES,
+  OBJECT_DEFAULTS,
+  OBJECT_DETECTOR_MODELS,
+  POSE_DEFAULTS,
+  POSE_MODELS,
   type BackendInfo,
+  type DetectedObject,
+  type DetectObjectsOptions,
+  type DetectPosesOptions,
+  type ObjectDetection,
+  type ObjectDetectorModel,
+  type Pose,
+  type PoseDetection,
+  type PoseKeypoint,
+  type PoseModel,
   type DetectFacesOptions,
   type DetectionTimings,
   type EngineOptions,
@@ -16,6 +30,17 @@ export {
   type FaceDetection,
   type FaceDetectorModel,
 } from './engine.js';
+export { COCO_CLASSES, type CocoClass } from './objects.js';
+export {
+  BODY_25_BONES,
+  BODY_25_KEYPOINTS,
+  COCO_KEYPOINTS,
+  cocoToBody25,
+  MAX_POSES,
+  type Body25KeypointName,
+  type Body25Point,
+  type CocoKeypointName,
+} from './pose.js';
 export { ENGINE_ERROR_CODES, EngineError, isEngineErrorCode, toEngineError, type EngineErrorCode } from './errors.js';
 export {
   readImageHeader,

@@ -28,6 +28,70 @@ export interface NativeFaceDetectorSpec {
   swapRB: boolean;
 }
 
+/** Input normalization of an image model: input = (pixel - meanValue) * scale, RGB when swapRB. */
+export interface NativeImageInput {
+  /** ONNX file with an NCHW input. */
+  path: string;
+  /** Square input side in pixels. */
+  inputSize: number;
+  meanValue: number;
+  scale: number;
+  /** true: feed RGB (decoded images are BGR). */
+  swapRB: boolean;
+}
+
+export interface NativePoseEstimatorSpec extends NativeImageInput {
+  /** The 6 MoveNet heads: centre, box scale, box offset, keypoint heatmap, keypoint regression, keypoint offsets. */
+  outputs: string[];
+}
+
+export interface NativeObjectDetectorSpec extends NativeImageInput {
+  /** [1,S/4,S/4,classes], already sigmoid. */
+  heatmapOutput: string;
+  /** [1,S/4,S/4,4]: distances from the cell to the left, top, right and bottom box sides, in input pixels. */
+  boxOutput: string;
+  classes: number;
+}
+
+export interface NativePoseOptions {
+  scoreThreshold: number;
+  maxPoses: number;
+}
+
+export interface NativePose {
+  score: number;
+  /** [l, t, r, b] in original-image pixels. */
+  box: [number, number, number, number];
+  /** 17 COCO keypoints as flat [x, y, score] triples, original-image pixels. */
+  keypoints: number[];
+}
+
+export interface NativePoseDetection {
+  width: number;
+  height: number;
+  poses: NativePose[];
+  timings: NativeTimings;
+}
+
+export interface NativeObjectOptions {
+  scoreThreshold: number;
+  maxObjects: number;
+}
+
+export interface NativeObject {
+  /** [l, t, r, b] in original-image pixels, not clipped. */
+  rect: [number, number, number, number];
+  classId: number;
+  score: number;
+}
+
+export interface NativeObjectDetection {
+  width: number;
+  height: number;
+  objects: NativeObject[];
+  timings: NativeTimings;
+}
+
 export interface NativeEngineOptions {
   workers: number;
   /** Passed to cv::setNumThreads, which is process-wide. */
@@ -35,6 +99,8 @@ export interface NativeEngineOptions {
   /** Jobs allowed to wait; more are rejected with OVERLOADED. */
   queueLimit: number;
   faceDetector?: NativeFaceDetectorSpec;
+  poseEstimator?: NativePoseEstimatorSpec;
+  objectDetector?: NativeObjectDetectorSpec;
 }
 
 export interface NativeDetectOptions {
@@ -102,6 +168,8 @@ export interface NativeRawModelSpec {
 export interface NativeEngine {
   /** Rejects with an Error whose `.code` is OVERLOADED, INVALID_IMAGE, CLOSED, INVALID_ARGUMENT or INTERNAL. */
   detectFaces(image: Uint8Array, options: NativeDetectOptions): Promise<NativeFaceDetection>;
+  detectPoses(image: Uint8Array, options: NativePoseOptions): Promise<NativePoseDetection>;
+  detectObjects(image: Uint8Array, options: NativeObjectOptions): Promise<NativeObjectDetection>;
   /** One forward pass on a raw tensor (the model is loaded by each worker on first use). */
   runModel(input: Float32Array, model: NativeRawModelSpec): Promise<Float32Array[]>;
   backend(): NativeBackendInfo;

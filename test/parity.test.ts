@@ -41,6 +41,7 @@ describe('converted models match TF.js', () => {
         model.source.file,
         model.input.tfNode,
         model.outputs.map((o) => o.tfNode),
+        [1, h, w, c],
       );
       const expected = await reference.run(input.nhwc, [1, h, w, c]);
       reference.dispose();

@@ -11,6 +11,7 @@ import { createApp } from '../src/server/app.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { loadTls, TlsError } from '../src/server/tls.js';
 import { garbage, httpsRequest, openEngine, photo, pngClaiming, ROOT } from './helpers.js';
+import { expectError } from './support/http-api.js';
 
 import type { Engine } from '../src/index.js';
 
@@ -159,14 +160,6 @@ function checkDetectShape(body: DetectJson, size: { width: number; height: numbe
     expect(0 <= t && t < b && b <= size.height).toBe(true);
   }
   return body.rects!;
-}
-
-function expectError(body: unknown, re?: RegExp) {
-  expect(Object.keys(body as object)).toEqual(['success', 'error']);
-  const b = body as { success: unknown; error: unknown };
-  expect(b.success).toBe('false');
-  expect(typeof b.error).toBe('string');
-  if (re) expect(b.error).toMatch(re);
 }
 
 describe('HTTP API (real engine, real photos)', () => {

@@ -19,6 +19,7 @@ import {
   attrString,
   attrStrings,
   sizeOf,
+  tensorName,
   type DType,
   type Tensor,
   type TfGraph,
@@ -533,8 +534,8 @@ class Converter {
   private resize(node: TfNode, inputs: Value[], name: string): Value {
     const b = this.b;
     const x = this.dyn(node, inputs[0]);
-    const [oh, ow] = [...this.constOf(node, inputs[1]).data];
     const [n, , , c] = x.shape;
+    const [oh, ow] = this.resizeTarget(node, [...this.constOf(node, inputs[1]).data]);
     const alignCorners = attrBool(node, 'align_corners');
     const halfPixel = attrBool(node, 'half_pixel_centers');
     const empty = { dtype: 'float32' as const, shape: [0], data: new Float32Array(0) };
@@ -549,6 +550,34 @@ class Converter {
       },
     );
     return this.out(node, [n, oh, ow, c], true, out);
+  }
+
+  /**
+   * Keras' UpSampling2D stores `feature size x factor` as a constant when the graph is exported. When the
+   * manifest converts a graph at another input size than its input placeholder declares, such a stored
+   * constant scales with the input (centernet exported at 512, converted at 384: 32x32 becomes 24x24).
+   * Sizes computed from shapes were already folded at the converted size and are left alone.
+   */
+  private resizeTarget(node: TfNode, size: number[]): number[] {
+    const sizeNode = this.graph.nodes.get(tensorName(node.inputs[1] ?? ''));
+    const declared = this.declaredInputShape();
+    if (sizeNode?.op !== 'Const' || !declared) return size;
+    const { shape } = this.options.input;
+    const scaled = [(size[0] * shape[1]) / declared[1], (size[1] * shape[2]) / declared[2]];
+    if (!scaled.every(Number.isInteger)) {
+      throw new Error(`${node.name}: constant resize size ${size.join('x')} does not scale to input ${shape[1]}x${shape[2]}`);
+    }
+    return scaled;
+  }
+
+  /** The static NHWC shape the graph's input placeholder was exported with, when it differs from the manifest's. */
+  private declaredInputShape(): number[] | undefined {
+    const input = this.graph.nodes.get(this.options.input.node);
+    if (input?.op !== 'Placeholder') return undefined;
+    const dims = input.attr['shape']?.shape?.dim?.map((d) => Number(d.size));
+    if (!dims || dims.length !== 4 || dims.some((d) => !(d > 0))) return undefined;
+    const { shape } = this.options.input;
+    return dims[1] === shape[1] && dims[2] === shape[2] ? undefined : dims;
   }
 
   private mean(node: TfNode, inputs: Value[], name: string): Value {

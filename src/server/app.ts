@@ -3,15 +3,17 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ServerConfig } from '../config.js';
-import type { FaceEngine } from './engine-types.js';
+import type { FaceEngine, PoseObjectEngine } from './engine-types.js';
 import { errorResponse, onError } from './errors.js';
 import { registerCapabilitiesRoutes } from './routes/capabilities.js';
 import { registerDetectorRoutes } from './routes/detector.js';
+import { registerObjectRoutes } from './routes/objects.js';
+import { registerPoseRoutes } from './routes/pose.js';
 import { registerTestRoutes } from './routes/test.js';
 
 export interface AppDeps {
-  engine: FaceEngine;
-  config: Pick<ServerConfig, 'bodyLimit'>;
+  engine: FaceEngine & PoseObjectEngine;
+  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu'>;
 }
 
 export function createApp(deps: AppDeps): Hono {
@@ -31,6 +33,8 @@ export function createApp(deps: AppDeps): Hono {
   registerTestRoutes(app);
   registerCapabilitiesRoutes(app, deps);
   registerDetectorRoutes(app, deps);
+  registerPoseRoutes(app, deps);
+  registerObjectRoutes(app, deps);
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
   app.onError(onError);

@@ -34,6 +34,9 @@ export async function runServe(config: ServerConfig): Promise<number> {
   let running;
   try {
     running = await startServer({ app: createApp({ engine, config }), tls, port: config.port, host: config.host });
+    if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
+      console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
+    }
   } catch (e) {
     console.error(`edgecv: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
     await engine.close();

@@ -1,0 +1,44 @@
+#include "object_detect_job.h"
+
+#include "image.h"
+#include "timings_js.h"
+#include "worker_context.h"
+
+namespace edgecv {
+
+ObjectDetectJob::ObjectDetectJob(Napi::Env env, Napi::Uint8Array bytes, const ObjectOptions& options)
+    : Job(env), data_(bytes.Data()), size_(bytes.ByteLength()), options_(options) {
+  Pin(bytes);
+}
+
+void ObjectDetectJob::Execute(WorkerContext& ctx) {
+  if (!ctx.objectDetector) throw JobError(ErrorCode::kInternal, "engine has no object model");
+  const auto t0 = Clock::now();
+  const cv::Mat image = DecodeBgr(data_, size_);
+  decodeMs_ = MillisBetween(t0, Clock::now());
+  width_ = image.cols;
+  height_ = image.rows;
+  objects_ = ctx.objectDetector->Detect(image, options_, &timings_);
+}
+
+Napi::Value ObjectDetectJob::Result(Napi::Env env) {
+  Napi::Array objects = Napi::Array::New(env, objects_.size());
+  for (size_t i = 0; i < objects_.size(); ++i) {
+    const DetectedObject& o = objects_[i];
+    Napi::Array rect = Napi::Array::New(env, o.rect.size());
+    for (size_t k = 0; k < o.rect.size(); ++k) rect.Set(k, Napi::Number::New(env, o.rect[k]));
+    Napi::Object object = Napi::Object::New(env);
+    object.Set("rect", rect);
+    object.Set("classId", Napi::Number::New(env, o.classId));
+    object.Set("score", Napi::Number::New(env, o.score));
+    objects.Set(i, object);
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("width", Napi::Number::New(env, width_));
+  result.Set("height", Napi::Number::New(env, height_));
+  result.Set("objects", objects);
+  result.Set("timings", TimingsToJs(env, queueMs(), decodeMs_, timings_));
+  return result;
+}
+
+}  // namespace edgecv

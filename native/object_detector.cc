@@ -1,0 +1,112 @@
+#include "object_detector.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "dnn_model.h"
+#include "job.h"  // Clock, MillisBetween
+
+namespace edgecv {
+namespace {
+
+constexpr int kStride = 4;  // input pixels per heatmap cell
+
+}  // namespace
+
+ObjectDetector::ObjectDetector(const ObjectDetectorSpec& spec, const BackendInfo& backend) : spec_(spec) {
+  const std::string what = "object model " + spec_.path + ": ";
+  if (spec_.inputSize < 32 || spec_.inputSize % kStride != 0) throw std::runtime_error(what + "inputSize must be a multiple of 4");
+  if (spec_.classes <= 0) throw std::runtime_error(what + "classes must be positive");
+  net_ = LoadDnnModel(spec_.path, {spec_.heatmapOutput, spec_.boxOutput}, backend, what);
+  grid_ = spec_.inputSize / kStride;
+
+  std::vector<cv::Mat> outputs;
+  try {
+    const int shape[] = {1, 3, spec_.inputSize, spec_.inputSize};
+    Infer(cv::Mat(4, shape, CV_32F, cv::Scalar(0)), &outputs);
+  } catch (const cv::Exception& e) {
+    throw std::runtime_error(what + "warm-up inference failed: " + e.what());
+  }
+  if (!IsNhwc(outputs[0], grid_, grid_, spec_.classes) || !IsNhwc(outputs[1], grid_, grid_, 4)) {
+    throw std::runtime_error(what + "outputs are " + ShapeString(outputs[0]) + " and " + ShapeString(outputs[1]) +
+                             ", expected [1," + std::to_string(grid_) + "," + std::to_string(grid_) + "," +
+                             std::to_string(spec_.classes) + "] and [1," + std::to_string(grid_) + "," +
+                             std::to_string(grid_) + ",4]");
+  }
+}
+
+std::vector<DetectedObject> ObjectDetector::Detect(const cv::Mat& bgr, const ObjectOptions& options,
+                                                   StageTimings* timings) {
+  const auto t0 = Clock::now();
+  cv::Mat blob;
+  const Letterbox box = LetterboxBlob(bgr, spec_.inputSize, spec_.meanValue, spec_.scale, spec_.swapRB, &blob);
+  const auto t1 = Clock::now();
+  std::vector<cv::Mat> outputs;
+  Infer(blob, &outputs);
+  const auto t2 = Clock::now();
+  std::vector<DetectedObject> objects = Postprocess(outputs, box, options);
+  const auto t3 = Clock::now();
+  timings->preprocessMs += MillisBetween(t0, t1);
+  timings->inferenceMs += MillisBetween(t1, t2);
+  timings->postprocessMs += MillisBetween(t2, t3);
+  return objects;
+}
+
+void ObjectDetector::Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs) {
+  net_.setInput(blob);
+  net_.forward(*outputs, std::vector<std::string>{spec_.heatmapOutput, spec_.boxOutput});
+}
+
+std::vector<DetectedObject> ObjectDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
+                                                        const ObjectOptions& options) const {
+  const int g = grid_;
+  const int classes = spec_.classes;
+  const float* heat = outputs[0].ptr<float>();
+  const float* sides = outputs[1].ptr<float>();
+  auto at = [&](int y, int x, int c) { return heat[(y * g + x) * classes + c]; };
+
+  // A detection is a cell whose score equals the max of its 3x3 window in the same class (the
+  // graph's MaxPool + Equal), above the threshold. Checking the threshold first skips almost every cell.
+  struct Peak {
+    float score;
+    int index;  // (cell * classes + class): the graph's flat order, for its tie-break
+  };
+  std::vector<Peak> peaks;
+  for (int y = 0; y < g; ++y) {
+    for (int x = 0; x < g; ++x) {
+      for (int c = 0; c < classes; ++c) {
+        const float v = at(y, x, c);
+        if (!(v >= options.scoreThreshold) || v <= 0) continue;
+        bool peak = true;
+        for (int yy = std::max(0, y - 1); peak && yy <= std::min(g - 1, y + 1); ++yy) {
+          for (int xx = std::max(0, x - 1); xx <= std::min(g - 1, x + 1); ++xx) {
+            if (at(yy, xx, c) > v) {
+              peak = false;
+              break;
+            }
+          }
+        }
+        if (peak) peaks.push_back({v, (y * g + x) * classes + c});
+      }
+    }
+  }
+  std::sort(peaks.begin(), peaks.end(),
+            [](const Peak& a, const Peak& b) { return a.score != b.score ? a.score > b.score : a.index < b.index; });
+  if (peaks.size() > static_cast<size_t>(options.maxObjects)) peaks.resize(options.maxObjects);
+
+  std::vector<DetectedObject> objects;
+  objects.reserve(peaks.size());
+  for (const Peak& p : peaks) {
+    const int cell = p.index / classes;
+    const float cx = static_cast<float>(cell % g * kStride), cy = static_cast<float>(cell / g * kStride);
+    const float* d = sides + cell * 4;  // left, top, right, bottom distances from the cell corner
+    DetectedObject o;
+    o.rect = {box.ToImageX(cx - d[0]), box.ToImageY(cy - d[1]), box.ToImageX(cx + d[2]), box.ToImageY(cy + d[3])};
+    o.classId = p.index % classes;
+    o.score = p.score;
+    objects.push_back(o);
+  }
+  return objects;
+}
+
+}  // namespace edgecv

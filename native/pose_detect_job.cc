@@ -1,0 +1,51 @@
+#include "pose_detect_job.h"
+
+#include "image.h"
+#include "timings_js.h"
+#include "worker_context.h"
+
+namespace edgecv {
+
+PoseDetectJob::PoseDetectJob(Napi::Env env, Napi::Uint8Array bytes, const PoseOptions& options)
+    : Job(env), data_(bytes.Data()), size_(bytes.ByteLength()), options_(options) {
+  Pin(bytes);
+}
+
+void PoseDetectJob::Execute(WorkerContext& ctx) {
+  if (!ctx.poseEstimator) throw JobError(ErrorCode::kInternal, "engine has no pose model");
+  const auto t0 = Clock::now();
+  const cv::Mat image = DecodeBgr(data_, size_);
+  decodeMs_ = MillisBetween(t0, Clock::now());
+  width_ = image.cols;
+  height_ = image.rows;
+  poses_ = ctx.poseEstimator->Detect(image, options_, &timings_);
+}
+
+Napi::Value PoseDetectJob::Result(Napi::Env env) {
+  Napi::Array poses = Napi::Array::New(env, poses_.size());
+  for (size_t i = 0; i < poses_.size(); ++i) {
+    const Pose& p = poses_[i];
+    Napi::Array box = Napi::Array::New(env, p.box.size());
+    for (size_t k = 0; k < p.box.size(); ++k) box.Set(k, Napi::Number::New(env, p.box[k]));
+    // Flat [x0, y0, score0, x1, ...]: one array instead of 17 objects per person.
+    Napi::Array keypoints = Napi::Array::New(env, 3 * p.keypoints.size());
+    for (size_t k = 0; k < p.keypoints.size(); ++k) {
+      keypoints.Set(3 * k, Napi::Number::New(env, p.keypoints[k].x));
+      keypoints.Set(3 * k + 1, Napi::Number::New(env, p.keypoints[k].y));
+      keypoints.Set(3 * k + 2, Napi::Number::New(env, p.keypoints[k].score));
+    }
+    Napi::Object pose = Napi::Object::New(env);
+    pose.Set("score", Napi::Number::New(env, p.score));
+    pose.Set("box", box);
+    pose.Set("keypoints", keypoints);
+    poses.Set(i, pose);
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("width", Napi::Number::New(env, width_));
+  result.Set("height", Napi::Number::New(env, height_));
+  result.Set("poses", poses);
+  result.Set("timings", TimingsToJs(env, queueMs(), decodeMs_, timings_));
+  return result;
+}
+
+}  // namespace edgecv

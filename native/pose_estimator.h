@@ -1,0 +1,69 @@
+// MoveNet MultiPose on OpenCV DNN (preprocess -> infer -> postprocess). The converted graph is cut
+// before the model's own post-processing, which Postprocess() reproduces from the original TF.js graph:
+// centre-heatmap peaks (5x5 max-pool NMS), top-k people, keypoints regressed from each centre and then
+// snapped to the keypoint heatmap weighted by the distance to the regressed point, plus sub-cell offsets.
+//
+// Not thread-safe (owns a cv::dnn::Net): one instance per worker thread.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+
+#include "backend.h"
+#include "letterbox.h"
+#include "stage_timings.h"
+
+namespace edgecv {
+
+struct PoseEstimatorSpec {
+  std::string path;  // ONNX file (NCHW input)
+  int inputSize = 0;  // square input side S
+  // Output names in this order: centre logits [1,G,G,1], box scale [1,G,G,2], box offset [1,G,G,2],
+  // keypoint heatmap logits [1,G,G,K], keypoint regression [1,G,G,2K], keypoint offsets [1,G,G,2K].
+  std::vector<std::string> outputs;
+  double meanValue = 0;  // input = (pixel - mean) * scale
+  double scale = 1;
+  bool swapRB = true;
+};
+
+struct PoseOptions {
+  float scoreThreshold = 0.2f;  // person score: centre score x mean of its confident keypoint scores
+  int maxPoses = 6;             // the model's own top-k is 6
+};
+
+struct Keypoint {
+  float x = 0, y = 0;  // original-image pixels, not clipped
+  float score = 0;
+};
+
+struct Pose {
+  static constexpr int kKeypoints = 17;  // COCO order: nose, eyes, ears, shoulders, elbows, wrists, hips, knees, ankles
+  float score = 0;
+  std::array<float, 4> box{};  // [l, t, r, b] in original-image pixels
+  std::array<Keypoint, kKeypoints> keypoints{};
+};
+
+class PoseEstimator {
+ public:
+  static constexpr int kOutputs = 6;
+
+  // Loads the model and runs one warm-up pass that checks the output shapes. Throws std::runtime_error.
+  PoseEstimator(const PoseEstimatorSpec& spec, const BackendInfo& backend);
+
+  std::vector<Pose> Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings);
+
+ private:
+  void Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs);
+  std::vector<Pose> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
+                                const PoseOptions& options) const;
+
+  PoseEstimatorSpec spec_;
+  cv::dnn::Net net_;
+  int grid_ = 0;  // G: heatmap side (S / 4)
+};
+
+}  // namespace edgecv

@@ -1,0 +1,218 @@
+// Pose and object detection through the library, on real photos with the real addon and models.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BODY_25_BONES,
+  BODY_25_KEYPOINTS,
+  COCO_CLASSES,
+  COCO_KEYPOINTS,
+  cocoToBody25,
+  Engine,
+  EngineError,
+  MAX_POSES,
+} from '../src/index.js';
+import { EXPECTED_OBJECTS, matchesExpected } from '../bench/object-eval.js';
+import { garbage, openEngine, photo } from './helpers.js';
+
+// People in each photo, counted by eye; every one of them is at least half visible.
+const PEOPLE: [string, number][] = [
+  ['darknet/person.jpg', 1],
+  ['skimage/astronaut.png', 1],
+  ['skimage/camera.png', 1],
+  ['dlib/faces/Tom_Cruise_avp_2014_4.jpg', 1],
+  ['dlib/faces/2008_001322.jpg', 3],
+  ['dlib/faces/2008_002506.jpg', 3],
+  ['darknet/dog.jpg', 0],
+  ['darknet/horses.jpg', 0],
+  ['darknet/giraffe.jpg', 0],
+  ['darknet/eagle.jpg', 0],
+  ['skimage/coffee.png', 0],
+  ['skimage/chelsea.png', 0],
+  ['dlib/faces/dogs.jpg', 0],
+];
+
+describe('pose and object detection (real photos)', () => {
+  let engine: Engine;
+  beforeAll(async () => {
+    engine = await openEngine();
+  });
+  afterAll(async () => {
+    await engine?.close();
+  });
+
+  for (const [name, count] of PEOPLE) {
+    it(`finds ${count} ${count === 1 ? 'person' : 'people'} in ${name}`, async () => {
+      const result = await engine.detectPoses(photo(name));
+      expect(result.poses.map((p) => p.score.toFixed(2))).toHaveLength(count);
+      for (const pose of result.poses) {
+        expect(pose.keypoints).toHaveLength(17);
+        expect(pose.body25).toHaveLength(25);
+        expect(pose.score).toBeGreaterThanOrEqual(0.2);
+        // best first
+        expect(result.poses.map((p) => p.score)).toEqual([...result.poses.map((p) => p.score)].sort((a, b) => b - a));
+      }
+    });
+  }
+
+  it('gives keypoints in image pixels, inside the letterbox of a wide and a tall photo', async () => {
+    for (const name of ['darknet/person.jpg', 'dlib/faces/Tom_Cruise_avp_2014_4.jpg']) {
+      const { poses, width, height } = await engine.detectPoses(photo(name));
+      const seen = poses[0]!.body25.filter((p) => p[2] > 0);
+      expect(seen.length).toBeGreaterThanOrEqual(4);
+      for (const [x, y] of seen) {
+        expect(x).toBeGreaterThanOrEqual(-1);
+        expect(x).toBeLessThanOrEqual(width + 1);
+        expect(y).toBeGreaterThanOrEqual(-1);
+        expect(y).toBeLessThanOrEqual(height + 1);
+      }
+    }
+  });
+
+  it('sees the standing person in person.jpg upright: head, shoulders, hips, knees, ankles top to bottom', async () => {
+    const [pose] = (await engine.detectPoses(photo('darknet/person.jpg'))).poses;
+    const point = (name: (typeof BODY_25_KEYPOINTS)[number]) => pose!.body25[BODY_25_KEYPOINTS.indexOf(name)]!;
+    const y = (name: (typeof BODY_25_KEYPOINTS)[number]) => {
+      expect(point(name)[2], name).toBeGreaterThan(0);
+      return point(name)[1];
+    };
+    expect(y('neck')).toBeGreaterThan(y('nose'));
+    expect(y('mid_hip')).toBeGreaterThan(y('neck'));
+    for (const side of ['left', 'right'] as const) {
+      expect(y(`${side}_knee`)).toBeGreaterThan(y(`${side}_hip`));
+      expect(y(`${side}_ankle`)).toBeGreaterThan(y(`${side}_knee`));
+    }
+    // a standing person at rest, seen from behind (one wrist may be hidden): the wrists hang between the
+    // shoulders and the knees, so neither is above the head
+    const wrists = (['left', 'right'] as const).filter((side) => point(`${side}_wrist`)[2] > 0);
+    expect(wrists.length).toBeGreaterThanOrEqual(1);
+    for (const side of wrists) {
+      expect(y(`${side}_wrist`)).toBeGreaterThan(y(`${side}_shoulder`));
+      expect(y(`${side}_wrist`)).toBeLessThan(y(`${side}_knee`));
+    }
+  });
+
+  it('honours maxPoses, scoreThreshold and keypointThreshold', async () => {
+    const group = photo('dlib/faces/2008_001322.jpg');
+    expect((await engine.detectPoses(group, { maxPoses: 2 })).poses).toHaveLength(2);
+    expect((await engine.detectPoses(group, { scoreThreshold: 1 })).poses).toHaveLength(0);
+    const loose = await engine.detectPoses(group, { keypointThreshold: 0 });
+    const strict = await engine.detectPoses(group, { keypointThreshold: 0.9 });
+    const shown = (r: typeof loose) => r.poses.flatMap((p) => p.body25).filter((p) => p[2] > 0).length;
+    expect(shown(loose)).toBeGreaterThan(shown(strict));
+    // the raw keypoints are the same whatever the threshold
+    expect(strict.poses[0]!.keypoints).toEqual(loose.poses[0]!.keypoints);
+  });
+
+  for (const [name, expected] of EXPECTED_OBJECTS) {
+    it(`finds ${expected.map((e) => e.classes.join('/')).join(', ')} in ${name}, where they are (default model and threshold)`, async () => {
+      const { objects, width, height } = await engine.detectObjects(photo(name));
+      const found = objects.map((o) => `${o.className} ${o.score.toFixed(2)} [${o.rect.map(Math.round).join(',')}]`);
+      for (const e of expected) {
+        expect(objects.some((o) => matchesExpected(o, e, width, height)), `${e.classes.join('/')} in ${found.join('; ')}`).toBe(true);
+      }
+    });
+  }
+
+  it('finds several horses in horses.jpg, each in its own place', async () => {
+    const { objects } = await engine.detectObjects(photo('darknet/horses.jpg'));
+    const horses = objects.filter((o) => o.className === 'horse');
+    expect(horses.length).toBeGreaterThanOrEqual(3);
+    const centres = horses.map((h) => (h.rect[0] + h.rect[2]) / 2);
+    expect(new Set(centres.map((c) => Math.round(c / 40))).size).toBeGreaterThanOrEqual(3);
+  });
+
+  it('respects scoreThreshold and maxObjects, best first', async () => {
+    const dog = photo('darknet/dog.jpg');
+    const all = await engine.detectObjects(dog, { scoreThreshold: 0.1 });
+    expect(all.objects.length).toBeGreaterThan(3);
+    expect(all.objects.every((o) => o.score >= 0.1 && o.score <= 1)).toBe(true);
+    expect(all.objects.map((o) => o.score)).toEqual([...all.objects.map((o) => o.score)].sort((a, b) => b - a));
+    expect((await engine.detectObjects(dog, { maxObjects: 2, scoreThreshold: 0.1 })).objects).toEqual(all.objects.slice(0, 2));
+    const strict = await engine.detectObjects(dog, { scoreThreshold: 0.45 });
+    expect(strict.objects).toEqual(all.objects.filter((o) => o.score >= 0.45));
+    for (const o of all.objects) expect(COCO_CLASSES[o.classId]).toBe(o.className);
+  });
+
+  it('rejects bad arguments and bad images with typed errors', async () => {
+    const img = photo('skimage/astronaut.png');
+    const bad: [() => Promise<unknown>, string][] = [
+      [() => engine.detectPoses(img, { scoreThreshold: 2 }), 'INVALID_ARGUMENT'],
+      [() => engine.detectPoses(img, { keypointThreshold: -0.1 }), 'INVALID_ARGUMENT'],
+      [() => engine.detectPoses(img, { maxPoses: 0 }), 'INVALID_ARGUMENT'],
+      [() => engine.detectPoses('x' as unknown as Buffer), 'INVALID_ARGUMENT'],
+      [() => engine.detectObjects(img, { scoreThreshold: Number.NaN }), 'INVALID_ARGUMENT'],
+      [() => engine.detectObjects(img, { maxObjects: 1.5 }), 'INVALID_ARGUMENT'],
+      [() => engine.detectObjects(garbage()), 'UNSUPPORTED_FORMAT'],
+      [() => engine.detectPoses(img.subarray(0, 600)), 'INVALID_IMAGE'],
+      [() => engine.detectObjects(Buffer.alloc(0)), 'INVALID_IMAGE'],
+    ];
+    for (const [call, code] of bad) {
+      const error = await call().then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(EngineError);
+      expect((error as EngineError).code).toBe(code);
+    }
+  });
+
+  it('an engine opened without the pose or object model says so', async () => {
+    const bare = await openEngine({ workers: 1, poseModel: null, objectDetector: null });
+    try {
+      await expect(bare.detectPoses(photo('skimage/astronaut.png'))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      await expect(bare.detectObjects(photo('skimage/astronaut.png'))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      expect((await bare.detectFaces(photo('skimage/astronaut.png'))).faces).toHaveLength(1);
+    } finally {
+      await bare.close();
+    }
+    await expect(openEngine({ objectDetector: 'yolo' as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
+
+describe('BODY_25 layout', () => {
+  it('exports the 24 bones as index pairs with a colour each', () => {
+    expect(BODY_25_BONES).toHaveLength(24);
+    const pairs = new Set<string>();
+    for (const { pair, color } of BODY_25_BONES) {
+      expect(pair).toHaveLength(2);
+      for (const i of pair) {
+        expect(Number.isInteger(i) && i >= 0 && i < 25).toBe(true);
+      }
+      expect(color).toMatch(/^[0-9a-f]{6}$/);
+      pairs.add([...pair].sort().join('-'));
+    }
+    expect(pairs.size).toBe(24); // no bone twice
+    expect(BODY_25_BONES[0]).toEqual({ pair: [1, 8], color: 'ff0055' });
+    expect(BODY_25_BONES[23]).toEqual({ pair: [11, 24], color: '00ffff' });
+    // a tree over the 25 points: every point reached from the neck
+    const reached = new Set([1]);
+    for (let grown = true; grown; ) {
+      grown = false;
+      for (const { pair } of BODY_25_BONES) {
+        const [a, b] = pair;
+        if (reached.has(a) !== reached.has(b)) {
+          reached.add(a).add(b);
+          grown = true;
+        }
+      }
+    }
+    expect(reached.size).toBe(25);
+    expect(MAX_POSES).toBe(6);
+  });
+
+  it('maps COCO keypoints: neck and mid hip as midpoints, feet and undetected points [0,0,0]', () => {
+    const coco = COCO_KEYPOINTS.flatMap((_, i) => [10 * i, 100 + i, 0.9]);
+    const at = (name: string) => 3 * COCO_KEYPOINTS.indexOf(name as (typeof COCO_KEYPOINTS)[number]);
+    coco[at('left_shoulder') + 2] = 0.6;
+    coco[at('right_ear') + 2] = 0.1; // below the threshold
+    const body = cocoToBody25(coco, 0.3);
+    const b = (name: string) => body[BODY_25_KEYPOINTS.indexOf(name as (typeof BODY_25_KEYPOINTS)[number])];
+    expect(b('nose')).toEqual([0, 100, 0.9]);
+    expect(b('right_shoulder')).toEqual([60, 106, 0.9]);
+    expect(b('neck')).toEqual([55, 105.5, 0.6]);
+    expect(b('mid_hip')).toEqual([115, 111.5, 0.9]);
+    expect(b('right_ear')).toEqual([0, 0, 0]);
+    for (const foot of ['left_big_toe', 'left_small_toe', 'left_heel', 'right_big_toe', 'right_small_toe', 'right_heel']) {
+      expect(b(foot)).toEqual([0, 0, 0]);
+    }
+    // no neck without both shoulders
+    coco[at('left_shoulder') + 2] = 0.2;
+    expect(cocoToBody25(coco, 0.3)[1]).toEqual([0, 0, 0]);
+  });
+});
