@@ -293,6 +293,7 @@ export class Engine {
   readonly #backend: BackendInfo;
   #closed = false;
   #closing: Promise<void> | undefined;
+  #faceDetector: FaceDetectorModel = ENGINE_DEFAULTS.faceDetector;
 
   private constructor(native: NativeEngine, manifest: LoadedManifest, modelDir: string, maxPixels: number) {
     this.#native = native;
@@ -323,7 +324,14 @@ export class Engine {
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({ workers, threadsPerWorker, queueLimit, faceDetector: spec });
-    return new Engine(native, manifest, modelDir, maxPixels);
+    const engine = new Engine(native, manifest, modelDir, maxPixels);
+    engine.#faceDetector = faceDetector;
+    return engine;
+  }
+
+  /** The face detection model in use (a label for metrics and logs). */
+  get faceDetector(): FaceDetectorModel {
+    return this.#faceDetector;
   }
 
   /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */

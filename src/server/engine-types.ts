@@ -3,7 +3,7 @@
 import type { Engine } from '../engine.js';
 import { isEngineErrorCode, type EngineErrorCode } from '../errors.js';
 
-export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'>;
+export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'> & Partial<Pick<Engine, 'faceDetector'>>;
 
 /** The EngineErrorCode of an error thrown by the engine, if it is one. */
 export function engineErrorCode(err: unknown): EngineErrorCode | undefined {

@@ -1,0 +1,252 @@
+// The embedded metrics store: SQLite (better-sqlite3) in <data-dir>/metrics.db, one table per series.
+// Times are integer nanoseconds since the epoch, read back as bigint (they exceed 2^53). The tags of the
+// instance that wrote a row live once in `instance`; each row points at them.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { InstanceIdentity } from './identity.js';
+import { LATENCY_PERCENTILES } from './percentiles.js';
+import { SELECTORS, TAG_COLUMNS, VALUE_COLUMNS, type Selector, type TagColumn } from './selectors.js';
+
+export const METRICS_DB_FILE = 'metrics.db';
+const SCHEMA_VERSION = 1;
+
+export interface ConnectionSample {
+  port: number;
+  active: number;
+  handled: number;
+  accepts: number;
+  bytesSent: number;
+  bytesRecvd: number;
+  /** Request latency in ms at LATENCY_PERCENTILES, in that order. */
+  latencyPercentiles: number[];
+}
+
+export interface MetricsSample {
+  time: bigint;
+  cpu: number;
+  mem: number;
+  disk: number;
+  sendBytes: number;
+  recvBytes: number;
+  connections: ConnectionSample[];
+}
+
+/** The app an answer is for: what the query's region and app_key select. */
+export interface AppFilter {
+  region: string;
+  apporg: string;
+  app: string;
+  ver: string;
+}
+
+export interface RowWindow {
+  /** Inclusive bounds, ns. */
+  start?: bigint;
+  end?: bigint;
+  /** Only the rows of the N newest sample times. */
+  last?: number;
+  /** At most N sample times, spread evenly over the window: the newest one in each of N equal slices. */
+  numsamples?: number;
+}
+
+export interface StoredRow {
+  time: bigint;
+  tags: Record<TagColumn, string>;
+  /** In VALUE_COLUMNS order. */
+  values: number[];
+}
+
+const TAG_SQL: Record<TagColumn, string> = {
+  app: 'app',
+  ver: 'ver',
+  cluster: 'cluster',
+  clusterorg: 'clusterorg',
+  cloudlet: 'cloudlet',
+  cloudletorg: 'cloudletorg',
+  apporg: 'apporg',
+  pod: 'pod',
+};
+
+function schema(): string {
+  const table = (name: Selector) => {
+    const cols = VALUE_COLUMNS[name].map((c) => `${c.sql} ${c.type === 'int' ? 'INTEGER' : 'REAL'} NOT NULL`).join(', ');
+    return `CREATE TABLE IF NOT EXISTS ${name} (instance INTEGER NOT NULL REFERENCES instance(id), time INTEGER NOT NULL, ${cols});
+            CREATE INDEX IF NOT EXISTS ${name}_by_time ON ${name} (time);`;
+  };
+  return `
+    CREATE TABLE IF NOT EXISTS instance (
+      id INTEGER PRIMARY KEY,
+      region TEXT NOT NULL, apporg TEXT NOT NULL, app TEXT NOT NULL, ver TEXT NOT NULL,
+      cluster TEXT NOT NULL, clusterorg TEXT NOT NULL, cloudlet TEXT NOT NULL, cloudletorg TEXT NOT NULL, pod TEXT NOT NULL,
+      UNIQUE (region, apporg, app, ver, cluster, clusterorg, cloudlet, cloudletorg, pod)
+    );
+    ${SELECTORS.map(table).join('\n')}`;
+}
+
+export class MetricsStore {
+  readonly #db: Database.Database;
+  readonly #insert: Record<Selector, Database.Statement>;
+  readonly #insertSample: (instance: number, s: MetricsSample) => void;
+
+  private constructor(readonly file: string) {
+    this.#db = new Database(file);
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('synchronous = NORMAL');
+    const version = this.#db.pragma('user_version', { simple: true }) as number;
+    if (version > SCHEMA_VERSION) {
+      this.#db.close();
+      throw new Error(`${file} has metrics schema ${version}, newer than this edgecv understands (${SCHEMA_VERSION})`);
+    }
+    this.#db.exec(schema());
+    this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
+
+    const insert = (name: Selector) => {
+      const cols = VALUE_COLUMNS[name].map((c) => c.sql);
+      return this.#db.prepare(
+        `INSERT INTO ${name} (instance, time, ${cols.join(', ')}) VALUES (?, ?, ${cols.map(() => '?').join(', ')})`,
+      );
+    };
+    this.#insert = Object.fromEntries(SELECTORS.map((s) => [s, insert(s)])) as Record<Selector, Database.Statement>;
+    this.#insertSample = this.#db.transaction((instance: number, s: MetricsSample) => {
+      this.#insert.cpu.run(instance, s.time, s.cpu);
+      this.#insert.mem.run(instance, s.time, Math.round(s.mem));
+      this.#insert.disk.run(instance, s.time, Math.round(s.disk));
+      this.#insert.network.run(instance, s.time, Math.round(s.sendBytes), Math.round(s.recvBytes));
+      for (const c of s.connections) {
+        if (c.latencyPercentiles.length !== LATENCY_PERCENTILES.length) throw new Error('one latency value per percentile expected');
+        this.#insert.connections.run(instance, s.time, c.port, c.active, c.handled, c.accepts, c.bytesSent, c.bytesRecvd, ...c.latencyPercentiles);
+      }
+    });
+  }
+
+  /** Opens (creating when needed) <dataDir>/metrics.db. */
+  static open(dataDir: string): MetricsStore {
+    fs.mkdirSync(dataDir, { recursive: true });
+    return new MetricsStore(path.join(dataDir, METRICS_DB_FILE));
+  }
+
+  /** The id of an instance's tag set, added on first use. */
+  instanceId(id: InstanceIdentity): number {
+    const tags = [id.region, id.appOrg, id.appname, id.appvers, id.cluster, id.clusterorg, id.cloudlet, id.cloudletorg, id.pod];
+    this.#db
+      .prepare(
+        `INSERT OR IGNORE INTO instance (region, apporg, app, ver, cluster, clusterorg, cloudlet, cloudletorg, pod)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(...tags);
+    const row = this.#db
+      .prepare(
+        `SELECT id FROM instance WHERE region = ? AND apporg = ? AND app = ? AND ver = ? AND cluster = ? AND clusterorg = ?
+         AND cloudlet = ? AND cloudletorg = ? AND pod = ?`,
+      )
+      .get(...tags) as { id: number };
+    return row.id;
+  }
+
+  /** Writes one sample (all series, same time) atomically. */
+  insert(instance: number, sample: MetricsSample): void {
+    this.#insertSample(instance, sample);
+  }
+
+  /** Deletes every row older than `beforeNs`; returns how many rows went. */
+  prune(beforeNs: bigint): number {
+    let n = 0;
+    const tx = this.#db.transaction(() => {
+      for (const s of SELECTORS) n += this.#db.prepare(`DELETE FROM ${s} WHERE time < ?`).run(beforeNs).changes;
+    });
+    tx();
+    return n;
+  }
+
+  /** The oldest row time held in any series, or null when the store is empty. */
+  oldest(): bigint | null {
+    const union = SELECTORS.map((s) => `SELECT MIN(time) AS t FROM ${s}`).join(' UNION ALL ');
+    const row = this.#db.prepare(`SELECT MIN(t) AS t FROM (${union})`).safeIntegers(true).get() as { t: bigint | null };
+    return row.t;
+  }
+
+  /** Rows of `selector` for `app` within `window`, newest first (connections: by port within a time). */
+  rows(selector: Selector, app: AppFilter, window: RowWindow = {}): StoredRow[] {
+    const where = [
+      'i.region = @region',
+      'i.apporg = @apporg',
+      'i.app = @app',
+      'i.ver = @ver',
+      ...(window.start !== undefined ? ['t.time >= @start'] : []),
+      ...(window.end !== undefined ? ['t.time <= @end'] : []),
+    ].join(' AND ');
+    const params: Record<string, string | bigint> = { ...app };
+    if (window.start !== undefined) params['start'] = window.start;
+    if (window.end !== undefined) params['end'] = window.end;
+    const from = `FROM ${selector} t JOIN instance i ON i.id = t.instance WHERE ${where}`;
+
+    let sqlWhere = '';
+    if (window.last !== undefined && window.numsamples === undefined) {
+      // Cheap path for `last` alone: the N-th newest sample time bounds the rows to read.
+      const nth = this.#db
+        .prepare(`SELECT DISTINCT t.time AS time ${from} ORDER BY t.time DESC LIMIT 1 OFFSET @offset`)
+        .safeIntegers(true)
+        .get({ ...params, offset: window.last - 1 }) as { time: bigint } | undefined;
+      if (nth) {
+        params['cutoff'] = nth.time;
+        sqlWhere = ' AND t.time >= @cutoff';
+      }
+    }
+    const columns = VALUE_COLUMNS[selector];
+    const order = selector === 'connections' ? 't.time DESC, t.port ASC' : 't.time DESC';
+    const sql = `SELECT t.time AS time, ${TAG_COLUMNS.map((c) => `i.${TAG_SQL[c]} AS ${c}`).join(', ')},
+                 ${columns.map((c) => `t.${c.sql} AS ${c.sql}`).join(', ')} ${from}${sqlWhere} ORDER BY ${order}`;
+    const raw = this.#db.prepare(sql).safeIntegers(true).all(params) as Record<string, bigint | number | string>[];
+    let rows: StoredRow[] = raw.map((r) => ({
+      time: r['time'] as bigint,
+      tags: Object.fromEntries(TAG_COLUMNS.map((c) => [c, String(r[c])])) as Record<TagColumn, string>,
+      values: columns.map((c) => Number(r[c.sql])),
+    }));
+    if (window.numsamples !== undefined) rows = spread(rows, window.numsamples, window.start, window.end);
+    if (window.last !== undefined) rows = newestTimes(rows, window.last);
+    return rows;
+  }
+
+  close(): void {
+    if (this.#db.open) this.#db.close();
+  }
+}
+
+/** Rows of the N newest distinct times (rows come newest first). */
+function newestTimes(rows: StoredRow[], n: number): StoredRow[] {
+  const out: StoredRow[] = [];
+  let times = 0;
+  let current: bigint | undefined;
+  for (const r of rows) {
+    if (r.time !== current) {
+      if (++times > n) break;
+      current = r.time;
+    }
+    out.push(r);
+  }
+  return out;
+}
+
+/**
+ * At most n sample times spread over [start, end] (the rows' own span where a bound is not given): the window
+ * is cut into n equal slices, and the newest time in each slice is kept with all its rows.
+ */
+function spread(rows: StoredRow[], n: number, start?: bigint, end?: bigint): StoredRow[] {
+  if (rows.length === 0) return rows;
+  const hi = end ?? rows[0]!.time;
+  const lo = start ?? rows[rows.length - 1]!.time;
+  const span = hi - lo + 1n;
+  const slices = BigInt(n);
+  const kept = new Set<bigint>();
+  const taken = new Set<bigint>();
+  for (const r of rows) {
+    const slice = ((r.time - lo) * slices) / span;
+    if (!taken.has(slice)) {
+      taken.add(slice);
+      kept.add(r.time);
+    }
+  }
+  return rows.filter((r) => kept.has(r.time));
+}
