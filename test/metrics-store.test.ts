@@ -153,6 +153,10 @@ describe('metrics store (SQLite)', () => {
       expect(store.rows('cpu', APP, { numsamples: 100 })).toHaveLength(10);
       expect(store.rows('connections', APP, { numsamples: 2 }).map((r) => r.values[0])).toEqual([8008, 9000, 8008, 9000]);
 
+      // bounds past what a 64-bit integer holds (year 2262) are clamped, not an error
+      expect(store.rows('cpu', APP, { start: parseRfc3339('2999-01-01T00:00:00Z')! })).toEqual([]);
+      expect(store.rows('cpu', APP, { start: parseRfc3339('1000-01-01T00:00:00Z')!, end: parseRfc3339('2999-01-01T00:00:00Z')! })).toHaveLength(10);
+
       // another app's filter sees nothing
       expect(store.rows('cpu', { ...APP, ver: '1.0.0' })).toEqual([]);
 

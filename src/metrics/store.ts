@@ -178,8 +178,8 @@ export class MetricsStore {
       ...(window.end !== undefined ? ['t.time <= @end'] : []),
     ].join(' AND ');
     const params: Record<string, string | bigint> = { ...app };
-    if (window.start !== undefined) params['start'] = window.start;
-    if (window.end !== undefined) params['end'] = window.end;
+    if (window.start !== undefined) params['start'] = clampInt64(window.start);
+    if (window.end !== undefined) params['end'] = clampInt64(window.end);
     const from = `FROM ${selector} t JOIN instance i ON i.id = t.instance WHERE ${where}`;
 
     let sqlWhere = '';
@@ -212,6 +212,14 @@ export class MetricsStore {
   close(): void {
     if (this.#db.open) this.#db.close();
   }
+}
+
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
+
+/** SQLite integers are 64-bit: a bound past year 2262 (or before 1677) holds the same rows as the limit. */
+function clampInt64(ns: bigint): bigint {
+  return ns > INT64_MAX ? INT64_MAX : ns < INT64_MIN ? INT64_MIN : ns;
 }
 
 /** Rows of the N newest distinct times (rows come newest first). */
