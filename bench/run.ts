@@ -13,6 +13,7 @@ import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { evaluateFaceDetector } from './face-eval.js';
+import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { TfjsReference, useTfjsBackend } from './tfjs-reference.js';
 
 function findRoot(): string {
@@ -220,11 +221,16 @@ async function main(): Promise<void> {
   table('Same model, same input, forward pass only (p50)', runtimes);
   const http = await benchHttp();
   table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
+  const metricsStore = await benchMetricsStore(quick);
+  table('Metrics store: 48 h of 10 s samples in SQLite', metricsStore);
+  const traceEngine = await Engine.open({ workers: 1 });
+  const requestTrace = await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close());
+  table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
 
   const outDir = join(root, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http, metricsStore, requestTrace }, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
 }
 

@@ -169,44 +169,59 @@ export class MetricsStore {
 
   /** Rows of `selector` for `app` within `window`, newest first (connections: by port within a time). */
   rows(selector: Selector, app: AppFilter, window: RowWindow = {}): StoredRow[] {
-    const where = [
-      'i.region = @region',
-      'i.apporg = @apporg',
-      'i.app = @app',
-      'i.ver = @ver',
-      ...(window.start !== undefined ? ['t.time >= @start'] : []),
-      ...(window.end !== undefined ? ['t.time <= @end'] : []),
-    ].join(' AND ');
-    const params: Record<string, string | bigint> = { ...app };
-    if (window.start !== undefined) params['start'] = clampInt64(window.start);
-    if (window.end !== undefined) params['end'] = clampInt64(window.end);
-    const from = `FROM ${selector} t JOIN instance i ON i.id = t.instance WHERE ${where}`;
+    // The tags of the matching instances, read once: rows only carry the instance id.
+    const instances = this.#db
+      .prepare(
+        `SELECT id, ${TAG_COLUMNS.map((c) => `${TAG_SQL[c]} AS ${c}`).join(', ')} FROM instance
+         WHERE region = @region AND apporg = @apporg AND app = @app AND ver = @ver`,
+      )
+      .all(app) as ({ id: number } & Record<TagColumn, string>)[];
+    if (instances.length === 0) return [];
+    const tagsById = new Map(
+      instances.map((i) => [i.id, Object.fromEntries(TAG_COLUMNS.map((c) => [c, String(i[c])])) as Record<TagColumn, string>]),
+    );
 
-    let sqlWhere = '';
-    if (window.last !== undefined && window.numsamples === undefined) {
-      // Cheap path for `last` alone: the N-th newest sample time bounds the rows to read.
-      const nth = this.#db
-        .prepare(`SELECT DISTINCT t.time AS time ${from} ORDER BY t.time DESC LIMIT 1 OFFSET @offset`)
-        .safeIntegers(true)
-        .get({ ...params, offset: window.last - 1 }) as { time: bigint } | undefined;
-      if (nth) {
-        params['cutoff'] = nth.time;
-        sqlWhere = ' AND t.time >= @cutoff';
-      }
+    const ids = instances.map((i) => i.id);
+    const conditions = [`instance IN (${ids.map(() => '?').join(', ')})`];
+    const params: (number | bigint | string)[] = [...ids];
+    if (window.start !== undefined) {
+      conditions.push('time >= ?');
+      params.push(clampInt64(window.start));
     }
+    if (window.end !== undefined) {
+      conditions.push('time <= ?');
+      params.push(clampInt64(window.end));
+    }
+
+    if (window.last !== undefined || window.numsamples !== undefined) {
+      // Pick the sample times first (cheap: one column), then read the rows of those times only.
+      const limit = window.numsamples === undefined ? ` LIMIT ${window.last}` : '';
+      let times = (
+        this.#db
+          .prepare(`SELECT DISTINCT time FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY time DESC${limit}`)
+          .pluck()
+          .safeIntegers(true)
+          .all(...params) as bigint[]
+      );
+      if (window.numsamples !== undefined) times = spreadTimes(times, window.numsamples, window.start, window.end);
+      if (window.last !== undefined) times = times.slice(0, window.last);
+      if (times.length === 0) return [];
+      conditions.push('time IN (SELECT value FROM json_each(?))');
+      params.push(`[${times.join(',')}]`);
+    }
+
     const columns = VALUE_COLUMNS[selector];
-    const order = selector === 'connections' ? 't.time DESC, t.port ASC' : 't.time DESC';
-    const sql = `SELECT t.time AS time, ${TAG_COLUMNS.map((c) => `i.${TAG_SQL[c]} AS ${c}`).join(', ')},
-                 ${columns.map((c) => `t.${c.sql} AS ${c.sql}`).join(', ')} ${from}${sqlWhere} ORDER BY ${order}`;
-    const raw = this.#db.prepare(sql).safeIntegers(true).all(params) as Record<string, bigint | number | string>[];
-    let rows: StoredRow[] = raw.map((r) => ({
-      time: r['time'] as bigint,
-      tags: Object.fromEntries(TAG_COLUMNS.map((c) => [c, String(r[c])])) as Record<TagColumn, string>,
-      values: columns.map((c) => Number(r[c.sql])),
+    const order = selector === 'connections' ? 'time DESC, port ASC' : 'time DESC';
+    const raw = this.#db
+      .prepare(`SELECT instance, time, ${columns.map((c) => c.sql).join(', ')} FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY ${order}`)
+      .raw()
+      .safeIntegers(true)
+      .all(...params) as (bigint | number)[][];
+    return raw.map((r) => ({
+      time: r[1] as bigint,
+      tags: tagsById.get(Number(r[0]))!,
+      values: r.slice(2).map(Number),
     }));
-    if (window.numsamples !== undefined) rows = spread(rows, window.numsamples, window.start, window.end);
-    if (window.last !== undefined) rows = newestTimes(rows, window.last);
-    return rows;
   }
 
   close(): void {
@@ -222,39 +237,21 @@ function clampInt64(ns: bigint): bigint {
   return ns > INT64_MAX ? INT64_MAX : ns < INT64_MIN ? INT64_MIN : ns;
 }
 
-/** Rows of the N newest distinct times (rows come newest first). */
-function newestTimes(rows: StoredRow[], n: number): StoredRow[] {
-  const out: StoredRow[] = [];
-  let times = 0;
-  let current: bigint | undefined;
-  for (const r of rows) {
-    if (r.time !== current) {
-      if (++times > n) break;
-      current = r.time;
-    }
-    out.push(r);
-  }
-  return out;
-}
-
 /**
- * At most n sample times spread over [start, end] (the rows' own span where a bound is not given): the window
- * is cut into n equal slices, and the newest time in each slice is kept with all its rows.
+ * At most n of the sample times `times` (newest first) spread over [start, end] (their own span where a
+ * bound is not given): the window is cut into n equal slices, and the newest time in each slice is kept.
  */
-function spread(rows: StoredRow[], n: number, start?: bigint, end?: bigint): StoredRow[] {
-  if (rows.length === 0) return rows;
-  const hi = end ?? rows[0]!.time;
-  const lo = start ?? rows[rows.length - 1]!.time;
+function spreadTimes(times: bigint[], n: number, start?: bigint, end?: bigint): bigint[] {
+  if (times.length === 0) return times;
+  const hi = end ?? times[0]!;
+  const lo = start ?? times[times.length - 1]!;
   const span = hi - lo + 1n;
   const slices = BigInt(n);
-  const kept = new Set<bigint>();
   const taken = new Set<bigint>();
-  for (const r of rows) {
-    const slice = ((r.time - lo) * slices) / span;
-    if (!taken.has(slice)) {
-      taken.add(slice);
-      kept.add(r.time);
-    }
-  }
-  return rows.filter((r) => kept.has(r.time));
+  return times.filter((t) => {
+    const slice = ((t - lo) * slices) / span;
+    if (taken.has(slice)) return false;
+    taken.add(slice);
+    return true;
+  });
 }

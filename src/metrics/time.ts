@@ -32,8 +32,18 @@ export function msToNs(ms: number): bigint {
 export function formatRfc3339Nano(ns: bigint): string {
   const seconds = ns >= 0n ? ns / NS_PER_S : (ns - NS_PER_S + 1n) / NS_PER_S;
   const fraction = ns - seconds * NS_PER_S;
-  const whole = new Date(Number(seconds) * 1000).toISOString().slice(0, 19);
-  return `${whole}.${fraction.toString().padStart(9, '0')}Z`;
+  return `${wholeSeconds(Number(seconds))}.${fraction.toString().padStart(9, '0')}Z`;
+}
+
+// Answers list rows in time order, often several in the same second: remember the last second formatted.
+let cachedSecond = NaN;
+let cachedText = '';
+function wholeSeconds(seconds: number): string {
+  if (seconds !== cachedSecond) {
+    cachedText = new Date(seconds * 1000).toISOString().slice(0, 19);
+    cachedSecond = seconds;
+  }
+  return cachedText;
 }
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
