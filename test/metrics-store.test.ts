@@ -22,6 +22,7 @@ import { MetricsStore, type AppFilter, type MetricsSample } from '../src/metrics
 import { formatRfc3339Nano, nowNs, parseRfc3339 } from '../src/metrics/time.js';
 import { TrafficMeter } from '../src/metrics/traffic.js';
 import { generateSelfSigned } from '../src/server/tls.js';
+import { ROOT } from './helpers.js';
 
 const tmpDirs: string[] = [];
 function tmpDir(prefix: string): string {
@@ -178,6 +179,39 @@ describe('metrics store (SQLite)', () => {
     try {
       expect(store.rows('cpu', APP).map((r) => r.values)).toEqual([[12.5]]);
     } finally {
+      store.close();
+    }
+  });
+});
+
+describe('query runner (worker thread)', () => {
+  it('answers on a worker thread exactly as on the calling thread, while samples are written', async () => {
+    // The compiled runner (dist/) has its worker file beside it; run from TS sources it runs inline.
+    const { MetricsQueryRunner: CompiledRunner } = (await import(path.join(ROOT, 'dist/src/metrics/query-runner.js'))) as typeof import('../src/metrics/query-runner.js');
+    const { MetricsStore: CompiledStore } = (await import(path.join(ROOT, 'dist/src/metrics/store.js'))) as typeof import('../src/metrics/store.js');
+    const store = CompiledStore.open(tmpDir('edgecv-runner-'));
+    const id = store.instanceId(IDENTITY);
+    const t0 = nowNs() - 10_000n * 1_000_000_000n;
+    for (let i = 0; i < 2000; i++) store.insert(id, sample(t0 + BigInt(i) * 1_000_000_000n, i, [8008, 8009]));
+    const threaded = new CompiledRunner(store, IDENTITY);
+    const inline = new CompiledRunner(store, IDENTITY, { threaded: false });
+    try {
+      expect(threaded.threaded).toBe(true);
+      expect(inline.threaded).toBe(false);
+      const ok = { region: 'eu', appinst: { app_key: { organization: 'acme', name: 'facesvc', version: '2.0.0' } } };
+      for (const extra of [{}, { last: 3 }, { numsamples: 7, selector: 'connections' }, { region: 'elsewhere' }]) {
+        const q = parseMetricsAppQuery({ ...ok, ...extra });
+        const [a, b] = await Promise.all([threaded.answer(q), inline.answer(q)]);
+        expect(a).toBe(b);
+      }
+      const all = JSON.parse(await threaded.answer(parseMetricsAppQuery(ok))) as { data: { Series: { values: unknown[] }[] }[] };
+      expect(all.data[0]!.Series.map((x) => x.values.length)).toEqual([2000, 2000, 2000, 2000, 4000]);
+      // a sample written after the worker opened the store is seen by the next query
+      store.insert(id, sample(nowNs(), 4242));
+      const newest = JSON.parse(await threaded.answer(parseMetricsAppQuery({ ...ok, selector: 'cpu', last: 1 }))) as { data: { Series: { values: unknown[][] }[] }[] };
+      expect(newest.data[0]!.Series[0]!.values[0]![9]).toBe(4242);
+    } finally {
+      await threaded.close();
       store.close();
     }
   });

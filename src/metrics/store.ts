@@ -87,10 +87,17 @@ function schema(): string {
 
 export class MetricsStore {
   readonly #db: Database.Database;
-  readonly #insert: Record<Selector, Database.Statement>;
-  readonly #insertSample: (instance: number, s: MetricsSample) => void;
+  #insertSample: ((instance: number, s: MetricsSample) => void) | undefined;
 
-  private constructor(readonly file: string) {
+  private constructor(
+    readonly file: string,
+    readonly readonly: boolean,
+  ) {
+    if (readonly) {
+      // A reader beside the writer (the query worker): WAL lets it read while samples are written.
+      this.#db = new Database(file, { readonly: true, fileMustExist: true });
+      return;
+    }
     this.#db = new Database(file);
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
@@ -101,30 +108,37 @@ export class MetricsStore {
     }
     this.#db.exec(schema());
     this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }
 
+  /** Opens (creating when needed) <dataDir>/metrics.db for writing and reading. */
+  static open(dataDir: string): MetricsStore {
+    fs.mkdirSync(dataDir, { recursive: true });
+    return new MetricsStore(path.join(dataDir, METRICS_DB_FILE), false);
+  }
+
+  /** Opens an existing store file for reading only. */
+  static openReadOnly(file: string): MetricsStore {
+    return new MetricsStore(file, true);
+  }
+
+  #prepareInsert(): (instance: number, s: MetricsSample) => void {
     const insert = (name: Selector) => {
       const cols = VALUE_COLUMNS[name].map((c) => c.sql);
       return this.#db.prepare(
         `INSERT INTO ${name} (instance, time, ${cols.join(', ')}) VALUES (?, ?, ${cols.map(() => '?').join(', ')})`,
       );
     };
-    this.#insert = Object.fromEntries(SELECTORS.map((s) => [s, insert(s)])) as Record<Selector, Database.Statement>;
-    this.#insertSample = this.#db.transaction((instance: number, s: MetricsSample) => {
-      this.#insert.cpu.run(instance, s.time, s.cpu);
-      this.#insert.mem.run(instance, s.time, Math.round(s.mem));
-      this.#insert.disk.run(instance, s.time, Math.round(s.disk));
-      this.#insert.network.run(instance, s.time, Math.round(s.sendBytes), Math.round(s.recvBytes));
+    const statements = Object.fromEntries(SELECTORS.map((s) => [s, insert(s)])) as Record<Selector, Database.Statement>;
+    return this.#db.transaction((instance: number, s: MetricsSample) => {
+      statements.cpu.run(instance, s.time, s.cpu);
+      statements.mem.run(instance, s.time, Math.round(s.mem));
+      statements.disk.run(instance, s.time, Math.round(s.disk));
+      statements.network.run(instance, s.time, Math.round(s.sendBytes), Math.round(s.recvBytes));
       for (const c of s.connections) {
         if (c.latencyPercentiles.length !== LATENCY_PERCENTILES.length) throw new Error('one latency value per percentile expected');
-        this.#insert.connections.run(instance, s.time, c.port, c.active, c.handled, c.accepts, c.bytesSent, c.bytesRecvd, ...c.latencyPercentiles);
+        statements.connections.run(instance, s.time, c.port, c.active, c.handled, c.accepts, c.bytesSent, c.bytesRecvd, ...c.latencyPercentiles);
       }
     });
-  }
-
-  /** Opens (creating when needed) <dataDir>/metrics.db. */
-  static open(dataDir: string): MetricsStore {
-    fs.mkdirSync(dataDir, { recursive: true });
-    return new MetricsStore(path.join(dataDir, METRICS_DB_FILE));
   }
 
   /** The id of an instance's tag set, added on first use. */
@@ -147,6 +161,7 @@ export class MetricsStore {
 
   /** Writes one sample (all series, same time) atomically. */
   insert(instance: number, sample: MetricsSample): void {
+    this.#insertSample ??= this.#prepareInsert();
     this.#insertSample(instance, sample);
   }
 

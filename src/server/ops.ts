@@ -6,12 +6,15 @@ import { AuthService } from '../auth/auth-service.js';
 import type { ServerConfig } from '../config.js';
 import { MetricsCollector } from '../metrics/collector.js';
 import { resolveIdentity, type InstanceIdentity } from '../metrics/identity.js';
+import type { MetricsAppQuery } from '../metrics/query.js';
+import { MetricsQueryRunner } from '../metrics/query-runner.js';
 import { MetricsStore } from '../metrics/store.js';
 import { TrafficMeter } from '../metrics/traffic.js';
 
 export interface OpsDeps {
   identity: InstanceIdentity;
-  metrics: MetricsStore;
+  /** Answers metrics queries as JSON text (MetricsQueryRunner: off the event loop). */
+  metrics: { answer(query: MetricsAppQuery): Promise<string> };
   auth: AuthService;
   audit?: AuditLog;
 }
@@ -27,10 +30,11 @@ export interface OpsRuntime {
 
 export function openOps(config: ServerConfig): OpsRuntime {
   const identity = resolveIdentity(config);
-  const metrics = MetricsStore.open(config.dataDir);
+  const store = MetricsStore.open(config.dataDir);
+  const queries = new MetricsQueryRunner(store, identity);
   const traffic = new TrafficMeter();
   const collector = new MetricsCollector({
-    store: metrics,
+    store,
     identity,
     traffic,
     dataDir: config.dataDir,
@@ -39,7 +43,7 @@ export function openOps(config: ServerConfig): OpsRuntime {
   });
   const ops: OpsDeps = {
     identity,
-    metrics,
+    metrics: queries,
     auth: new AuthService(config.dataDir, { tokenTtlMs: config.tokenTtl }),
     audit: new AuditLog(config.dataDir),
   };
@@ -51,7 +55,8 @@ export function openOps(config: ServerConfig): OpsRuntime {
     },
     async close() {
       await collector.stop();
-      metrics.close();
+      await queries.close();
+      store.close();
       ops.audit?.close();
     },
   };
