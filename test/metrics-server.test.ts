@@ -62,9 +62,10 @@ function tmpDir(prefix: string): string {
 }
 
 /** Runs the edgecv CLI to completion (bounded). */
-function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runCli(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    if (stdin !== undefined) child.stdin!.end(stdin);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -602,6 +603,12 @@ describe('edgecv login / metrics app (the CLI client, end to end)', () => {
     const env = { EDGECV_TOKEN_FILE: path.join(tmpDir('edgecv-cli-'), 'token.json') };
     const login = await runCli(['login', '--addr', base, '--insecure', 'username=bob', `password=${PASSWORDS.bob}`], env);
     expect(login.code, login.stderr).toBe(0);
+    // the password can come on stdin instead of the command line
+    const again = await runCli(['login', '--addr', base, '--insecure', 'username=bob'], env, `${PASSWORDS.bob}\n`);
+    expect(again.code, again.stderr).toBe(0);
+    const noPassword = await runCli(['login', '--addr', base, '--insecure', 'username=bob'], env, '');
+    expect(noPassword.code).toBe(2);
+    expect(noPassword.stderr).toMatch(/password=\.\.\. is required/);
     const forbidden = await runCli(['metrics', 'app', ...appArgs()], env);
     expect(forbidden.code).toBe(1);
     expect(forbidden.stderr).toMatch(/forbidden: .*403.*user 'bob' may not read data of organization 'acme'/);
