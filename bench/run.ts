@@ -14,6 +14,7 @@ import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { evaluateFaceDetector } from './face-eval.js';
 import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from './pose-objects.js';
+import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { TfjsReference, useTfjsBackend } from './tfjs-reference.js';
 
 function findRoot(): string {
@@ -230,11 +231,17 @@ async function main(): Promise<void> {
   table('Pose and object detection per image (default models and options)', poseObjects);
   const poseObjectHttp = await benchPoseObjectHttp(poseObjectContext);
   table('HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', poseObjectHttp);
+  const metricsStore = await benchMetricsStore(quick);
+  table('Metrics store: 48 h of 10 s samples in SQLite', metricsStore);
+  const traceEngine = await Engine.open({ workers: 1 });
+  const requestTrace = await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close());
+  table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
 
   const outDir = join(root, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http, objectSizes, poseObjects, poseObjectHttp }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http, metricsStore, requestTrace }, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
 }
 

@@ -116,18 +116,24 @@ function systemPackages() {
     if (!has('bzip2')) missing.push('bzip2'); // the dlib source tarball is .tar.bz2
     if (!has('apt-get') || !has('dpkg-deb')) fail('test photos come from Debian packages: apt-get and dpkg-deb are needed');
   }
-  if (missing.length === 0) {
-    log('system packages: OpenCV 4 (with contrib), cmake, g++ present');
+  // test/metrics-server.test.ts scrapes a running server with Debian's Prometheus; its recommends
+  // (node-exporter, ipmitool, ...) are not needed.
+  const missingTestTools = WANT_TEST && !has('prometheus') ? ['prometheus'] : [];
+  if (missing.length === 0 && missingTestTools.length === 0) {
+    log(`system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? ', prometheus' : ''} present`);
     return;
   }
-  const installCmd = ['apt-get', 'install', '-y', ...missing];
+  const installCmds = [
+    ...(missing.length ? [['apt-get', 'install', '-y', ...missing]] : []),
+    ...(missingTestTools.length ? [['apt-get', 'install', '-y', '--no-install-recommends', ...missingTestTools]] : []),
+  ];
   if (process.getuid?.() !== 0) {
-    console.error(`[setup] FAILED: missing system packages; install them with:\n  sudo ${installCmd.join(' ')}`);
+    console.error(`[setup] FAILED: missing system packages; install them with:\n${installCmds.map((c) => `  sudo ${c.join(' ')}`).join('\n')}`);
     process.exit(1);
   }
-  log(`system packages: installing ${missing.join(' ')}`);
+  log(`system packages: installing ${[...missing, ...missingTestTools].join(' ')}`);
   run('apt-get', ['update']);
-  run('apt-get', installCmd.slice(1), { DEBIAN_FRONTEND: 'noninteractive' });
+  for (const cmd of installCmds) run('apt-get', cmd.slice(1), { DEBIAN_FRONTEND: 'noninteractive' });
 }
 
 // ------------------------------------------------------------------ b. npm dependencies

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // edgecv command line. `edgecv [serve] [flags]` runs the HTTPS server; more subcommands slot into COMMANDS.
 
+import { LOGIN_USAGE, LOGOUT_USAGE, runLogin, runLogout } from './commands/login.js';
+import { METRICS_USAGE, runMetrics } from './commands/metrics.js';
+import { runUserCommand, USER_USAGE } from './commands/user.js';
 import { ConfigError, parseServerConfig, serverOptionsHelp } from './config.js';
 
 interface Command {
@@ -19,6 +22,26 @@ const COMMANDS: Record<string, Command> = {
       const { runServe } = await import('./server/serve.js');
       return runServe(config);
     },
+  },
+  user: {
+    summary: 'add, remove or list the users who may log in (user add|remove|list)',
+    usage: () => USER_USAGE,
+    run: runUserCommand,
+  },
+  login: {
+    summary: 'log in to a server and save the token',
+    usage: () => LOGIN_USAGE,
+    run: runLogin,
+  },
+  logout: {
+    summary: 'forget the saved token of a server',
+    usage: () => LOGOUT_USAGE,
+    run: runLogout,
+  },
+  metrics: {
+    summary: "query a server's application metrics (metrics app)",
+    usage: () => METRICS_USAGE,
+    run: runMetrics,
   },
 };
 

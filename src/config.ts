@@ -20,6 +20,22 @@ export interface ServerConfig {
   queueLimit?: number;
   /** The original server's behaviour: pose answers 501 when the engine is not on a GPU. Default false. */
   poseRequiresGpu?: boolean;
+  // Instance identity (src/metrics/identity.ts fills in the defaults).
+  region?: string;
+  appOrg?: string;
+  appname?: string;
+  appvers?: string;
+  cluster?: string;
+  clusterorg?: string;
+  cloudlet?: string;
+  cloudletorg?: string;
+  pod?: string;
+  /** Milliseconds between two samples of the application metrics (default 10 s). */
+  metricsInterval?: number;
+  /** Milliseconds a metrics sample is kept (default 48 h). */
+  metricsRetention?: number;
+  /** Milliseconds a login token stays valid (default 24 h). */
+  tokenTtl?: number;
 }
 
 export const DEFAULT_PORT = 8008;
@@ -30,7 +46,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag';
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration';
 
 interface OptionSpec {
   flag: string;
@@ -53,6 +69,18 @@ export const SERVER_OPTIONS = {
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
   queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
   poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
+  region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: 'region of this instance (default local)' },
+  appOrg: { flag: 'app-org', env: 'EDGECV_APP_ORG', kind: 'string', help: 'organization owning the app (default local)' },
+  appname: { flag: 'appname', env: 'EDGECV_APPNAME', kind: 'string', help: 'app name (default edgecv)' },
+  appvers: { flag: 'appvers', env: 'EDGECV_APPVERS', kind: 'string', help: 'app version (default: the package version)' },
+  cluster: { flag: 'cluster', env: 'EDGECV_CLUSTER', kind: 'string', help: 'cluster name (default empty)' },
+  clusterorg: { flag: 'clusterorg', env: 'EDGECV_CLUSTERORG', kind: 'string', help: 'cluster organization (default empty)' },
+  cloudlet: { flag: 'cloudlet', env: 'EDGECV_CLOUDLET', kind: 'string', help: 'cloudlet name (default empty)' },
+  cloudletorg: { flag: 'cloudletorg', env: 'EDGECV_CLOUDLETORG', kind: 'string', help: 'cloudlet organization (default empty)' },
+  pod: { flag: 'pod', env: 'EDGECV_POD', kind: 'string', help: 'pod name (default: the host name)' },
+  metricsInterval: { flag: 'metrics-interval', env: 'EDGECV_METRICS_INTERVAL', kind: 'duration', help: 'time between metrics samples, e.g. 10s, 500ms (default 10s)' },
+  metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', kind: 'duration', help: 'how long metrics samples are kept, e.g. 48h (default 48h)' },
+  tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: 'lifetime of a login token, e.g. 24h (default 24h)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
 
 function parseValue(spec: OptionSpec, raw: string, origin: string): string | number | boolean {
@@ -86,6 +114,14 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
       if (['1', 'true', 'yes', 'on'].includes(v2)) return true;
       if (['0', 'false', 'no', 'off'].includes(v2)) return false;
       return bad('expected 1/0, true/false, yes/no or on/off');
+    }
+    case 'duration': {
+      const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/i.exec(v);
+      if (!m) bad('expected a duration, e.g. 500ms, 10s, 5m, 48h, 7d (a bare number is seconds)');
+      const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m![2] ?? 's').toLowerCase() as 'ms']!;
+      const ms = Math.round(Number(m![1]) * unitMs);
+      if (!Number.isSafeInteger(ms) || ms < 1) bad('expected a duration of at least 1 ms');
+      return ms;
     }
     case 'string':
     case 'path':
@@ -134,7 +170,10 @@ export function parseServerConfig(
   for (const key of ['tlsCert', 'tlsKey', 'modelDir'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
-  for (const key of ['maxPixels', 'workers', 'threadsPerWorker', 'queueLimit'] as const) {
+  for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
+    if (out[key] !== undefined) config[key] = out[key] as string;
+  }
+  for (const key of ['maxPixels', 'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;

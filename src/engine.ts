@@ -86,6 +86,12 @@ export function autoTiles(width: number, height: number): number {
 /** Largest accepted `tiles` (an NxN grid costs N*N + 1 inferences). */
 export const MAX_TILES = 8;
 
+export interface EngineModels {
+  faceDetector: FaceDetectorModel;
+  pose: PoseModel | null;
+  objects: ObjectDetectorModel | null;
+}
+
 export interface EngineOptions {
   /** Directory with manifest.json and the converted models. Default: <package root>/models/onnx. */
   modelDir?: string;
@@ -436,6 +442,7 @@ export class Engine {
   readonly #backend: BackendInfo;
   #closed = false;
   #closing: Promise<void> | undefined;
+  #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null };
 
   private constructor(native: NativeEngine, manifest: LoadedManifest, modelDir: string, maxPixels: number) {
     this.#native = native;
@@ -470,7 +477,14 @@ export class Engine {
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({ workers, threadsPerWorker, queueLimit, faceDetector: spec, poseEstimator, objectDetector });
-    return new Engine(native, manifest, modelDir, maxPixels);
+    const engine = new Engine(native, manifest, modelDir, maxPixels);
+    engine.#models = { faceDetector, pose: poseModel, objects: objectModel };
+    return engine;
+  }
+
+  /** The models this engine loaded (labels for metrics and logs); null where a model was left out. */
+  get models(): EngineModels {
+    return { ...this.#models };
   }
 
   /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */

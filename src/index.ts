@@ -24,6 +24,7 @@ export {
   type PoseModel,
   type DetectFacesOptions,
   type DetectionTimings,
+  type EngineModels,
   type EngineOptions,
   type EngineStats,
   type Face,

@@ -4,21 +4,34 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ServerConfig } from '../config.js';
 import type { FaceEngine, PoseObjectEngine } from './engine-types.js';
+import { requireUser } from './auth-guard.js';
 import { errorResponse, onError } from './errors.js';
+import type { OpsDeps } from './ops.js';
+import { requestTrace } from './request-trace.js';
+import { registerAuditRoutes } from './routes/audit.js';
 import { registerCapabilitiesRoutes } from './routes/capabilities.js';
 import { registerDetectorRoutes } from './routes/detector.js';
+import { registerLoginRoutes } from './routes/login.js';
+import { registerMetricsAppRoutes } from './routes/metrics-app.js';
 import { registerObjectRoutes } from './routes/objects.js';
 import { registerPoseRoutes } from './routes/pose.js';
+import { registerPrometheusRoutes } from './routes/prometheus.js';
 import { registerTestRoutes } from './routes/test.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
   config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu'>;
+  /** Login, the metrics query and the audit trail; without it those routes are absent. */
+  ops?: OpsDeps;
 }
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const limit = deps.config.bodyLimit;
+  const ops = deps.ops;
+
+  // First, so that every answer (413s and 404s included) gets a tracid, request metrics and an audit line.
+  app.use('*', requestTrace({ audit: ops?.audit }));
 
   // Bodies over the limit: rejected by Content-Length up front, and counted while streaming otherwise.
   app.use(
@@ -35,6 +48,13 @@ export function createApp(deps: AppDeps): Hono {
   registerDetectorRoutes(app, deps);
   registerPoseRoutes(app, deps);
   registerObjectRoutes(app, deps);
+  registerPrometheusRoutes(app);
+  if (ops) {
+    registerLoginRoutes(app, ops);
+    app.use('/api/v1/auth/*', requireUser(ops.auth));
+    registerMetricsAppRoutes(app, ops);
+    if (ops.audit) registerAuditRoutes(app, { audit: ops.audit, identity: ops.identity });
+  }
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
   app.onError(onError);

@@ -3,8 +3,8 @@
 import type { Engine } from '../engine.js';
 import { isEngineErrorCode, type EngineErrorCode } from '../errors.js';
 
-export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'>;
-export type PoseObjectEngine = Pick<Engine, 'detectPoses' | 'detectObjects' | 'backend'>;
+export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'> & Partial<Pick<Engine, 'models'>>;
+export type PoseObjectEngine = Pick<Engine, 'detectPoses' | 'detectObjects' | 'backend'> & Partial<Pick<Engine, 'models'>>;
 
 /** The EngineErrorCode of an error thrown by the engine, if it is one. */
 export function engineErrorCode(err: unknown): EngineErrorCode | undefined {

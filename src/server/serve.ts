@@ -2,6 +2,8 @@
 
 import type { ServerConfig } from '../config.js';
 import { createApp } from './app.js';
+import { openOps, type OpsRuntime } from './ops.js';
+import { unwatchEngine, watchEngine } from './prometheus.js';
 import { startServer } from './server.js';
 import { loadTls, TlsError } from './tls.js';
 
@@ -31,16 +33,28 @@ export async function runServe(config: ServerConfig): Promise<number> {
     return 1;
   }
 
-  let running;
+  let ops: OpsRuntime;
   try {
-    running = await startServer({ app: createApp({ engine, config }), tls, port: config.port, host: config.host });
-    if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
-      console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
-    }
+    ops = openOps(config);
   } catch (e) {
-    console.error(`edgecv: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+    console.error(`edgecv: cannot open the metrics store, users or audit log in ${config.dataDir}: ${(e as Error).message}`);
     await engine.close();
     return 1;
+  }
+
+  let running;
+  try {
+    running = await startServer({ app: createApp({ engine, config, ops: ops.ops }), tls, port: config.port, host: config.host });
+  } catch (e) {
+    console.error(`edgecv: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+    await ops.close();
+    await engine.close();
+    return 1;
+  }
+  ops.start(running.server);
+  watchEngine(engine);
+  if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
+    console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
   }
   const { backend, device } = engine.backend();
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
@@ -58,6 +72,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
         let code = 0;
         try {
           await running.close();
+          await ops.close();
+          unwatchEngine(engine);
           await engine.close();
         } catch (e) {
           console.error(`edgecv: error while shutting down: ${(e as Error).message}`);

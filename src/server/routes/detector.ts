@@ -7,6 +7,7 @@
 import type { Hono } from 'hono';
 import type { FaceEngine } from '../engine-types.js';
 import { readImageInput } from '../image-input.js';
+import { observeInference } from '../prometheus.js';
 import { resource } from '../routing.js';
 
 export interface DetectResponse {
@@ -22,6 +23,7 @@ export function registerDetectorRoutes(app: Hono, deps: { engine: FaceEngine }):
       const t0 = performance.now();
       const { bytes } = await readImageInput(c);
       const result = await deps.engine.detectFaces(bytes);
+      observeInference(deps.engine.models?.faceDetector ?? 'face-detector', deps.engine.backend().backend, result.timings);
       // The engine already gives integer rects clipped to the image.
       const rects = result.faces.map((f) => f.rect);
       const ms = (performance.now() - t0).toFixed(3);

@@ -10,6 +10,7 @@ import type { Context, Hono } from 'hono';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { errorBody, toHttpError } from '../errors.js';
 import { readImageInput } from '../image-input.js';
+import { observeInference } from '../prometheus.js';
 import { resource } from '../routing.js';
 import { unitParameter } from './detection-options.js';
 
@@ -34,6 +35,7 @@ export function registerObjectRoutes(app: Hono, deps: { engine: PoseObjectEngine
       const t0 = performance.now();
       const { bytes, fields } = await readImageInput(c);
       const result = await deps.engine.detectObjects(bytes, { scoreThreshold: unitParameter(c, fields, 'threshold') });
+      observeInference(deps.engine.models?.objects ?? 'objects', deps.engine.backend().backend, result.timings);
       const objects = result.objects.map(
         (o): ObjectJson => ({
           rect: o.rect.map(Math.round) as ObjectJson['rect'],

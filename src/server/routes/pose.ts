@@ -10,6 +10,7 @@ import type { ServerConfig } from '../../config.js';
 import type { Body25Point } from '../../pose.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { readImageInput } from '../image-input.js';
+import { observeInference } from '../prometheus.js';
 import { resource } from '../routing.js';
 import { unitParameter } from './detection-options.js';
 
@@ -41,6 +42,7 @@ export function registerPoseRoutes(
       scoreThreshold: unitParameter(c, fields, 'threshold'),
       keypointThreshold: unitParameter(c, fields, 'keypoint_threshold'),
     });
+    observeInference(deps.engine.models?.pose ?? 'pose', deps.engine.backend().backend, result.timings);
     const poses = result.poses.map((p) => p.body25.map(roundPoint));
     const ms = (performance.now() - t0).toFixed(3);
     const body: PoseResponse =

@@ -1,0 +1,63 @@
+// What the operator-facing routes (login, metrics query, audit) need; serve.ts builds it from the data folder.
+
+import type { Server } from 'node:net';
+import { AuditLog } from '../audit/audit-log.js';
+import { AuthService } from '../auth/auth-service.js';
+import type { ServerConfig } from '../config.js';
+import { MetricsCollector } from '../metrics/collector.js';
+import { resolveIdentity, type InstanceIdentity } from '../metrics/identity.js';
+import type { MetricsAppQuery } from '../metrics/query.js';
+import { MetricsQueryRunner } from '../metrics/query-runner.js';
+import { MetricsStore } from '../metrics/store.js';
+import { TrafficMeter } from '../metrics/traffic.js';
+
+export interface OpsDeps {
+  identity: InstanceIdentity;
+  /** Answers metrics queries as JSON text (MetricsQueryRunner: off the event loop). */
+  metrics: { answer(query: MetricsAppQuery): Promise<string> };
+  auth: AuthService;
+  audit?: AuditLog;
+}
+
+/** The operator services of a running server, opened from its data folder. */
+export interface OpsRuntime {
+  ops: OpsDeps;
+  /** Starts counting a listening server's traffic and sampling the metrics. */
+  start(server: Server): void;
+  /** Stops sampling, closes the store and flushes the audit trail. */
+  close(): Promise<void>;
+}
+
+export function openOps(config: ServerConfig): OpsRuntime {
+  const identity = resolveIdentity(config);
+  const store = MetricsStore.open(config.dataDir);
+  const queries = new MetricsQueryRunner(store, identity);
+  const traffic = new TrafficMeter();
+  const collector = new MetricsCollector({
+    store,
+    identity,
+    traffic,
+    dataDir: config.dataDir,
+    intervalMs: config.metricsInterval,
+    retentionMs: config.metricsRetention,
+  });
+  const ops: OpsDeps = {
+    identity,
+    metrics: queries,
+    auth: new AuthService(config.dataDir, { tokenTtlMs: config.tokenTtl }),
+    audit: new AuditLog(config.dataDir),
+  };
+  return {
+    ops,
+    start(server) {
+      traffic.attach(server);
+      collector.start();
+    },
+    async close() {
+      await collector.stop();
+      await queries.close();
+      store.close();
+      ops.audit?.close();
+    },
+  };
+}

@@ -1,0 +1,115 @@
+// Prometheus export (prom-client): one registry for the process, served at GET /metrics.
+//   - default process metrics (CPU, memory, event loop, GC, handles)
+//   - edgecv_http_requests_total / edgecv_http_request_duration_seconds per method, route, status
+//   - edgecv_inference_stage_seconds per model, backend, stage: every route that runs a model calls
+//     observeInference() with the timings the engine returned
+//   - engine worker pool: queue depth, running jobs, completed/failed/rejected jobs
+
+import client from 'prom-client';
+import type { EngineStats } from '../engine.js';
+
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+const httpRequests = new client.Counter({
+  name: 'edgecv_http_requests_total',
+  help: 'HTTP requests answered, by method, route and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  registers: [registry],
+});
+
+const httpDuration = new client.Histogram({
+  name: 'edgecv_http_request_duration_seconds',
+  help: 'Time from a request reaching the app to its response, by method, route and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+const inferenceStage = new client.Histogram({
+  name: 'edgecv_inference_stage_seconds',
+  help: 'Time an inference spent in each stage (queue wait, decode, preprocess, inference, postprocess), by model and backend',
+  labelNames: ['model', 'backend', 'stage'] as const,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+
+export function observeHttpRequest(method: string, route: string, status: number, seconds: number): void {
+  const labels = { method, route, status: String(status) };
+  httpRequests.inc(labels);
+  httpDuration.observe(labels, seconds);
+}
+
+/**
+ * Records one inference's stage timings. `timings` is what the engine returns with a result: every finite
+ * `<stage>Ms` field becomes a `stage="<stage>"` observation (queueMs -> queue, inferenceMs -> inference...),
+ * so new models with other stages need no change here.
+ *   observeInference(engine.models.faceDetector, engine.backend().backend, result.timings)
+ */
+export function observeInference(model: string, backend: string, timings: object): void {
+  for (const [key, value] of Object.entries(timings)) {
+    if (!key.endsWith('Ms') || typeof value !== 'number' || !Number.isFinite(value) || value < 0) continue;
+    inferenceStage.observe({ model, backend, stage: key.slice(0, -2) }, value / 1000);
+  }
+}
+
+/** Engines whose worker pools are reported; an engine that fails to answer (closed) is dropped. */
+const engines = new Set<{ stats(): EngineStats }>();
+
+function engineTotals(): EngineStats[] {
+  const out: EngineStats[] = [];
+  for (const e of engines) {
+    try {
+      out.push(e.stats());
+    } catch {
+      engines.delete(e);
+    }
+  }
+  return out;
+}
+
+const sum = (pick: (s: EngineStats) => number) => engineTotals().reduce((n, s) => n + pick(s), 0);
+
+new client.Gauge({
+  name: 'edgecv_engine_queue_depth',
+  help: 'Inference jobs waiting for a worker',
+  registers: [registry],
+  collect() {
+    this.set(sum((s) => s.queued));
+  },
+});
+
+new client.Gauge({
+  name: 'edgecv_engine_running_jobs',
+  help: 'Inference jobs executing now',
+  registers: [registry],
+  collect() {
+    this.set(sum((s) => s.running));
+  },
+});
+
+for (const [field, name, help] of [
+  ['completed', 'edgecv_engine_jobs_completed_total', 'Inference jobs finished successfully'],
+  ['failed', 'edgecv_engine_jobs_failed_total', 'Inference jobs finished with an error (e.g. an undecodable image)'],
+  ['rejected', 'edgecv_engine_jobs_rejected_total', 'Inference calls refused because the queue was full or the engine closed'],
+] as const) {
+  new client.Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      // the engine keeps the running total; mirror it
+      this.reset();
+      this.inc(sum((s) => s[field]));
+    },
+  });
+}
+
+/** Reports `engine`'s worker pool in the engine metrics from now on. */
+export function watchEngine(engine: { stats(): EngineStats }): void {
+  engines.add(engine);
+}
+
+export function unwatchEngine(engine: { stats(): EngineStats }): void {
+  engines.delete(engine);
+}

@@ -1,0 +1,63 @@
+// First middleware of the app: gives every request a trace id (`tracid` response header), and once the
+// response is ready records it in the Prometheus request metrics and in the audit trail.
+
+import { randomBytes } from 'node:crypto';
+import type { Context, MiddlewareHandler } from 'hono';
+import { matchedRoutes } from 'hono/route';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { AuthenticatedUser } from '../auth/auth-service.js';
+import { observeHttpRequest } from './prometheus.js';
+
+export const TRACE_HEADER = 'tracid';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    tracid: string;
+    /** Set by the auth guard (and by a successful login). */
+    user: AuthenticatedUser;
+  }
+}
+
+export function newTraceId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** The route pattern that matched (without trailing slash), or 'unmatched': a bounded label set. */
+export function routeLabel(c: Context): string {
+  const route = matchedRoutes(c)
+    .map((r) => r.path)
+    .filter((p) => p !== '*' && p !== '/*')
+    .at(-1);
+  if (route === undefined) return 'unmatched';
+  return route.length > 1 ? route.replace(/\/+$/, '') : route;
+}
+
+/** The peer's IP address on a real socket ('' for in-process requests such as app.request()). */
+export function clientAddress(c: Context): string {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+  const address = env?.incoming?.socket?.remoteAddress ?? '';
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
+export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler {
+  return async (c, next) => {
+    const tracid = newTraceId();
+    c.set('tracid', tracid);
+    const t0 = performance.now();
+    await next();
+    c.header(TRACE_HEADER, tracid);
+    const ms = performance.now() - t0;
+    const route = routeLabel(c);
+    observeHttpRequest(c.req.method, route, c.res.status, ms / 1000);
+    opts.audit?.write({
+      tracid,
+      method: c.req.method,
+      route,
+      path: c.req.path,
+      status: c.res.status,
+      durationMs: Math.round(ms * 1000) / 1000,
+      client: clientAddress(c),
+      user: c.get('user')?.username ?? null,
+    });
+  };
+}

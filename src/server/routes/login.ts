@@ -1,0 +1,28 @@
+// POST /api/v1/login {"username","password"} -> {"token":"<JWT>"}; 401 when wrong, 429 while throttled.
+
+import type { Hono } from 'hono';
+import { AuthError, type AuthService } from '../../auth/auth-service.js';
+import { authHttpError } from '../auth-guard.js';
+import { HttpError } from '../errors.js';
+import { readJsonBody } from '../json-body.js';
+import { clientAddress } from '../request-trace.js';
+import { resource } from '../routing.js';
+
+export function registerLoginRoutes(app: Hono, deps: { auth: AuthService }): void {
+  resource(app, '/api/v1/login', {
+    POST: async (c) => {
+      const body = await readJsonBody(c);
+      const { username, password } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+      if (typeof username !== 'string' || username === '' || typeof password !== 'string' || password === '') {
+        throw new HttpError(400, 'send {"username":"...","password":"..."}');
+      }
+      try {
+        const { token } = await deps.auth.login(username, password, clientAddress(c));
+        c.set('user', { username, orgs: [] });
+        return c.json({ token });
+      } catch (e) {
+        throw e instanceof AuthError ? authHttpError(e) : e;
+      }
+    },
+  });
+}
