@@ -5,6 +5,15 @@
 #include <stdexcept>
 
 namespace edgecv {
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::ostringstream out;
+  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << '"' << names[i] << '"';
+  return out.str();
+}
+
+}  // namespace
 
 cv::dnn::Net LoadDnnModel(const std::string& path, const std::vector<std::string>& outputs, const BackendInfo& backend,
                           const std::string& what) {
@@ -19,7 +28,10 @@ cv::dnn::Net LoadDnnModel(const std::string& path, const std::vector<std::string
   net.setPreferableBackend(backend.dnnBackend);
   net.setPreferableTarget(backend.dnnTarget);
   for (const std::string& name : outputs) {
-    if (net.getLayerId(name) < 0) throw std::runtime_error(what + "output \"" + name + "\" is not a layer of the network");
+    if (net.getLayerId(name) < 0) {
+      throw std::runtime_error(what + "output \"" + name + "\" is not a layer of the network (unconnected outputs: " +
+                               JoinNames(net.getUnconnectedOutLayersNames()) + ")");
+    }
   }
   return net;
 }

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 
 #include <opencv2/imgproc.hpp>
 
+#include "dnn_model.h"
 #include "job.h"  // Clock, MillisBetween
 
 namespace edgecv {
@@ -19,20 +19,6 @@ namespace {
 constexpr double kTileOverlap = 0.25;
 // Candidates kept for NMS; bounds the O(n^2) merge when thresholds are tiny.
 constexpr size_t kMaxCandidates = 2000;
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::ostringstream out;
-  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << '"' << names[i] << '"';
-  return out.str();
-}
-
-std::string ShapeOf(const cv::Mat& m) {
-  std::ostringstream out;
-  out << '[';
-  for (int i = 0; i < m.dims; ++i) out << (i ? "," : "") << m.size[i];
-  out << ']';
-  return out.str();
-}
 
 float Sigmoid(float logit) {
   // MediaPipe clips logits to +-100 before the sigmoid (score_clipping_thresh).
@@ -65,26 +51,9 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const BackendInfo& back
     }
   }
 
-  if (!std::ifstream(spec_.path).good()) {
-    throw std::runtime_error(what + "file not found or unreadable");
-  }
-  try {
-    net_ = cv::dnn::readNetFromONNX(spec_.path);
-  } catch (const cv::Exception& e) {
-    throw std::runtime_error(what + "OpenCV could not load it: " + e.what());
-  }
-  if (net_.empty()) throw std::runtime_error(what + "OpenCV loaded an empty network");
-  net_.setPreferableBackend(backend.dnnBackend);
-  net_.setPreferableTarget(backend.dnnTarget);
-
   outputNames_ = spec_.scoreOutputs;
   outputNames_.insert(outputNames_.end(), spec_.boxOutputs.begin(), spec_.boxOutputs.end());
-  for (const std::string& name : outputNames_) {
-    if (net_.getLayerId(name) < 0) {
-      throw std::runtime_error(what + "output \"" + name + "\" is not a layer of the network (unconnected outputs: " +
-                               JoinNames(net_.getUnconnectedOutLayersNames()) + ")");
-    }
-  }
+  net_ = LoadDnnModel(spec_.path, outputNames_, backend, what);
 
   // Warm-up pass: allocates buffers now rather than on the first request and
   // proves the outputs have the shapes the decoder relies on.
@@ -99,7 +68,7 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const BackendInfo& back
   std::ostringstream shapes;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const cv::Mat& out = outputs[i];
-    shapes << (i ? ", " : "") << outputNames_[i] << ShapeOf(out);
+    shapes << (i ? ", " : "") << outputNames_[i] << ShapeString(out);
     if (out.type() != CV_32F || !out.isContinuous()) {
       throw std::runtime_error(what + "output \"" + outputNames_[i] + "\" is not a dense float32 tensor");
     }
@@ -107,7 +76,7 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const BackendInfo& back
       scores += out.total();
     } else {
       if (out.total() % kRegressorSize != 0) {
-        throw std::runtime_error(what + "box output \"" + outputNames_[i] + "\" " + ShapeOf(out) +
+        throw std::runtime_error(what + "box output \"" + outputNames_[i] + "\" " + ShapeString(out) +
                                  " is not a multiple of 16 values per anchor");
       }
       boxes += out.total() / kRegressorSize;
