@@ -489,9 +489,7 @@ export class Engine {
 
   /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */
   async detectFaces(image: Buffer | Uint8Array, opts: DetectFacesOptions = {}): Promise<FaceDetection> {
-    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
-    if (!(image instanceof Uint8Array)) throw invalidArgument('image must be a Buffer or Uint8Array');
-    if (typeof opts !== 'object' || opts === null) throw invalidArgument('detectFaces options must be an object');
+    const header = this.#checkImage(image, opts, 'detectFaces');
     const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', DETECT_DEFAULTS.scoreThreshold);
     const iouThreshold = unitOption(opts.iouThreshold, 'iouThreshold', DETECT_DEFAULTS.iouThreshold);
     const tilesOption = opts.tiles ?? DETECT_DEFAULTS.tiles;
@@ -499,16 +497,6 @@ export class Engine {
       throw invalidArgument(`tiles must be 'auto' or an integer from 0 to ${MAX_TILES} (got ${String(tilesOption)})`);
     }
     const fixedTiles = tilesOption === 'auto' ? undefined : tilesOption;
-    if (image.length === 0) throw new EngineError('INVALID_IMAGE', 'image is empty');
-
-    const header = readImageHeader(image); // UNSUPPORTED_FORMAT / INVALID_IMAGE
-    const pixels = header.width * header.height;
-    if (pixels > this.#maxPixels) {
-      throw new EngineError(
-        'IMAGE_TOO_LARGE',
-        `image is ${header.width}x${header.height} (${pixels} pixels); the limit is ${this.#maxPixels} pixels`,
-      );
-    }
 
     const options = { scoreThreshold, iouThreshold, tiles: fixedTiles ?? autoTiles(header.width, header.height) };
     try {
