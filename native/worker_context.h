@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "face_detector.h"
+#include "face_embedder.h"
 
 namespace edgecv {
 
@@ -19,6 +20,7 @@ struct WorkerContext {
   int index = 0;
   BackendInfo backend;
   std::unique_ptr<FaceDetector> faceDetector;  // null if the engine has no face model
+  std::unique_ptr<FaceEmbedder> faceEmbedder;  // null if the engine has no embedding model
 
   // Raw-tensor models for runModel(), loaded on first use by this worker.
   // Throws JobError(INTERNAL) if the file cannot be loaded.

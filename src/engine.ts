@@ -11,7 +11,21 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { EngineError, toEngineError } from './errors.js';
-import { readImageHeader, type ImageFormat } from './image-header.js';
+import {
+  checkEmbedOptions,
+  checkEmbedding,
+  faceEmbedderFromManifest,
+  isFaceEmbedderModel,
+  l2Normalized,
+  FACE_EMBEDDER_MODELS,
+  type EmbedFaceOptions,
+  type FaceEmbedderInfo,
+  type FaceEmbedderModel,
+  type FaceEmbeddingResult,
+  type GalleryMatch,
+} from './face-embedding.js';
+import { GalleryIndex, nativeGallery } from './gallery-index.js';
+import { readImageHeader, type ImageFormat, type ImageHeader } from './image-header.js';
 import {
   loadNative,
   packageRoot,
@@ -33,6 +47,8 @@ export const ENGINE_DEFAULTS = {
   maxPixels: 40_000_000,
   // Chosen by measurement (README, `npm run bench`): higher recall and no false positives on faceless photos.
   faceDetector: 'facemesh-detection-full' as FaceDetectorModel,
+  // Chosen by measurement (README, "Face recognition"): lowest equal error rate on dlib's johns.
+  faceEmbedder: 'faceres-deep' as FaceEmbedderModel,
 } as const;
 
 export const DETECT_DEFAULTS = {
@@ -73,6 +89,8 @@ export interface EngineOptions {
   maxPixels?: number;
   /** Face detection model. Default 'facemesh-detection-full'. */
   faceDetector?: FaceDetectorModel;
+  /** Face embedding model for recognition, or null for none. Default 'faceres-deep'. */
+  faceEmbedder?: FaceEmbedderModel | null;
 }
 
 export interface DetectFacesOptions {
@@ -291,10 +309,18 @@ export class Engine {
   readonly #modelDir: string;
   readonly #maxPixels: number;
   readonly #backend: BackendInfo;
+  readonly #embedder: FaceEmbedderInfo | null;
   #closed = false;
   #closing: Promise<void> | undefined;
 
-  private constructor(native: NativeEngine, manifest: LoadedManifest, modelDir: string, maxPixels: number) {
+  private constructor(
+    native: NativeEngine,
+    manifest: LoadedManifest,
+    modelDir: string,
+    maxPixels: number,
+    embedder: FaceEmbedderInfo | null,
+  ) {
+    this.#embedder = embedder;
     this.#native = native;
     this.#manifest = manifest;
     this.#modelDir = modelDir;
@@ -316,14 +342,29 @@ export class Engine {
     if (opts.modelDir !== undefined && (typeof opts.modelDir !== 'string' || opts.modelDir.length === 0)) {
       throw invalidArgument('modelDir must be a non-empty string');
     }
+    const faceEmbedder: unknown = opts.faceEmbedder === undefined ? ENGINE_DEFAULTS.faceEmbedder : opts.faceEmbedder;
+    if (faceEmbedder !== null && !isFaceEmbedderModel(faceEmbedder)) {
+      throw invalidArgument(`faceEmbedder must be null or one of ${FACE_EMBEDDER_MODELS.join(', ')} (got ${String(faceEmbedder)})`);
+    }
     const modelDir = path.resolve(opts.modelDir ?? path.join(packageRoot(), 'models', 'onnx'));
 
     const manifest = await readManifest(modelDir);
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector);
+    const embedder =
+      faceEmbedder === null
+        ? null
+        : faceEmbedderFromManifest(manifest.models[faceEmbedder], faceEmbedder, (f) => path.join(modelDir, f), manifest.file);
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
-    const native = binding.createEngine({ workers, threadsPerWorker, queueLimit, faceDetector: spec });
-    return new Engine(native, manifest, modelDir, maxPixels);
+    const native = binding.createEngine({
+      workers,
+      threadsPerWorker,
+      queueLimit,
+      faceDetector: spec,
+      ...(embedder ? { faceEmbedder: embedder.spec } : {}),
+    });
+    const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
+    return new Engine(native, manifest, modelDir, maxPixels, embedderInfo);
   }
 
   /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */
@@ -338,8 +379,20 @@ export class Engine {
       throw invalidArgument(`tiles must be 'auto' or an integer from 0 to ${MAX_TILES} (got ${String(tilesOption)})`);
     }
     const fixedTiles = tilesOption === 'auto' ? undefined : tilesOption;
-    if (image.length === 0) throw new EngineError('INVALID_IMAGE', 'image is empty');
+    const header = this.#admitImage(image);
 
+    const options = { scoreThreshold, iouThreshold, tiles: fixedTiles ?? autoTiles(header.width, header.height) };
+    try {
+      const result = await this.#native.detectFaces(image, options);
+      return { ...result, format: header.format };
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+  /** Checks the bytes (format and pixel count from the header) before anything is decoded. */
+  #admitImage(image: Uint8Array): ImageHeader {
+    if (image.length === 0) throw new EngineError('INVALID_IMAGE', 'image is empty');
     const header = readImageHeader(image); // UNSUPPORTED_FORMAT / INVALID_IMAGE
     const pixels = header.width * header.height;
     if (pixels > this.#maxPixels) {
@@ -348,11 +401,83 @@ export class Engine {
         `image is ${header.width}x${header.height} (${pixels} pixels); the limit is ${this.#maxPixels} pixels`,
       );
     }
+    return header;
+  }
 
-    const options = { scoreThreshold, iouThreshold, tiles: fixedTiles ?? autoTiles(header.width, header.height) };
+  /** The embedding model in use (null when the engine was opened with faceEmbedder: null). */
+  faceEmbedder(): FaceEmbedderInfo | null {
+    return this.#embedder ? { ...this.#embedder } : null;
+  }
+
+  #requireEmbedder(): FaceEmbedderInfo {
+    if (!this.#embedder) throw invalidArgument('this engine was opened with faceEmbedder: null');
+    return this.#embedder;
+  }
+
+  /** An empty gallery for this engine's embeddings. */
+  createGallery(): GalleryIndex {
+    return new GalleryIndex(this.#requireEmbedder().dim);
+  }
+
+  /**
+   * Detects the faces and embeds the first one: the highest detection score (ties: leftmost, then topmost). With
+   * options.rect, embeds that box instead of detecting. No face is a result (face and embedding null), not an error.
+   */
+  async embedFace(image: Buffer | Uint8Array, opts: EmbedFaceOptions = {}): Promise<FaceEmbeddingResult> {
+    return this.#embed(image, opts, undefined);
+  }
+
+  /** embedFace() plus the nearest entry of `gallery` (null when the gallery is empty or no face was found). */
+  async recognizeFace(
+    image: Buffer | Uint8Array,
+    gallery: GalleryIndex,
+    opts: EmbedFaceOptions = {},
+  ): Promise<FaceEmbeddingResult & { match: GalleryMatch | null }> {
+    return this.#embed(image, opts, gallery);
+  }
+
+  async #embed(image: Buffer | Uint8Array, opts: EmbedFaceOptions, gallery: GalleryIndex | undefined) {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    const embedder = this.#requireEmbedder();
+    if (!(image instanceof Uint8Array)) throw invalidArgument('image must be a Buffer or Uint8Array');
+    const native = gallery === undefined ? undefined : nativeGallery(gallery);
+    if (native && native.dim() !== embedder.dim) throw invalidArgument(`gallery has dimension ${native.dim()}, the model ${embedder.dim}`);
+    const checked = checkEmbedOptions(opts, (d) => {
+      if (typeof d !== 'object' || d === null) throw invalidArgument('detect options must be an object');
+      const o = d as DetectFacesOptions;
+      const tiles = o.tiles ?? DETECT_DEFAULTS.tiles;
+      if (tiles !== 'auto' && (typeof tiles !== 'number' || !Number.isInteger(tiles) || tiles < 0 || tiles > MAX_TILES)) {
+        throw invalidArgument(`tiles must be 'auto' or an integer from 0 to ${MAX_TILES} (got ${String(tiles)})`);
+      }
+      return {
+        scoreThreshold: unitOption(o.scoreThreshold, 'scoreThreshold', DETECT_DEFAULTS.scoreThreshold),
+        iouThreshold: unitOption(o.iouThreshold, 'iouThreshold', DETECT_DEFAULTS.iouThreshold),
+        tiles,
+      };
+    });
+    const header = this.#admitImage(image);
+    const tiles = checked.detect.tiles === 'auto' ? autoTiles(header.width, header.height) : checked.detect.tiles;
     try {
-      const result = await this.#native.detectFaces(image, options);
-      return { ...result, format: header.format };
+      const result = await this.#native.embedFace(image, {
+        detect: { ...checked.detect, tiles },
+        cropScale: checked.cropScale,
+        keepCrop: checked.keepCrop,
+        ...(checked.rect ? { rect: checked.rect } : {}),
+        ...(native ? { gallery: native } : {}),
+      });
+      return result;
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+  /** The nearest entry of `gallery` to `embedding` (null when the gallery is empty), searched on a worker. */
+  async searchGallery(gallery: GalleryIndex, embedding: Float32Array): Promise<{ match: GalleryMatch | null; searchMs: number }> {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    const native = nativeGallery(gallery);
+    const query = l2Normalized(checkEmbedding(embedding, native.dim(), 'query'), 'query');
+    try {
+      return await this.#native.searchGallery(native, query);
     } catch (e) {
       throw toEngineError(e);
     }
