@@ -18,6 +18,12 @@ export interface ServerConfig {
   workers?: number;
   threadsPerWorker?: number;
   queueLimit?: number;
+  /** Key that gallery-changing routes require (Bearer or X-API-Key); without it, only loopback clients may. */
+  adminKey?: string;
+  /** 'sqlite' (default: <dataDir>/gallery.db) or a redis://host:port/db URL shared by a fleet. */
+  gallery?: string;
+  /** true: do not keep face crops with enrolled samples (then a model change cannot re-embed them). */
+  noStoreCrops?: boolean;
 }
 
 export const DEFAULT_PORT = 8008;
@@ -28,7 +34,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count';
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'gallery' | 'flag';
 
 interface OptionSpec {
   flag: string;
@@ -50,6 +56,9 @@ export const SERVER_OPTIONS = {
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
   queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
+  adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
+  gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
+  noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
 
 function parseValue(spec: OptionSpec, raw: string, origin: string): string | number {
@@ -78,6 +87,12 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
       if (!Number.isSafeInteger(n) || n < 1) bad('expected a positive size');
       return n;
     }
+    case 'gallery':
+      if (v !== 'sqlite' && !/^rediss?:\/\/[^\s/]+(\/\d{1,2})?$/.test(v)) bad("expected 'sqlite' or redis://host:port/db");
+      return v;
+    case 'flag':
+      if (!/^(1|0|true|false|yes|no)$/i.test(v)) bad('expected true or false');
+      return /^(1|true|yes)$/i.test(v) ? 1 : 0;
     case 'string':
     case 'path':
       if (v === '') bad('must not be empty');
@@ -95,7 +110,7 @@ export function parseServerConfig(
   cwd: string = process.cwd(),
 ): ServerConfig {
   const options = Object.fromEntries(
-    Object.values(SERVER_OPTIONS).map((s) => [s.flag, { type: 'string' as const }]),
+    Object.values(SERVER_OPTIONS).map((s: OptionSpec) => [s.flag, { type: s.kind === 'flag' ? ('boolean' as const) : ('string' as const) }]),
   );
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -109,7 +124,8 @@ export function parseServerConfig(
     const flagValue = values[spec.flag];
     const envValue = env[spec.env];
     let v: string | number | undefined;
-    if (typeof flagValue === 'string') v = parseValue(spec, flagValue, `--${spec.flag}`);
+    if (flagValue === true) v = 1;
+    else if (typeof flagValue === 'string') v = parseValue(spec, flagValue, `--${spec.flag}`);
     else if (envValue !== undefined && envValue !== '') v = parseValue(spec, envValue, spec.env);
     if (spec.kind === 'path' && typeof v === 'string') v = path.resolve(cwd, v);
     out[key] = v;
@@ -121,12 +137,13 @@ export function parseServerConfig(
     dataDir: (out.dataDir as string | undefined) ?? path.resolve(cwd, 'data'),
     bodyLimit: (out.bodyLimit as number | undefined) ?? DEFAULT_BODY_LIMIT,
   };
-  for (const key of ['tlsCert', 'tlsKey', 'modelDir'] as const) {
+  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'gallery'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
   for (const key of ['maxPixels', 'workers', 'threadsPerWorker', 'queueLimit'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
+  if (out.noStoreCrops === 1) config.noStoreCrops = true;
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }
@@ -136,6 +153,6 @@ export function parseServerConfig(
 /** Help text for the server flags. */
 export function serverOptionsHelp(): string {
   return Object.values(SERVER_OPTIONS)
-    .map((s: OptionSpec) => `  --${`${s.flag} <v>`.padEnd(26)} ${s.help}  [${s.env}]`)
+    .map((s: OptionSpec) => `  --${(s.kind === 'flag' ? s.flag : `${s.flag} <v>`).padEnd(26)} ${s.help}  [${s.env}]`)
     .join('\n');
 }

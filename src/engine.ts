@@ -48,7 +48,7 @@ export const ENGINE_DEFAULTS = {
   // Chosen by measurement (README, `npm run bench`): higher recall and no false positives on faceless photos.
   faceDetector: 'facemesh-detection-full' as FaceDetectorModel,
   // Chosen by measurement (README, "Face recognition"): lowest equal error rate on dlib's johns.
-  faceEmbedder: 'faceres-deep' as FaceEmbedderModel,
+  faceEmbedder: 'faceres' as FaceEmbedderModel,
 } as const;
 
 export const DETECT_DEFAULTS = {
@@ -89,7 +89,7 @@ export interface EngineOptions {
   maxPixels?: number;
   /** Face detection model. Default 'facemesh-detection-full'. */
   faceDetector?: FaceDetectorModel;
-  /** Face embedding model for recognition, or null for none. Default 'faceres-deep'. */
+  /** Face embedding model for recognition, or null for none. Default 'faceres'. */
   faceEmbedder?: FaceEmbedderModel | null;
 }
 

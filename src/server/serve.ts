@@ -1,6 +1,7 @@
 // `edgecv serve`: open the engine, load TLS, listen, and shut down cleanly on SIGINT/SIGTERM.
 
 import type { ServerConfig } from '../config.js';
+import { openRecognition } from '../gallery/open.js';
 import { createApp } from './app.js';
 import { startServer } from './server.js';
 import { loadTls, TlsError } from './tls.js';
@@ -31,11 +32,23 @@ export async function runServe(config: ServerConfig): Promise<number> {
     return 1;
   }
 
+  let recognition;
+  try {
+    recognition = await openRecognition(engine, config);
+  } catch (e) {
+    console.error(`edgecv: cannot open the gallery: ${(e as Error).message}`);
+    await engine.close();
+    return 1;
+  }
+  // The gallery loads (and re-embeds after a model change) in the background: predictions answer 503 meanwhile.
+  recognition.ready.catch((e: unknown) => console.error(`edgecv: loading the gallery failed: ${(e as Error).message}`));
+
   let running;
   try {
-    running = await startServer({ app: createApp({ engine, config }), tls, port: config.port, host: config.host });
+    running = await startServer({ app: createApp({ engine, config, recognition }), tls, port: config.port, host: config.host });
   } catch (e) {
     console.error(`edgecv: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+    await recognition.close();
     await engine.close();
     return 1;
   }
@@ -55,6 +68,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
         let code = 0;
         try {
           await running.close();
+          await recognition.close();
           await engine.close();
         } catch (e) {
           console.error(`edgecv: error while shutting down: ${(e as Error).message}`);
