@@ -114,6 +114,7 @@ function systemPackages() {
   if (!has('make')) missing.push('make');
   if (WANT_TEST) {
     if (!has('bzip2')) missing.push('bzip2'); // the dlib source tarball is .tar.bz2
+    if (!has('redis-server')) missing.push('redis-server'); // the fleet-gallery test starts its own
     if (!has('apt-get') || !has('dpkg-deb')) fail('test photos come from Debian packages: apt-get and dpkg-deb are needed');
   }
   if (missing.length === 0) {
