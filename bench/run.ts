@@ -13,6 +13,7 @@ import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { evaluateFaceDetector } from './face-eval.js';
+import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { TfjsReference, useTfjsBackend } from './tfjs-reference.js';
 
 function findRoot(): string {
@@ -220,11 +221,15 @@ async function main(): Promise<void> {
   table('Same model, same input, forward pass only (p50)', runtimes);
   const http = await benchHttp();
   table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
+  const recognition = await benchRecognition(root, quick);
+  table('Recognition per face: decode, detect, embed, search a gallery of 1,000 (1 worker x 1 thread)', recognition);
+  const gallerySearch = await benchGallerySearch(quick);
+  table('Gallery search: one matrix product over all enrolled 1024-d embeddings (1 worker x 1 thread)', gallerySearch);
 
   const outDir = join(root, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http, recognition, gallerySearch }, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
 }
 
