@@ -205,6 +205,7 @@ export class RecognitionService {
     this.#log(`gallery: re-embedding ${ids.size} samples for ${model} ${version}`);
     let skipped = 0;
     for await (const batch of this.#store.samples()) {
+      if (this.#closed) return; // shutting down: the rest is re-embedded at the next start
       const updates: { id: number; model: string; modelVersion: string; embedding: Float32Array; subject: string }[] = [];
       for (const s of batch) {
         if (!ids.has(s.id)) continue;
