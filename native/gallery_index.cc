@@ -122,11 +122,13 @@ void GalleryIndex::Add(const std::vector<GallerySampleRef>& samples) {
 
   const bool shareBuffer = next->buffer_ && next->buffer_->used == static_cast<int>(next->ids_.size()) &&
                            next->ids_.size() + fresh.size() <= static_cast<size_t>(next->buffer_->rows.rows);
-  if (!shareBuffer) next = Compacted(*next, fresh.size());
+  const size_t firstNew = shareBuffer ? next->ids_.size() : 0;
+  if (!shareBuffer) {
+    next = Compacted(*next, fresh.size());
+    rowOfId_.clear();  // rows moved: every id is re-indexed below
+  }
   Append(*next, fresh);
-
-  rowOfId_.clear();
-  for (size_t r = 0; r < next->ids_.size(); ++r) {
+  for (size_t r = firstNew; r < next->ids_.size(); ++r) {
     if (next->subjectOf_[r] >= 0) rowOfId_[next->ids_[r]] = r;
   }
   Publish(std::move(next));

@@ -142,6 +142,21 @@ describe('GalleryIndex (native, one matrix product)', () => {
     expect(() => gallery.add([{ id: 1.5, subject: 'e', embedding: unit(1) }])).toThrow(/safe integer/);
   });
 
+  it('stays correct when removals compact the matrix and adds grow it', async () => {
+    const gallery = new GalleryIndex(16);
+    const entries = Array.from({ length: 3000 }, (_, i) => ({ id: i + 1, subject: `s${i}`, embedding: randomUnit(16, i) }));
+    for (let i = 0; i < 3000; i += 100) gallery.add(entries.slice(i, i + 100)); // grows the buffer again and again
+    expect(gallery.remove(entries.slice(0, 2000).map((e) => e.id))).toBe(2000); // dead rows outnumber live ones: compacted
+    expect(gallery.size).toBe(1000);
+    gallery.add([{ id: 5, subject: 'back', embedding: entries[4]!.embedding }]);
+    for (const e of [entries[4]!, entries[2000]!, entries[2999]!, entries[2500]!]) {
+      const { match } = await engine.searchGallery(gallery, e.embedding);
+      expect(match).toMatchObject({ id: e.id, subject: e.id === 5 ? 'back' : e.subject });
+      expect(match!.cosine).toBeCloseTo(1, 5);
+    }
+    expect((await engine.searchGallery(gallery, entries[10]!.embedding)).match!.id).not.toBe(11);
+  });
+
   it('a search keeps the gallery it was submitted with while updates swap in new ones', async () => {
     const dim = 1024;
     const gallery = engine.createGallery();
