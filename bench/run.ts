@@ -15,6 +15,7 @@ import { generateSelfSigned } from '../src/server/tls.js';
 import { evaluateFaceDetector } from './face-eval.js';
 import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from './pose-objects.js';
 import { benchMetricsStore, benchRequestTrace } from './metrics.js';
+import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { TfjsReference, useTfjsBackend } from './tfjs-reference.js';
 
 function findRoot(): string {
@@ -236,12 +237,30 @@ async function main(): Promise<void> {
   const traceEngine = await Engine.open({ workers: 1 });
   const requestTrace = await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close());
   table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
+  const recognition = await benchRecognition(root, quick);
+  table('Recognition per face: decode, detect, embed, search a gallery of 1,000 (1 worker x 1 thread)', recognition);
+  const gallerySearch = await benchGallerySearch(quick);
+  table('Gallery search: one matrix product over all enrolled 1024-d embeddings (1 worker x 1 thread)', gallerySearch);
 
   const outDir = join(root, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http, objectSizes, poseObjects, poseObjectHttp }, null, 2)}\n`);
-  writeFileSync(file, `${JSON.stringify({ machine, quick, accuracy, layouts, runtimes, http, metricsStore, requestTrace }, null, 2)}\n`);
+  const results = {
+    machine,
+    quick,
+    accuracy,
+    layouts,
+    runtimes,
+    http,
+    objectSizes,
+    poseObjects,
+    poseObjectHttp,
+    metricsStore,
+    requestTrace,
+    recognition,
+    gallerySearch,
+  };
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
 }
 

@@ -18,6 +18,10 @@
 #include "error_code.h"
 #include "face_detect_job.h"
 #include "face_detector.h"
+#include "face_embed_job.h"
+#include "face_embedder.h"
+#include "gallery_object.h"
+#include "gallery_search_job.h"
 #include "job.h"
 #include "object_detect_job.h"
 #include "object_detector.h"
@@ -173,6 +177,50 @@ ObjectOptions ReadObjectOptions(Napi::Env env, Napi::Value value) {
   return options;
 }
 
+FaceEmbedderSpec ReadFaceEmbedderSpec(Napi::Object obj) {
+  const std::string where = "faceEmbedder";
+  FaceEmbedderSpec spec;
+  spec.path = ReadString(obj, "path", where);
+  spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 16, 4096, true, true));
+  spec.output = ReadString(obj, "output", where);
+  spec.cropScale = ReadNumber(obj, "cropScale", where, spec.cropScale, 0.5, 4, false);
+  ReadInputNormalization(obj, where, &spec);
+  return spec;
+}
+
+// The gallery behind a JS value made by createGallery(), or null if it is something else.
+std::shared_ptr<GalleryIndex> ReadGallery(Napi::Env env, Napi::Value value);
+
+FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value) {
+  FaceEmbedRequest request;
+  if (IsMissing(value)) return request;
+  if (!value.IsObject()) ThrowInvalid(env, "embedFace options must be an object");
+  Napi::Object obj = value.As<Napi::Object>();
+  request.detect = ReadDetectOptions(env, obj.Get("detect"));
+  request.cropScale = ReadNumber(obj, "cropScale", "options", 0, 0, 4, false);
+  Napi::Value keep = obj.Get("keepCrop");
+  request.keepCrop = !IsMissing(keep) && keep.ToBoolean().Value();
+  Napi::Value rect = obj.Get("rect");
+  if (!IsMissing(rect)) {
+    if (!rect.IsArray() || rect.As<Napi::Array>().Length() != 4) ThrowInvalid(env, "options.rect must be [l, t, r, b]");
+    Napi::Array arr = rect.As<Napi::Array>();
+    for (uint32_t i = 0; i < 4; ++i) {
+      Napi::Value v = arr.Get(i);
+      const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+      if (!(std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 1e9)) ThrowInvalid(env, "options.rect must hold 4 integers");
+      request.rect[i] = static_cast<int>(d);
+    }
+    request.useRect = true;
+  }
+  Napi::Value gallery = obj.Get("gallery");
+  if (!IsMissing(gallery)) {
+    std::shared_ptr<GalleryIndex> index = ReadGallery(env, gallery);
+    if (!index) ThrowInvalid(env, "options.gallery must be a gallery made by createGallery()");
+    request.gallery = index->Snapshot();  // taken now: the job sees the gallery as it was when submitted
+  }
+  return request;
+}
+
 Napi::Promise RejectedPromise(Napi::Env env, Napi::Value error) {
   auto deferred = Napi::Promise::Deferred::New(env);
   deferred.Reject(error);
@@ -194,6 +242,9 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
                            InstanceMethod<&NativeEngine::DetectPoses>("detectPoses"),
                            InstanceMethod<&NativeEngine::DetectObjects>("detectObjects"),
                            InstanceMethod<&NativeEngine::RunModel>("runModel"),
+                           InstanceMethod<&NativeEngine::EmbedFace>("embedFace"),
+                           InstanceMethod<&NativeEngine::SearchGallery>("searchGallery"),
+                           InstanceMethod<&NativeEngine::EmbeddingSize>("embeddingSize"),
                            InstanceMethod<&NativeEngine::Backend>("backend"),
                            InstanceMethod<&NativeEngine::Stats>("stats"),
                            InstanceMethod<&NativeEngine::Close>("close"),
@@ -217,6 +268,9 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   Napi::Value SubmitImageJob(const Napi::CallbackInfo& info, bool hasModel, const char* model,
                              Options (*readOptions)(Napi::Env, Napi::Value));
   Napi::Value RunModel(const Napi::CallbackInfo& info);
+  Napi::Value EmbedFace(const Napi::CallbackInfo& info);
+  Napi::Value SearchGallery(const Napi::CallbackInfo& info);
+  Napi::Value EmbeddingSize(const Napi::CallbackInfo& info);
   Napi::Value Backend(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
@@ -232,6 +286,7 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   bool hasFaceDetector_ = false;
   bool hasPoseEstimator_ = false;
   bool hasObjectDetector_ = false;
+  int embeddingSize_ = 0;  // 0: no embedding model
   CompletionFn completion_;
   bool completionLive_ = false;
   bool cleanupHookRegistered_ = false;
@@ -267,6 +322,12 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     if (!object.IsObject()) ThrowInvalid(env, "options.objectDetector must be an object");
     objectSpec = std::make_unique<ObjectDetectorSpec>(ReadObjectDetectorSpec(object.As<Napi::Object>()));
   }
+  std::unique_ptr<FaceEmbedderSpec> embedderSpec;
+  Napi::Value embedder = options.Get("faceEmbedder");
+  if (!IsMissing(embedder)) {
+    if (!embedder.IsObject()) ThrowInvalid(env, "options.faceEmbedder must be an object");
+    embedderSpec = std::make_unique<FaceEmbedderSpec>(ReadFaceEmbedderSpec(embedder.As<Napi::Object>()));
+  }
 
   // Load one copy of every model per worker, here on the JS thread, so a bad
   // model fails createEngine() synchronously with a clear message.
@@ -280,6 +341,10 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       if (faceSpec) ctx->faceDetector = std::make_unique<FaceDetector>(*faceSpec, backend_);
       if (poseSpec) ctx->poseEstimator = std::make_unique<PoseEstimator>(*poseSpec, backend_);
       if (objectSpec) ctx->objectDetector = std::make_unique<ObjectDetector>(*objectSpec, backend_);
+      if (embedderSpec) {
+        ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*embedderSpec, backend_);
+        embeddingSize_ = ctx->faceEmbedder->dim();
+      }
       contexts.push_back(std::move(ctx));
     }
   } catch (const std::exception& e) {  // includes cv::Exception
@@ -427,6 +492,49 @@ Napi::Value NativeEngine::RunModel(const Napi::CallbackInfo& info) {
   }
 }
 
+Napi::Value NativeEngine::EmbedFace(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+      return RejectedPromise(env, ErrorCode::kInvalidArgument, "image must be a Buffer or Uint8Array");
+    }
+    if (embeddingSize_ == 0) {
+      return RejectedPromise(env, ErrorCode::kInvalidArgument, "this engine was created without a faceEmbedder");
+    }
+    FaceEmbedRequest request = ReadEmbedRequest(env, info[1]);
+    if (!request.useRect && !hasFaceDetector_) {
+      return RejectedPromise(env, ErrorCode::kInvalidArgument, "this engine has no faceDetector: pass options.rect");
+    }
+    return Submit(env, std::make_unique<FaceEmbedJob>(env, info[0].As<Napi::Uint8Array>(), std::move(request)));
+  } catch (const Napi::Error& e) {
+    return RejectedPromise(env, e.Value());
+  } catch (const std::exception& e) {
+    return RejectedPromise(env, ErrorCode::kInternal, e.what());
+  }
+}
+
+Napi::Value NativeEngine::SearchGallery(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    std::shared_ptr<GalleryIndex> index = ReadGallery(env, info[0]);
+    if (!index) ThrowInvalid(env, "gallery must be a gallery made by createGallery()");
+    if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+      ThrowInvalid(env, "query must be a Float32Array");
+    }
+    Napi::Float32Array query = info[1].As<Napi::Float32Array>();
+    std::vector<float> copy(query.Data(), query.Data() + query.ElementLength());
+    return Submit(env, std::make_unique<GallerySearchJob>(env, std::move(copy), index->Snapshot()));
+  } catch (const Napi::Error& e) {
+    return RejectedPromise(env, e.Value());
+  } catch (const std::exception& e) {
+    return RejectedPromise(env, ErrorCode::kInternal, e.what());
+  }
+}
+
+Napi::Value NativeEngine::EmbeddingSize(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), embeddingSize_);
+}
+
 Napi::Value NativeEngine::Submit(Napi::Env env, std::unique_ptr<Job> job) {
   Napi::Promise promise = job->Promise();
   switch (pool_->Submit(job)) {
@@ -530,7 +638,14 @@ Napi::Value NativeEngine::Stats(const Napi::CallbackInfo& info) {
 
 struct AddonData {
   Napi::FunctionReference engineConstructor;
+  Napi::FunctionReference galleryConstructor;
 };
+
+std::shared_ptr<GalleryIndex> ReadGallery(Napi::Env env, Napi::Value value) {
+  auto* data = env.GetInstanceData<AddonData>();
+  if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(data->galleryConstructor.Value())) return nullptr;
+  return GalleryObject::Unwrap(value.As<Napi::Object>())->index();
+}
 
 Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -541,8 +656,11 @@ Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto data = std::make_unique<AddonData>();
   data->engineConstructor = Napi::Persistent(NativeEngine::Define(env));
+  Napi::Function gallery = GalleryObject::Define(env);
+  data->galleryConstructor = Napi::Persistent(gallery);
   env.SetInstanceData(data.release());  // owned by the env from here on (deleted at teardown)
   exports.Set("createEngine", Napi::Function::New(env, CreateEngine, "createEngine"));
+  exports.Set("Gallery", gallery);
   exports.Set("opencvVersion", Napi::String::New(env, CV_VERSION));
   return exports;
 }

@@ -116,11 +116,13 @@ function systemPackages() {
     if (!has('bzip2')) missing.push('bzip2'); // the dlib source tarball is .tar.bz2
     if (!has('apt-get') || !has('dpkg-deb')) fail('test photos come from Debian packages: apt-get and dpkg-deb are needed');
   }
-  // test/metrics-server.test.ts scrapes a running server with Debian's Prometheus; its recommends
-  // (node-exporter, ipmitool, ...) are not needed.
-  const missingTestTools = WANT_TEST && !has('prometheus') ? ['prometheus'] : [];
+  // Servers the tests start on loopback themselves: Prometheus scrapes a running edgecv
+  // (test/metrics-server.test.ts), Redis carries the fleet gallery (test/gallery-fleet.test.ts).
+  // Their recommends (node-exporter, ipmitool, ...) are not needed.
+  const testTools = ['prometheus', 'redis-server'];
+  const missingTestTools = WANT_TEST ? testTools.filter((t) => !has(t)) : [];
   if (missing.length === 0 && missingTestTools.length === 0) {
-    log(`system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? ', prometheus' : ''} present`);
+    log(`system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? `, ${testTools.join(', ')}` : ''} present`);
     return;
   }
   const installCmds = [

@@ -36,6 +36,12 @@ export interface ServerConfig {
   metricsRetention?: number;
   /** Milliseconds a login token stays valid (default 24 h). */
   tokenTtl?: number;
+  /** Key that gallery-changing routes require (Bearer or X-API-Key); without it, only loopback clients may. */
+  adminKey?: string;
+  /** 'sqlite' (default: <dataDir>/gallery.db) or a redis://host:port/db URL shared by a fleet. */
+  gallery?: string;
+  /** true: do not keep face crops with enrolled samples (then a model change cannot re-embed them). */
+  noStoreCrops?: boolean;
 }
 
 export const DEFAULT_PORT = 8008;
@@ -46,7 +52,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration';
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery';
 
 interface OptionSpec {
   flag: string;
@@ -81,6 +87,9 @@ export const SERVER_OPTIONS = {
   metricsInterval: { flag: 'metrics-interval', env: 'EDGECV_METRICS_INTERVAL', kind: 'duration', help: 'time between metrics samples, e.g. 10s, 500ms (default 10s)' },
   metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', kind: 'duration', help: 'how long metrics samples are kept, e.g. 48h (default 48h)' },
   tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: 'lifetime of a login token, e.g. 24h (default 24h)' },
+  adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
+  gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
+  noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
 
 function parseValue(spec: OptionSpec, raw: string, origin: string): string | number | boolean {
@@ -123,6 +132,9 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
       if (!Number.isSafeInteger(ms) || ms < 1) bad('expected a duration of at least 1 ms');
       return ms;
     }
+    case 'gallery':
+      if (v !== 'sqlite' && !/^rediss?:\/\/[^\s/]+(\/\d{1,2})?$/.test(v)) bad("expected 'sqlite' or redis://host:port/db");
+      return v;
     case 'string':
     case 'path':
       if (v === '') bad('must not be empty');
@@ -167,7 +179,7 @@ export function parseServerConfig(
     dataDir: (out.dataDir as string | undefined) ?? path.resolve(cwd, 'data'),
     bodyLimit: (out.bodyLimit as number | undefined) ?? DEFAULT_BODY_LIMIT,
   };
-  for (const key of ['tlsCert', 'tlsKey', 'modelDir'] as const) {
+  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'gallery'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
   for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
@@ -177,6 +189,7 @@ export function parseServerConfig(
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
+  if (out.noStoreCrops !== undefined) config.noStoreCrops = out.noStoreCrops as boolean;
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }

@@ -11,6 +11,20 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { EngineError, toEngineError } from './errors.js';
+import {
+  checkEmbedOptions,
+  checkEmbedding,
+  faceEmbedderFromManifest,
+  isFaceEmbedderModel,
+  l2Normalized,
+  FACE_EMBEDDER_MODELS,
+  type EmbedFaceOptions,
+  type FaceEmbedderInfo,
+  type FaceEmbedderModel,
+  type FaceEmbeddingResult,
+  type GalleryMatch,
+} from './face-embedding.js';
+import { GalleryIndex, nativeGallery } from './gallery-index.js';
 import { readImageHeader, type ImageFormat, type ImageHeader } from './image-header.js';
 import { COCO_CLASSES, type CocoClass } from './objects.js';
 import { cocoToBody25, MAX_POSES, type Body25Point } from './pose.js';
@@ -44,6 +58,8 @@ export const ENGINE_DEFAULTS = {
   maxPixels: 40_000_000,
   // Chosen by measurement (README, `npm run bench`): higher recall and no false positives on faceless photos.
   faceDetector: 'facemesh-detection-full' as FaceDetectorModel,
+  // Chosen by measurement (README, "Face recognition"): lowest equal error rate on dlib's johns.
+  faceEmbedder: 'faceres' as FaceEmbedderModel,
   poseModel: 'movenet-multipose' as PoseModel,
   // Chosen by measurement (README, `npm run bench`): a 640x480 photo near 100 ms on one core, every expected object found at score 0.2.
   objectDetector: 'centernet-384' as ObjectDetectorModel,
@@ -90,6 +106,7 @@ export interface EngineModels {
   faceDetector: FaceDetectorModel;
   pose: PoseModel | null;
   objects: ObjectDetectorModel | null;
+  faceEmbedder: FaceEmbedderModel | null;
 }
 
 export interface EngineOptions {
@@ -108,6 +125,8 @@ export interface EngineOptions {
   maxPixels?: number;
   /** Face detection model. Default 'facemesh-detection-full'. */
   faceDetector?: FaceDetectorModel;
+  /** Face embedding model for recognition, or null for none. Default 'faceres'. */
+  faceEmbedder?: FaceEmbedderModel | null;
   /** Pose model, or null to load none (detectPoses then rejects). Default 'movenet-multipose'. */
   poseModel?: PoseModel | null;
   /** Object detection model, or null to load none (detectObjects then rejects). Default 'centernet-384'. */
@@ -245,6 +264,26 @@ function intOption(value: unknown, name: string, fallback: number, min: number, 
     throw invalidArgument(`${name} must be an integer from ${min} to ${max} (got ${String(value)})`);
   }
   return value;
+}
+
+/** Checks face-detection options; tiles stay 'auto' until the image size is known. */
+function checkDetectOptions(opts: DetectFacesOptions): { scoreThreshold: number; iouThreshold: number; tiles: number | 'auto' } {
+  const tiles = opts.tiles ?? DETECT_DEFAULTS.tiles;
+  if (tiles !== 'auto' && (typeof tiles !== 'number' || !Number.isInteger(tiles) || tiles < 0 || tiles > MAX_TILES)) {
+    throw invalidArgument(`tiles must be 'auto' or an integer from 0 to ${MAX_TILES} (got ${String(tiles)})`);
+  }
+  return {
+    scoreThreshold: unitOption(opts.scoreThreshold, 'scoreThreshold', DETECT_DEFAULTS.scoreThreshold),
+    iouThreshold: unitOption(opts.iouThreshold, 'iouThreshold', DETECT_DEFAULTS.iouThreshold),
+    tiles,
+  };
+}
+
+function resolveTiles(
+  options: { scoreThreshold: number; iouThreshold: number; tiles: number | 'auto' },
+  header: ImageHeader,
+): { scoreThreshold: number; iouThreshold: number; tiles: number } {
+  return { ...options, tiles: options.tiles === 'auto' ? autoTiles(header.width, header.height) : options.tiles };
 }
 
 function unitOption(value: unknown, name: string, fallback: number): number {
@@ -440,11 +479,19 @@ export class Engine {
   readonly #modelDir: string;
   readonly #maxPixels: number;
   readonly #backend: BackendInfo;
+  readonly #embedder: FaceEmbedderInfo | null;
   #closed = false;
   #closing: Promise<void> | undefined;
-  #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null };
+  #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null, faceEmbedder: null };
 
-  private constructor(native: NativeEngine, manifest: LoadedManifest, modelDir: string, maxPixels: number) {
+  private constructor(
+    native: NativeEngine,
+    manifest: LoadedManifest,
+    modelDir: string,
+    maxPixels: number,
+    embedder: FaceEmbedderInfo | null,
+  ) {
+    this.#embedder = embedder;
     this.#native = native;
     this.#manifest = manifest;
     this.#modelDir = modelDir;
@@ -468,17 +515,34 @@ export class Engine {
     if (opts.modelDir !== undefined && (typeof opts.modelDir !== 'string' || opts.modelDir.length === 0)) {
       throw invalidArgument('modelDir must be a non-empty string');
     }
+    const faceEmbedder: unknown = opts.faceEmbedder === undefined ? ENGINE_DEFAULTS.faceEmbedder : opts.faceEmbedder;
+    if (faceEmbedder !== null && !isFaceEmbedderModel(faceEmbedder)) {
+      throw invalidArgument(`faceEmbedder must be null or one of ${FACE_EMBEDDER_MODELS.join(', ')} (got ${String(faceEmbedder)})`);
+    }
     const modelDir = path.resolve(opts.modelDir ?? path.join(packageRoot(), 'models', 'onnx'));
 
     const manifest = await readManifest(modelDir);
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector);
     const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel);
     const objectDetector = objectModel === null ? undefined : await objectDetectorSpec(manifest, modelDir, objectModel);
+    const embedder =
+      faceEmbedder === null
+        ? null
+        : faceEmbedderFromManifest(manifest.models[faceEmbedder], faceEmbedder, (f) => path.join(modelDir, f), manifest.file);
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
-    const native = binding.createEngine({ workers, threadsPerWorker, queueLimit, faceDetector: spec, poseEstimator, objectDetector });
-    const engine = new Engine(native, manifest, modelDir, maxPixels);
-    engine.#models = { faceDetector, pose: poseModel, objects: objectModel };
+    const native = binding.createEngine({
+      workers,
+      threadsPerWorker,
+      queueLimit,
+      faceDetector: spec,
+      poseEstimator,
+      objectDetector,
+      ...(embedder ? { faceEmbedder: embedder.spec } : {}),
+    });
+    const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
+    const engine = new Engine(native, manifest, modelDir, maxPixels, embedderInfo);
+    engine.#models = { faceDetector, pose: poseModel, objects: objectModel, faceEmbedder };
     return engine;
   }
 
@@ -490,18 +554,77 @@ export class Engine {
   /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */
   async detectFaces(image: Buffer | Uint8Array, opts: DetectFacesOptions = {}): Promise<FaceDetection> {
     const header = this.#checkImage(image, opts, 'detectFaces');
-    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', DETECT_DEFAULTS.scoreThreshold);
-    const iouThreshold = unitOption(opts.iouThreshold, 'iouThreshold', DETECT_DEFAULTS.iouThreshold);
-    const tilesOption = opts.tiles ?? DETECT_DEFAULTS.tiles;
-    if (tilesOption !== 'auto' && (typeof tilesOption !== 'number' || !Number.isInteger(tilesOption) || tilesOption < 0 || tilesOption > MAX_TILES)) {
-      throw invalidArgument(`tiles must be 'auto' or an integer from 0 to ${MAX_TILES} (got ${String(tilesOption)})`);
-    }
-    const fixedTiles = tilesOption === 'auto' ? undefined : tilesOption;
-
-    const options = { scoreThreshold, iouThreshold, tiles: fixedTiles ?? autoTiles(header.width, header.height) };
+    const options = resolveTiles(checkDetectOptions(opts), header);
     try {
       const result = await this.#native.detectFaces(image, options);
       return { ...result, format: header.format };
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+  /** The embedding model in use (null when the engine was opened with faceEmbedder: null). */
+  faceEmbedder(): FaceEmbedderInfo | null {
+    return this.#embedder ? { ...this.#embedder } : null;
+  }
+
+  #requireEmbedder(): FaceEmbedderInfo {
+    if (!this.#embedder) throw invalidArgument('this engine was opened with faceEmbedder: null');
+    return this.#embedder;
+  }
+
+  /** An empty gallery for this engine's embeddings. */
+  createGallery(): GalleryIndex {
+    return new GalleryIndex(this.#requireEmbedder().dim);
+  }
+
+  /**
+   * Detects the faces and embeds the first one: the highest detection score (ties: leftmost, then topmost). With
+   * options.rect, embeds that box instead of detecting. No face is a result (face and embedding null), not an error.
+   */
+  async embedFace(image: Buffer | Uint8Array, opts: EmbedFaceOptions = {}): Promise<FaceEmbeddingResult> {
+    return this.#embed(image, opts, undefined);
+  }
+
+  /** embedFace() plus the nearest entry of `gallery` (null when the gallery is empty or no face was found). */
+  async recognizeFace(
+    image: Buffer | Uint8Array,
+    gallery: GalleryIndex,
+    opts: EmbedFaceOptions = {},
+  ): Promise<FaceEmbeddingResult & { match: GalleryMatch | null }> {
+    return this.#embed(image, opts, gallery);
+  }
+
+  async #embed(image: Buffer | Uint8Array, opts: EmbedFaceOptions, gallery: GalleryIndex | undefined) {
+    const embedder = this.#requireEmbedder();
+    const header = this.#checkImage(image, opts, 'embedFace');
+    const native = gallery === undefined ? undefined : nativeGallery(gallery);
+    if (native && native.dim() !== embedder.dim) throw invalidArgument(`gallery has dimension ${native.dim()}, the model ${embedder.dim}`);
+    const checked = checkEmbedOptions(opts, (d) => {
+      if (typeof d !== 'object' || d === null) throw invalidArgument('detect options must be an object');
+      return checkDetectOptions(d as DetectFacesOptions);
+    });
+    try {
+      const result = await this.#native.embedFace(image as Uint8Array, {
+        detect: resolveTiles(checked.detect, header),
+        cropScale: checked.cropScale,
+        keepCrop: checked.keepCrop,
+        ...(checked.rect ? { rect: checked.rect } : {}),
+        ...(native ? { gallery: native } : {}),
+      });
+      return result;
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+  /** The nearest entry of `gallery` to `embedding` (null when the gallery is empty), searched on a worker. */
+  async searchGallery(gallery: GalleryIndex, embedding: Float32Array): Promise<{ match: GalleryMatch | null; searchMs: number }> {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    const native = nativeGallery(gallery);
+    const query = l2Normalized(checkEmbedding(embedding, native.dim(), 'query'), 'query');
+    try {
+      return await this.#native.searchGallery(native, query);
     } catch (e) {
       throw toEngineError(e);
     }

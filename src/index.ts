@@ -42,6 +42,17 @@ export {
   type Body25Point,
   type CocoKeypointName,
 } from './pose.js';
+export {
+  calibratedDistance,
+  FACE_EMBEDDER_MODELS,
+  type EmbedFaceOptions,
+  type EmbeddedFace,
+  type FaceEmbedderInfo,
+  type FaceEmbedderModel,
+  type FaceEmbeddingResult,
+  type GalleryMatch,
+} from './face-embedding.js';
+export { GalleryIndex, type GalleryEntry } from './gallery-index.js';
 export { ENGINE_ERROR_CODES, EngineError, isEngineErrorCode, toEngineError, type EngineErrorCode } from './errors.js';
 export {
   readImageHeader,

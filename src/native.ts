@@ -92,6 +92,52 @@ export interface NativeObjectDetection {
   timings: NativeTimings;
 }
 
+export interface NativeFaceEmbedderSpec extends NativeImageInput {
+  /** Name of the embedding output. */
+  output: string;
+  /** Square crop side / longer side of the face box. */
+  cropScale: number;
+}
+
+export interface NativeEmbedRequest {
+  detect: NativeDetectOptions;
+  /** Embed this box instead of detecting. */
+  rect?: [number, number, number, number];
+  /** 0 = the model's own. */
+  cropScale: number;
+  keepCrop: boolean;
+  /** Searched with the snapshot taken when the call is made. */
+  gallery?: NativeGallery;
+}
+
+export interface NativeGalleryMatch {
+  id: number;
+  subject: string;
+  cosine: number;
+}
+
+export interface NativeFaceEmbedding {
+  width: number;
+  height: number;
+  /** Highest score first. */
+  faces: NativeFace[];
+  face: { rect: [number, number, number, number]; score: number } | null;
+  embedding: Float32Array | null;
+  crop: { jpeg: Buffer; rect: [number, number, number, number] } | null;
+  /** null when no gallery was given or it is empty. */
+  match: NativeGalleryMatch | null;
+  timings: { queueMs: number; decodeMs: number; detectMs: number; embedPreprocessMs: number; embedInferenceMs: number; searchMs: number };
+}
+
+/** The addon's Gallery: updates run synchronously and swap in a new snapshot. */
+export interface NativeGallery {
+  add(ids: Float64Array, subjects: string[], embeddings: Float32Array): void;
+  replace(ids: Float64Array, subjects: string[], embeddings: Float32Array): void;
+  remove(ids: Float64Array): number;
+  size(): { live: number; rows: number };
+  dim(): number;
+}
+
 export interface NativeEngineOptions {
   workers: number;
   /** Passed to cv::setNumThreads, which is process-wide. */
@@ -101,6 +147,7 @@ export interface NativeEngineOptions {
   faceDetector?: NativeFaceDetectorSpec;
   poseEstimator?: NativePoseEstimatorSpec;
   objectDetector?: NativeObjectDetectorSpec;
+  faceEmbedder?: NativeFaceEmbedderSpec;
 }
 
 export interface NativeDetectOptions {
@@ -172,6 +219,12 @@ export interface NativeEngine {
   detectObjects(image: Uint8Array, options: NativeObjectOptions): Promise<NativeObjectDetection>;
   /** One forward pass on a raw tensor (the model is loaded by each worker on first use). */
   runModel(input: Float32Array, model: NativeRawModelSpec): Promise<Float32Array[]>;
+  /** Detects, picks the highest-scoring face, embeds it; searches options.gallery when given. */
+  embedFace(image: Uint8Array, options: NativeEmbedRequest): Promise<NativeFaceEmbedding>;
+  /** The nearest gallery entry to `query`, on a worker. */
+  searchGallery(gallery: NativeGallery, query: Float32Array): Promise<{ match: NativeGalleryMatch | null; searchMs: number }>;
+  /** Length of the embedding model's output; 0 without one. */
+  embeddingSize(): number;
   backend(): NativeBackendInfo;
   stats(): NativeStats;
   /** Lets queued jobs finish, joins the workers. Idempotent. */
@@ -181,6 +234,8 @@ export interface NativeEngine {
 export interface NativeBinding {
   /** Loads every model once per worker; throws an Error with a clear message if a model cannot be loaded. */
   createEngine(options: NativeEngineOptions): NativeEngine;
+  /** new Gallery(dim) */
+  Gallery: new (dim: number) => NativeGallery;
   opencvVersion: string;
 }
 

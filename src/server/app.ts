@@ -3,6 +3,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ServerConfig } from '../config.js';
+import type { RecognitionService } from '../gallery/recognition-service.js';
 import type { FaceEngine, PoseObjectEngine } from './engine-types.js';
 import { requireUser } from './auth-guard.js';
 import { errorResponse, onError } from './errors.js';
@@ -16,13 +17,17 @@ import { registerMetricsAppRoutes } from './routes/metrics-app.js';
 import { registerObjectRoutes } from './routes/objects.js';
 import { registerPoseRoutes } from './routes/pose.js';
 import { registerPrometheusRoutes } from './routes/prometheus.js';
+import { registerRecognizerRoutes } from './routes/recognizer.js';
 import { registerTestRoutes } from './routes/test.js';
+import { registerTrainerRoutes } from './routes/trainer.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu'>;
+  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'adminKey'>;
   /** Login, the metrics query and the audit trail; without it those routes are absent. */
   ops?: OpsDeps;
+  /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */
+  recognition?: RecognitionService;
 }
 
 export function createApp(deps: AppDeps): Hono {
@@ -46,6 +51,10 @@ export function createApp(deps: AppDeps): Hono {
   registerTestRoutes(app);
   registerCapabilitiesRoutes(app, deps);
   registerDetectorRoutes(app, deps);
+  if (deps.recognition) {
+    registerRecognizerRoutes(app, { recognition: deps.recognition });
+    registerTrainerRoutes(app, { recognition: deps.recognition, adminKey: deps.config.adminKey });
+  }
   registerPoseRoutes(app, deps);
   registerObjectRoutes(app, deps);
   registerPrometheusRoutes(app);

@@ -1,6 +1,7 @@
 // `edgecv serve`: open the engine, load TLS, listen, and shut down cleanly on SIGINT/SIGTERM.
 
 import type { ServerConfig } from '../config.js';
+import { openRecognition } from '../gallery/open.js';
 import { createApp } from './app.js';
 import { openOps, type OpsRuntime } from './ops.js';
 import { unwatchEngine, watchEngine } from './prometheus.js';
@@ -42,11 +43,24 @@ export async function runServe(config: ServerConfig): Promise<number> {
     return 1;
   }
 
+  let recognition;
+  try {
+    recognition = await openRecognition(engine, config);
+  } catch (e) {
+    console.error(`edgecv: cannot open the gallery: ${(e as Error).message}`);
+    await ops.close();
+    await engine.close();
+    return 1;
+  }
+  // The gallery loads (and re-embeds after a model change) in the background: predictions answer 503 meanwhile.
+  recognition.ready.catch((e: unknown) => console.error(`edgecv: loading the gallery failed: ${(e as Error).message}`));
+
   let running;
   try {
-    running = await startServer({ app: createApp({ engine, config, ops: ops.ops }), tls, port: config.port, host: config.host });
+    running = await startServer({ app: createApp({ engine, config, ops: ops.ops, recognition }), tls, port: config.port, host: config.host });
   } catch (e) {
     console.error(`edgecv: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+    await recognition.close();
     await ops.close();
     await engine.close();
     return 1;
@@ -72,6 +86,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
         let code = 0;
         try {
           await running.close();
+          await recognition.close();
           await ops.close();
           unwatchEngine(engine);
           await engine.close();

@@ -1,0 +1,161 @@
+#include "face_embed_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "gallery_match_js.h"
+#include "image.h"
+#include "worker_context.h"
+
+namespace edgecv {
+namespace {
+
+Napi::Array RectArray(Napi::Env env, const PixelRect& rect) {
+  Napi::Array out = Napi::Array::New(env, rect.size());
+  for (size_t k = 0; k < rect.size(); ++k) out.Set(k, Napi::Number::New(env, rect[k]));
+  return out;
+}
+
+}  // namespace
+
+FaceEmbedJob::FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request)
+    : Job(env), data_(bytes.Data()), size_(bytes.ByteLength()), request_(std::move(request)) {
+  Pin(bytes);
+}
+
+std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
+                                               StageTimings* timings) {
+  const int pad = static_cast<int>(std::lround(kTightCropPadding * std::max(bgr.cols, bgr.rows)));
+  cv::Mat padded;
+  cv::copyMakeBorder(bgr, padded, pad, pad, pad, pad, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+  DetectOptions whole = options;
+  whole.tiles = 0;  // the photo is small or one big face: tiles would cut it
+  std::vector<Face> faces;
+  for (Face face : detector.Detect(padded, whole, timings)) {
+    face.rect = {std::clamp(face.rect[0] - pad, 0, bgr.cols), std::clamp(face.rect[1] - pad, 0, bgr.rows),
+                 std::clamp(face.rect[2] - pad, 0, bgr.cols), std::clamp(face.rect[3] - pad, 0, bgr.rows)};
+    if (face.rect[2] <= face.rect[0] || face.rect[3] <= face.rect[1]) continue;
+    for (size_t k = 0; k < face.keypoints.size(); ++k) face.keypoints[k] -= pad;
+    faces.push_back(face);
+  }
+  return faces;
+}
+
+StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face) {
+  const cv::Rect region = FaceEmbedder::SquareAround(face, StoredCrop::kScale);
+  cv::Mat square = FaceEmbedder::CutPadded(bgr, region);
+  const double shrink = std::min(1.0, static_cast<double>(StoredCrop::kMaxSide) / square.cols);
+  if (shrink < 1.0) {
+    cv::Mat small;
+    const int side = std::max(1, static_cast<int>(std::lround(square.cols * shrink)));
+    cv::resize(square, small, cv::Size(side, side), 0, 0, cv::INTER_AREA);
+    square = small;
+  }
+  StoredCrop crop;
+  const auto map = [&](int v, int origin) { return static_cast<int>(std::lround((v - origin) * shrink)); };
+  crop.face = {map(face[0], region.x), map(face[1], region.y), map(face[2], region.x), map(face[3], region.y)};
+  if (!cv::imencode(".jpg", square, crop.jpeg, {cv::IMWRITE_JPEG_QUALITY, StoredCrop::kJpegQuality})) {
+    throw JobError(ErrorCode::kInternal, "could not encode the face crop");
+  }
+  return crop;
+}
+
+void FaceEmbedJob::Execute(WorkerContext& ctx) {
+  if (!ctx.faceEmbedder) throw JobError(ErrorCode::kInternal, "engine has no face embedding model");
+  const auto t0 = Clock::now();
+  const cv::Mat image = DecodeBgr(data_, size_);
+  decodeMs_ = MillisBetween(t0, Clock::now());
+  width_ = image.cols;
+  height_ = image.rows;
+
+  if (request_.useRect) {
+    PixelRect r = request_.rect;
+    r[0] = std::clamp(r[0], 0, width_);
+    r[2] = std::clamp(r[2], 0, width_);
+    r[1] = std::clamp(r[1], 0, height_);
+    r[3] = std::clamp(r[3], 0, height_);
+    if (r[2] <= r[0] || r[3] <= r[1]) throw JobError(ErrorCode::kInvalidArgument, "the face rect lies outside the image");
+    chosen_ = r;
+    chosenScore_ = 1;
+  } else {
+    if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
+    faces_ = ctx.faceDetector->Detect(image, request_.detect, &detectTimings_);
+    if (faces_.empty()) faces_ = DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_);
+    std::stable_sort(faces_.begin(), faces_.end(), [](const Face& a, const Face& b) {
+      if (a.score != b.score) return a.score > b.score;
+      if (a.rect[0] != b.rect[0]) return a.rect[0] < b.rect[0];
+      return a.rect[1] < b.rect[1];
+    });
+    if (faces_.empty()) return;  // nothing to embed: a result, not an error
+    chosen_ = faces_.front().rect;
+    chosenScore_ = faces_.front().score;
+  }
+
+  embedding_ = ctx.faceEmbedder->Embed(image, chosen_, request_.cropScale, &embedPreprocessMs_, &embedInferenceMs_);
+  embedded_ = true;
+  if (request_.keepCrop) crop_ = MakeStoredCrop(image, chosen_);
+  if (request_.gallery) {
+    const auto t1 = Clock::now();
+    if (request_.gallery->dim() != static_cast<int>(embedding_.size())) {
+      throw JobError(ErrorCode::kInvalidArgument, "the gallery's dimension differs from the model's embedding size");
+    }
+    match_ = request_.gallery->Search(embedding_.data());
+    searchMs_ = MillisBetween(t1, Clock::now());
+  }
+}
+
+Napi::Value FaceEmbedJob::Result(Napi::Env env) {
+  Napi::Array faces = Napi::Array::New(env, faces_.size());
+  for (size_t i = 0; i < faces_.size(); ++i) {
+    const Face& f = faces_[i];
+    Napi::Array keypoints = Napi::Array::New(env, f.keypoints.size());
+    for (size_t k = 0; k < f.keypoints.size(); ++k) keypoints.Set(k, Napi::Number::New(env, f.keypoints[k]));
+    Napi::Object face = Napi::Object::New(env);
+    face.Set("rect", RectArray(env, f.rect));
+    face.Set("score", Napi::Number::New(env, f.score));
+    face.Set("keypoints", keypoints);
+    faces.Set(i, face);
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("width", Napi::Number::New(env, width_));
+  result.Set("height", Napi::Number::New(env, height_));
+  result.Set("faces", faces);
+  if (embedded_) {
+    Napi::Object face = Napi::Object::New(env);
+    face.Set("rect", RectArray(env, chosen_));
+    face.Set("score", Napi::Number::New(env, chosenScore_));
+    result.Set("face", face);
+    Napi::Float32Array embedding = Napi::Float32Array::New(env, embedding_.size());
+    std::memcpy(embedding.Data(), embedding_.data(), embedding_.size() * sizeof(float));
+    result.Set("embedding", embedding);
+  } else {
+    result.Set("face", env.Null());
+    result.Set("embedding", env.Null());
+  }
+  if (embedded_ && request_.keepCrop) {
+    Napi::Object crop = Napi::Object::New(env);
+    crop.Set("jpeg", Napi::Buffer<uchar>::Copy(env, crop_.jpeg.data(), crop_.jpeg.size()));
+    crop.Set("rect", RectArray(env, crop_.face));
+    result.Set("crop", crop);
+  } else {
+    result.Set("crop", env.Null());
+  }
+  result.Set("match", GalleryMatchToJs(env, match_));
+
+  Napi::Object timings = Napi::Object::New(env);
+  timings.Set("queueMs", Napi::Number::New(env, queueMs()));
+  timings.Set("decodeMs", Napi::Number::New(env, decodeMs_));
+  timings.Set("detectMs", Napi::Number::New(env, detectTimings_.preprocessMs + detectTimings_.inferenceMs +
+                                                     detectTimings_.postprocessMs));
+  timings.Set("embedPreprocessMs", Napi::Number::New(env, embedPreprocessMs_));
+  timings.Set("embedInferenceMs", Napi::Number::New(env, embedInferenceMs_));
+  timings.Set("searchMs", Napi::Number::New(env, searchMs_));
+  result.Set("timings", timings);
+  return result;
+}
+
+}  // namespace edgecv

@@ -1,0 +1,107 @@
+#include "face_embedder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+#include <opencv2/imgproc.hpp>
+
+#include "error_code.h"
+#include "job.h"  // Clock, MillisBetween
+
+namespace edgecv {
+
+FaceEmbedder::FaceEmbedder(const FaceEmbedderSpec& spec, const BackendInfo& backend) : spec_(spec) {
+  const std::string what = "face embedding model " + spec_.path + ": ";
+  if (spec_.inputSize <= 0) throw std::runtime_error(what + "inputSize must be positive");
+  if (spec_.output.empty()) throw std::runtime_error(what + "output name is empty");
+  if (!(spec_.cropScale > 0)) throw std::runtime_error(what + "cropScale must be positive");
+  if (!std::ifstream(spec_.path).good()) throw std::runtime_error(what + "file not found or unreadable");
+  try {
+    net_ = cv::dnn::readNetFromONNX(spec_.path);
+  } catch (const cv::Exception& e) {
+    throw std::runtime_error(what + "OpenCV could not load it: " + e.what());
+  }
+  if (net_.empty()) throw std::runtime_error(what + "OpenCV loaded an empty network");
+  net_.setPreferableBackend(backend.dnnBackend);
+  net_.setPreferableTarget(backend.dnnTarget);
+  if (net_.getLayerId(spec_.output) < 0) {
+    throw std::runtime_error(what + "output \"" + spec_.output + "\" is not a layer of the network");
+  }
+
+  // Warm-up pass: allocates buffers now and learns the embedding size.
+  cv::Mat out;
+  try {
+    const int shape[] = {1, 3, spec_.inputSize, spec_.inputSize};
+    out = Infer(cv::Mat(4, shape, CV_32F, cv::Scalar(0)));
+  } catch (const cv::Exception& e) {
+    throw std::runtime_error(what + "warm-up inference failed: " + e.what());
+  }
+  if (out.type() != CV_32F || out.total() == 0) {
+    throw std::runtime_error(what + "output \"" + spec_.output + "\" is not a float32 tensor");
+  }
+  dim_ = static_cast<int>(out.total());
+}
+
+cv::Rect FaceEmbedder::SquareAround(const PixelRect& face, double cropScale) {
+  const double cx = (face[0] + face[2]) / 2.0;
+  const double cy = (face[1] + face[3]) / 2.0;
+  const double side = std::max(1.0, std::max(face[2] - face[0], face[3] - face[1]) * cropScale);
+  const int s = static_cast<int>(std::lround(side));
+  return {static_cast<int>(std::lround(cx - side / 2)), static_cast<int>(std::lround(cy - side / 2)), s, s};
+}
+
+cv::Mat FaceEmbedder::CutPadded(const cv::Mat& bgr, const cv::Rect& region) {
+  const cv::Rect inside = region & cv::Rect(0, 0, bgr.cols, bgr.rows);
+  if (inside == region) return bgr(region);  // a view: no copy when nothing needs padding
+  cv::Mat out(region.size(), bgr.type(), cv::Scalar::all(0));
+  if (inside.area() > 0) bgr(inside).copyTo(out(inside - region.tl()));
+  return out;
+}
+
+std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face, double cropScale,
+                                       double* preprocessMs, double* inferenceMs) {
+  const auto t0 = Clock::now();
+  const cv::Mat blob = Preprocess(bgr, face, cropScale > 0 ? cropScale : spec_.cropScale);
+  const auto t1 = Clock::now();
+  const cv::Mat out = Infer(blob);
+  const auto t2 = Clock::now();
+  if (preprocessMs) *preprocessMs += MillisBetween(t0, t1);
+  if (inferenceMs) *inferenceMs += MillisBetween(t1, t2);
+  return Postprocess(out);
+}
+
+cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, double cropScale) const {
+  const cv::Mat square = CutPadded(bgr, SquareAround(face, cropScale));
+  const int size = spec_.inputSize;
+  cv::Mat resized;
+  // INTER_AREA when shrinking: plain bilinear would alias a large face.
+  const int interpolation = square.cols > size ? cv::INTER_AREA : cv::INTER_LINEAR;
+  cv::resize(square, resized, cv::Size(size, size), 0, 0, interpolation);
+  cv::Mat blob;
+  cv::dnn::blobFromImage(resized, blob, spec_.scale, cv::Size(), cv::Scalar::all(spec_.meanValue), spec_.swapRB,
+                         false, CV_32F);
+  return blob;
+}
+
+cv::Mat FaceEmbedder::Infer(const cv::Mat& blob) {
+  net_.setInput(blob);
+  return net_.forward(spec_.output);
+}
+
+std::vector<float> FaceEmbedder::Postprocess(const cv::Mat& output) const {
+  if (static_cast<int>(output.total()) != dim_ || output.type() != CV_32F) {
+    throw JobError(ErrorCode::kInternal, "embedding output changed shape");
+  }
+  const cv::Mat flat = output.isContinuous() ? output.reshape(1, 1) : output.clone().reshape(1, 1);
+  std::vector<float> embedding(flat.ptr<float>(), flat.ptr<float>() + dim_);
+  double sum = 0;
+  for (float v : embedding) sum += static_cast<double>(v) * v;
+  const double norm = std::sqrt(sum);
+  if (!std::isfinite(norm) || norm <= 0) throw JobError(ErrorCode::kInternal, "embedding has no direction (zero norm)");
+  for (float& v : embedding) v = static_cast<float>(v / norm);
+  return embedding;
+}
+
+}  // namespace edgecv

@@ -1,0 +1,64 @@
+// Face embedding model on OpenCV DNN (OpenCV Zoo style: preprocess -> infer ->
+// postprocess). Preprocess cuts a square around the detected face box, enlarged
+// by `cropScale` (the margin the model was trained with), pads whatever falls
+// outside the image with black and resizes to the model input. Postprocess
+// L2-normalizes the output, so a dot product of two embeddings is their cosine.
+//
+// Not thread-safe (owns a cv::dnn::Net): one instance per worker thread.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+
+#include "backend.h"
+
+namespace edgecv {
+
+struct FaceEmbedderSpec {
+  std::string path;        // ONNX file (NCHW input)
+  int inputSize = 0;       // square input side S
+  std::string output;      // name of the embedding output
+  double meanValue = 0;    // input = (pixel - mean) * scale
+  double scale = 1;
+  bool swapRB = true;      // decoded images are BGR; true feeds RGB
+  double cropScale = 1.4;  // side of the square crop / longer side of the face box
+};
+
+// [left, top, right, bottom) in image pixels.
+using PixelRect = std::array<int, 4>;
+
+class FaceEmbedder {
+ public:
+  // Loads the model and runs one warm-up pass that validates the output and
+  // learns the embedding size. Throws std::runtime_error with a clear message.
+  FaceEmbedder(const FaceEmbedderSpec& spec, const BackendInfo& backend);
+
+  // The square region (image pixels, may extend past the image) that a face box
+  // maps to at `cropScale`.
+  static cv::Rect SquareAround(const PixelRect& face, double cropScale);
+  // Pixels of `region`, with black where it lies outside the image.
+  static cv::Mat CutPadded(const cv::Mat& bgr, const cv::Rect& region);
+
+  // L2-normalized embedding of the face in `face` (image pixels).
+  // `cropScale` <= 0 uses the spec's. Throws JobError(INTERNAL) on a bad output.
+  std::vector<float> Embed(const cv::Mat& bgr, const PixelRect& face, double cropScale,
+                           double* preprocessMs, double* inferenceMs);
+
+  int dim() const { return dim_; }
+  double cropScale() const { return spec_.cropScale; }
+
+ private:
+  cv::Mat Preprocess(const cv::Mat& bgr, const PixelRect& face, double cropScale) const;
+  cv::Mat Infer(const cv::Mat& blob);
+  std::vector<float> Postprocess(const cv::Mat& output) const;
+
+  FaceEmbedderSpec spec_;
+  cv::dnn::Net net_;
+  int dim_ = 0;
+};
+
+}  // namespace edgecv

@@ -1,0 +1,25 @@
+// Opens the gallery store the configuration names and the recognition service over it.
+
+import type { ServerConfig } from '../config.js';
+import { RecognitionService, type RecognitionEngine } from './recognition-service.js';
+import { RedisGalleryStore } from './redis-store.js';
+import { SqliteGalleryStore } from './sqlite-store.js';
+import type { GalleryStore } from './types.js';
+
+export async function openGalleryStore(config: Pick<ServerConfig, 'gallery' | 'dataDir'>): Promise<GalleryStore> {
+  const where = config.gallery ?? 'sqlite';
+  return where === 'sqlite' ? SqliteGalleryStore.open(config.dataDir) : RedisGalleryStore.open(where);
+}
+
+export async function openRecognition(
+  engine: RecognitionEngine,
+  config: Pick<ServerConfig, 'gallery' | 'dataDir' | 'noStoreCrops'>,
+): Promise<RecognitionService> {
+  const store = await openGalleryStore(config);
+  try {
+    return await RecognitionService.open(engine, store, { storeCrops: !config.noStoreCrops });
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+}

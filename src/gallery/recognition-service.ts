@@ -1,0 +1,355 @@
+// Face recognition over a durable gallery: enrolment, removal, prediction, bulk import/export, and keeping the
+// in-memory search index in step with the store (re-embedding after a model change, fleet changes, resyncs).
+//
+// The index is rebuilt as a whole only in a "training data update" window (initial load and re-embedding, bulk
+// import, full resync from the fleet store). Inside it predictions answer GalleryBusyError (HTTP 503) rather than
+// search a gallery that is half there. A single add or remove never opens the window: it is applied to the index
+// as one atomic swap (GalleryIndex), so predictions before it see the old gallery and after it the new one.
+
+import type { Engine } from '../engine.js';
+import { calibratedDistance, type FaceEmbedderInfo } from '../face-embedding.js';
+import type { GalleryIndex } from '../gallery-index.js';
+import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
+import type { GalleryStore, NewSample, Rect, RemoteChanges, SampleVector } from './types.js';
+
+export type RecognitionEngine = Pick<Engine, 'embedFace' | 'recognizeFace' | 'faceEmbedder' | 'createGallery'>;
+
+/** The gallery is being rebuilt; retry shortly. */
+export class GalleryBusyError extends Error {
+  override name = 'GalleryBusyError';
+  constructor() {
+    super('Training data update in progress');
+  }
+}
+
+/** Nobody is enrolled yet. */
+export class GalleryEmptyError extends Error {
+  override name = 'GalleryEmptyError';
+  constructor() {
+    super('no subject is enrolled yet: enrol one with POST /trainer/add/');
+  }
+}
+
+/** The photo cannot be enrolled: it must show exactly one face. */
+export class EnrolmentError extends Error {
+  override name = 'EnrolmentError';
+  constructor(readonly reason: 'no-face' | 'multiple-faces') {
+    super(reason === 'no-face' ? 'No face detected' : 'More than 1 face');
+  }
+}
+
+/** A subject name that breaks the rules (checkSubject). */
+export class SubjectError extends Error {
+  override name = 'SubjectError';
+}
+
+export interface RecognitionOptions {
+  /** Keep each sample's face crop (needed to re-embed after a model change). Default true. */
+  storeCrops?: boolean;
+  log?: (message: string) => void;
+}
+
+export type Prediction =
+  | { face: null }
+  | { face: { rect: Rect; score: number }; subject: string; sampleId: number; distance: number; cosine: number };
+
+export interface Enrolment {
+  id: number;
+  subject: string;
+  rect: Rect;
+  /** The subject's sample count after this one. */
+  samples: number;
+}
+
+export interface SubjectSummary {
+  subject: string;
+  samples: number;
+  ids: number[];
+}
+
+type IndexChange = { op: 'add'; samples: SampleVector[] } | { op: 'remove'; ids: number[] };
+
+export class RecognitionService {
+  readonly #engine: RecognitionEngine;
+  readonly #store: GalleryStore;
+  readonly #index: GalleryIndex;
+  readonly #embedder: FaceEmbedderInfo;
+  readonly #storeCrops: boolean;
+  readonly #log: (message: string) => void;
+  /** id -> subject of every sample in the index (the subjects listing). */
+  readonly #subjectOf = new Map<number, string>();
+  /** Rebuilds running or queued: > 0 is the training-data-update window. */
+  #rebuilding = 0;
+  /** Index changes that arrive during a rebuild, applied after it (they are idempotent). */
+  #pending: IndexChange[] = [];
+  #rebuildChain: Promise<void> = Promise.resolve();
+  #resyncQueued = false;
+  #closed = false;
+  /** Settles when the initial load (and any re-embedding) is done. */
+  readonly ready: Promise<void>;
+
+  private constructor(engine: RecognitionEngine, store: GalleryStore, options: RecognitionOptions) {
+    const embedder = engine.faceEmbedder();
+    if (!embedder) throw new Error('face recognition needs an engine with a face embedding model');
+    this.#engine = engine;
+    this.#store = store;
+    this.#embedder = embedder;
+    this.#index = engine.createGallery();
+    this.#storeCrops = options.storeCrops ?? true;
+    this.#log = options.log ?? ((m) => console.log(`edgecv: ${m}`));
+    this.ready = Promise.resolve();
+  }
+
+  /**
+   * Starts watching the store for other servers' changes, then loads the gallery in the background (re-embedding
+   * samples made by another model); `ready` settles when that is done.
+   */
+  static async open(engine: RecognitionEngine, store: GalleryStore, options: RecognitionOptions = {}): Promise<RecognitionService> {
+    const service = new RecognitionService(engine, store, options);
+    const changes: RemoteChanges = {
+      added: (samples) => service.#apply({ op: 'add', samples }),
+      removed: (ids) => service.#apply({ op: 'remove', ids }),
+      resync: () => service.#requestResync(),
+    };
+    await store.watch(changes); // subscribed before loading: nothing falls between the two
+    // The initial load is a rebuild: the server can listen meanwhile, and answers 503 to predictions.
+    (service as { ready: Promise<void> }).ready = service.#rebuild('load', () => service.#loadAll());
+    return service;
+  }
+
+  /** The embedding model and its calibration. */
+  get embedder(): FaceEmbedderInfo {
+    return { ...this.#embedder };
+  }
+
+  /** True during a training data update (predictions answer GalleryBusyError). */
+  get updating(): boolean {
+    return this.#rebuilding > 0;
+  }
+
+  /** Number of samples in the index. */
+  get size(): number {
+    return this.#subjectOf.size;
+  }
+
+  // ------------------------------------------------------------------ the index
+
+  #applyNow(change: IndexChange): void {
+    if (change.op === 'add') {
+      const fresh = change.samples.filter((s) => s.model === this.#embedder.model && s.modelVersion === this.#embedder.version);
+      if (fresh.length < change.samples.length) this.#requestResync(); // another model's vectors: re-embed them
+      if (fresh.length === 0) return;
+      this.#index.add(fresh.map((s) => ({ id: s.id, subject: s.subject, embedding: s.embedding })));
+      for (const s of fresh) this.#subjectOf.set(s.id, s.subject);
+    } else {
+      this.#index.remove(change.ids);
+      for (const id of change.ids) this.#subjectOf.delete(id);
+    }
+  }
+
+  /** Applies a change now, or after the rebuild in progress (which would otherwise overwrite it). */
+  #apply(change: IndexChange): void {
+    if (this.#closed) return;
+    if (this.#rebuilding > 0) this.#pending.push(change);
+    else this.#applyNow(change);
+  }
+
+  /**
+   * Runs `work` inside a training-data-update window, which opens now (even while an earlier rebuild still runs:
+   * rebuilds never overlap) and closes when the last queued rebuild is done.
+   */
+  #rebuild(what: string, work: () => Promise<void>): Promise<void> {
+    this.#rebuilding++;
+    const run = async () => {
+      const t0 = performance.now();
+      try {
+        if (this.#closed) return;
+        await work();
+        this.#log(`gallery ${what}: ${this.#subjectOf.size} samples in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      } finally {
+        if (--this.#rebuilding === 0) {
+          const pending = this.#pending;
+          this.#pending = [];
+          for (const change of pending) this.#applyNow(change);
+        }
+      }
+    };
+    const next = this.#rebuildChain.then(run, run);
+    this.#rebuildChain = next.catch(() => undefined);
+    return next;
+  }
+
+  #requestResync(): void {
+    if (this.#resyncQueued || this.#closed) return;
+    this.#resyncQueued = true;
+    void this.#rebuild('resync', async () => {
+      this.#resyncQueued = false;
+      await this.#loadAll();
+    }).catch((e: unknown) => this.#log(`gallery resync failed: ${(e as Error).message}`));
+  }
+
+  /** Replaces the index with the store's content, re-embedding samples made by another model. */
+  async #loadAll(): Promise<void> {
+    const vectors = await this.#store.vectors();
+    const isCurrent = (v: SampleVector) => v.model === this.#embedder.model && v.modelVersion === this.#embedder.version;
+    const current = vectors.filter(isCurrent);
+    const stale = new Set(vectors.filter((v) => !isCurrent(v)).map((v) => v.id));
+    this.#index.replace(current.map((s) => ({ id: s.id, subject: s.subject, embedding: s.embedding })));
+    this.#subjectOf.clear();
+    for (const s of current) this.#subjectOf.set(s.id, s.subject);
+    if (stale.size > 0) await this.#reembed(stale);
+  }
+
+  async #reembed(ids: Set<number>): Promise<void> {
+    const { model, version } = this.#embedder;
+    this.#log(`gallery: re-embedding ${ids.size} samples for ${model} ${version}`);
+    let skipped = 0;
+    for await (const batch of this.#store.samples()) {
+      if (this.#closed) return; // shutting down: the rest is re-embedded at the next start
+      const updates: { id: number; model: string; modelVersion: string; embedding: Float32Array; subject: string }[] = [];
+      for (const s of batch) {
+        if (!ids.has(s.id)) continue;
+        if (!s.crop || !s.cropRect) {
+          skipped++;
+          continue;
+        }
+        const r = await this.#engine.embedFace(s.crop, { rect: s.cropRect });
+        if (r.embedding) updates.push({ id: s.id, subject: s.subject, model, modelVersion: version, embedding: r.embedding });
+      }
+      if (updates.length === 0) continue;
+      await this.#store.updateEmbeddings(updates);
+      this.#index.add(updates.map((u) => ({ id: u.id, subject: u.subject, embedding: u.embedding })));
+      for (const u of updates) this.#subjectOf.set(u.id, u.subject);
+    }
+    if (skipped > 0) this.#log(`gallery: ${skipped} samples have no stored crop and another model's embedding: left out of the gallery`);
+  }
+
+  // ------------------------------------------------------------------ requests
+
+  #checkSubject(subject: unknown): string {
+    try {
+      return checkSubject(subject);
+    } catch (e) {
+      throw new SubjectError((e as Error).message);
+    }
+  }
+
+  /** The nearest enrolled subject to the photo's first face (highest detection score). */
+  async predict(image: Uint8Array): Promise<Prediction> {
+    if (this.updating) throw new GalleryBusyError();
+    if (this.#index.size === 0) throw new GalleryEmptyError();
+    const r = await this.#engine.recognizeFace(image, this.#index);
+    if (!r.face) return { face: null };
+    if (!r.match) throw new GalleryEmptyError(); // emptied while this photo was in the queue
+    return {
+      face: r.face,
+      subject: r.match.subject,
+      sampleId: r.match.id,
+      cosine: r.match.cosine,
+      distance: calibratedDistance(r.match.cosine, this.#embedder.distanceScale),
+    };
+  }
+
+  async #sampleFromPhoto(subject: string, image: Uint8Array): Promise<{ sample: NewSample; rect: Rect }> {
+    const r = await this.#engine.embedFace(image, { keepCrop: this.#storeCrops });
+    if (r.faces.length === 0 || !r.face || !r.embedding) throw new EnrolmentError('no-face');
+    if (r.faces.length > 1) throw new EnrolmentError('multiple-faces');
+    return {
+      rect: r.face.rect,
+      sample: {
+        subject,
+        createdAt: Date.now(),
+        model: this.#embedder.model,
+        modelVersion: this.#embedder.version,
+        embedding: r.embedding,
+        crop: r.crop?.jpeg ?? null,
+        cropRect: r.crop?.rect ?? null,
+      },
+    };
+  }
+
+  /** Enrols one photo with exactly one face as a new sample of `subject`. Durable when it resolves. */
+  async enrol(subject: unknown, image: Uint8Array): Promise<Enrolment> {
+    const name = this.#checkSubject(subject);
+    if (this.updating) throw new GalleryBusyError();
+    const { sample, rect } = await this.#sampleFromPhoto(name, image);
+    const stored = await this.#store.add(sample);
+    this.#apply({ op: 'add', samples: [stored] });
+    let samples = 0;
+    for (const s of this.#subjectOf.values()) if (s === name) samples++;
+    return { id: stored.id, subject: name, rect, samples };
+  }
+
+  /** Removes a subject, or one of its samples; resolves with the removed sample ids (empty: nothing matched). */
+  async remove(subject: unknown, id?: number): Promise<number[]> {
+    const name = this.#checkSubject(subject);
+    if (this.updating) throw new GalleryBusyError();
+    const ids = await this.#store.remove(name, id);
+    if (ids.length > 0) this.#apply({ op: 'remove', ids });
+    return ids;
+  }
+
+  /** Every subject in the index with its sample count and ids, by name. */
+  subjects(): SubjectSummary[] {
+    const by = new Map<string, number[]>();
+    for (const [id, subject] of this.#subjectOf) {
+      const ids = by.get(subject) ?? [];
+      ids.push(id);
+      by.set(subject, ids);
+    }
+    return [...by.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([subject, ids]) => ({ subject, samples: ids.length, ids: ids.sort((a, b) => a - b) }));
+  }
+
+  /** The whole store as JSON lines (see jsonl.ts), each ending in a newline. */
+  async *exportLines(): AsyncIterable<string> {
+    for await (const batch of this.#store.samples()) {
+      for (const s of batch) yield `${exportLine(s)}\n`;
+    }
+  }
+
+  async #sampleFromItem(item: ImportItem): Promise<NewSample> {
+    const { model, version } = this.#embedder;
+    try {
+      if ('image' in item) return (await this.#sampleFromPhoto(item.subject, item.image)).sample;
+      const createdAt = item.createdAt ?? Date.now();
+      const crop = this.#storeCrops ? item.crop : null;
+      const cropRect = crop ? item.cropRect : null;
+      if (item.embedding && item.model === model && item.modelVersion === version) {
+        if (item.embedding.length !== this.#embedder.dim) throw new Error(`'embedding' has ${item.embedding.length} values, the model makes ${this.#embedder.dim}`);
+        return { subject: item.subject, createdAt, model, modelVersion: version, embedding: item.embedding, crop, cropRect };
+      }
+      if (!item.crop || !item.cropRect) throw new Error(`the embedding is not from ${model} ${version} and there is no crop to compute it from`);
+      const r = await this.#engine.embedFace(item.crop, { rect: item.cropRect });
+      if (!r.embedding) throw new Error('no embedding from the crop');
+      return { subject: item.subject, createdAt, model, modelVersion: version, embedding: r.embedding, crop, cropRect };
+    } catch (e) {
+      if (e instanceof ImportError) throw e;
+      throw new ImportError(item.line, (e as Error).message);
+    }
+  }
+
+  /**
+   * Bulk import of a JSON-lines body: all or nothing. Every line is checked and embedded first; then one store
+   * transaction adds them (replacing the whole gallery when `replace`). Runs in the update window.
+   */
+  async import(text: string, replace: boolean): Promise<{ added: number; total: number }> {
+    const items = parseImport(text); // ImportError before the window opens: nothing changes
+    if (this.updating) throw new GalleryBusyError();
+    let added = 0;
+    await this.#rebuild(replace ? 'import (replace)' : 'import', async () => {
+      const samples: NewSample[] = [];
+      for (const item of items) samples.push(await this.#sampleFromItem(item));
+      added = (await this.#store.addMany(samples, replace)).length;
+      await this.#loadAll();
+    });
+    return { added, total: this.#subjectOf.size };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#rebuildChain;
+    await this.#store.close();
+  }
+}

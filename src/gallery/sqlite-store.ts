@@ -1,0 +1,143 @@
+// The default gallery store: SQLite (better-sqlite3) in <data-dir>/gallery.db. WAL journal with synchronous=FULL,
+// one row per sample, each change one transaction: a change is on disk before its promise resolves, and a
+// SIGKILL (or a power cut) loses at most the request in flight, never the file.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { embeddingFromBytes, embeddingToBytes, type GalleryStore, type NewSample, type Rect, type SampleVector, type StoredSample } from './types.js';
+
+export const GALLERY_DB_FILE = 'gallery.db';
+const SCHEMA_VERSION = 1;
+
+interface SampleRow {
+  id: number;
+  subject: string;
+  created_at: number;
+  model: string;
+  model_version: string;
+  embedding: Buffer;
+  crop: Buffer | null;
+  crop_rect: string | null;
+}
+
+function parseRect(text: string | null): Rect | null {
+  if (text === null) return null;
+  const v: unknown = JSON.parse(text);
+  return Array.isArray(v) && v.length === 4 && v.every(Number.isInteger) ? (v as Rect) : null;
+}
+
+function toVector(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector {
+  return { id: r.id, subject: r.subject, createdAt: r.created_at, model: r.model, modelVersion: r.model_version, embedding: embeddingFromBytes(r.embedding) };
+}
+
+export class SqliteGalleryStore implements GalleryStore {
+  readonly kind = 'sqlite' as const;
+  readonly file: string;
+  readonly #db: Database.Database;
+
+  private constructor(file: string, db: Database.Database) {
+    this.file = file;
+    this.#db = db;
+  }
+
+  /** Opens (creating if needed) <dataDir>/gallery.db. Throws if the file is not a usable gallery. */
+  static open(dataDir: string): SqliteGalleryStore {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const file = path.join(dataDir, GALLERY_DB_FILE);
+    const db = new Database(file);
+    try {
+      db.pragma('journal_mode = WAL');
+      // FULL: each commit is fsynced, so an acknowledged enrolment survives a power cut too, not only a kill.
+      db.pragma('synchronous = FULL');
+      db.pragma('busy_timeout = 5000');
+      const version = db.pragma('user_version', { simple: true }) as number;
+      if (version > SCHEMA_VERSION) throw new Error(`${file} has schema version ${version}; this edgecv knows up to ${SCHEMA_VERSION}`);
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS samples (
+          id            INTEGER PRIMARY KEY AUTOINCREMENT,
+          subject       TEXT    NOT NULL,
+          created_at    INTEGER NOT NULL,
+          model         TEXT    NOT NULL,
+          model_version TEXT    NOT NULL,
+          embedding     BLOB    NOT NULL,
+          crop          BLOB,
+          crop_rect     TEXT
+        );
+        CREATE INDEX IF NOT EXISTS samples_subject ON samples(subject);
+      `);
+      db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    return new SqliteGalleryStore(file, db);
+  }
+
+  /** PRAGMA integrity_check: 'ok' for a sound file. */
+  integrityCheck(): string {
+    return this.#db.pragma('integrity_check', { simple: true }) as string;
+  }
+
+  async vectors(): Promise<SampleVector[]> {
+    const rows = this.#db.prepare('SELECT id, subject, created_at, model, model_version, embedding FROM samples ORDER BY id').all() as SampleRow[];
+    return rows.map(toVector);
+  }
+
+  async *samples(batch = 256): AsyncIterable<StoredSample[]> {
+    const page = this.#db.prepare('SELECT * FROM samples WHERE id > ? ORDER BY id LIMIT ?');
+    let after = 0;
+    for (;;) {
+      const rows = page.all(after, batch) as SampleRow[];
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.id;
+      yield rows.map((r) => ({ ...toVector(r), crop: r.crop, cropRect: parseRect(r.crop_rect) }));
+    }
+  }
+
+  #insert(s: NewSample): StoredSample {
+    const info = this.#db
+      .prepare('INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(s.subject, s.createdAt, s.model, s.modelVersion, embeddingToBytes(s.embedding), s.crop, s.cropRect ? JSON.stringify(s.cropRect) : null);
+    return { ...s, id: Number(info.lastInsertRowid) };
+  }
+
+  async add(sample: NewSample): Promise<StoredSample> {
+    return this.#insert(sample);
+  }
+
+  async addMany(samples: NewSample[], replace: boolean): Promise<StoredSample[]> {
+    return this.#db.transaction(() => {
+      if (replace) this.#db.prepare('DELETE FROM samples').run();
+      return samples.map((s) => this.#insert(s));
+    })();
+  }
+
+  async remove(subject: string, id?: number): Promise<number[]> {
+    return this.#db.transaction(() => {
+      const rows = (
+        id === undefined
+          ? this.#db.prepare('SELECT id FROM samples WHERE subject = ?').all(subject)
+          : this.#db.prepare('SELECT id FROM samples WHERE subject = ? AND id = ?').all(subject, id)
+      ) as { id: number }[];
+      const del = this.#db.prepare('DELETE FROM samples WHERE id = ?');
+      for (const r of rows) del.run(r.id);
+      return rows.map((r) => r.id);
+    })();
+  }
+
+  async updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void> {
+    const set = this.#db.prepare('UPDATE samples SET model = ?, model_version = ?, embedding = ? WHERE id = ?');
+    this.#db.transaction(() => {
+      for (const u of updates) set.run(u.model, u.modelVersion, embeddingToBytes(u.embedding), u.id);
+    })();
+  }
+
+  async watch(): Promise<void> {
+    // One server owns the file: nobody else changes it.
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+}

@@ -1,0 +1,79 @@
+// What the gallery stores: one row per enrolled photo. Every sample keeps its own embedding (never averaged,
+// never overwritten), the model that made it, and, unless the operator turned it off, the face crop it came from.
+
+export type Rect = [number, number, number, number];
+
+export interface NewSample {
+  subject: string;
+  /** ms since the epoch */
+  createdAt: number;
+  /** Embedding model name and version (FaceEmbedderInfo.model / .version). */
+  model: string;
+  modelVersion: string;
+  /** L2-normalized. */
+  embedding: Float32Array;
+  /** JPEG of the face with a margin (see StoredCrop in native/face_embed_job.h); null when crops are not kept. */
+  crop: Buffer | null;
+  /** The face box inside `crop`. */
+  cropRect: Rect | null;
+}
+
+export interface StoredSample extends NewSample {
+  /** Assigned by the store; a safe integer, never reused. */
+  id: number;
+}
+
+/** Samples without their crops: what building the search index needs. */
+export type SampleVector = Omit<StoredSample, 'crop' | 'cropRect'>;
+
+/** Changes made by other servers sharing the store (fleet mode). */
+export interface RemoteChanges {
+  /** Samples another server added. */
+  added(samples: SampleVector[]): void;
+  /** Ids another server removed. */
+  removed(ids: number[]): void;
+  /** Everything may have changed (bulk import, or this server was disconnected): reload it all. */
+  resync(): void;
+}
+
+/**
+ * Durable gallery storage. A promise that resolves means the change is durable (SQLite: committed to the WAL with
+ * a sync; Redis: acknowledged by the server).
+ */
+export interface GalleryStore {
+  readonly kind: 'sqlite' | 'redis';
+  /** Every sample, without crops. */
+  vectors(): Promise<SampleVector[]>;
+  /** Samples with crops, in id order, `batch` at a time (export, re-embedding). */
+  samples(batch?: number): AsyncIterable<StoredSample[]>;
+  add(sample: NewSample): Promise<StoredSample>;
+  /** Several samples in one transaction; with `replace`, everything else is deleted in the same transaction. */
+  addMany(samples: NewSample[], replace: boolean): Promise<StoredSample[]>;
+  /** Removes the subject's samples (only `id` when given); resolves with the ids removed. */
+  remove(subject: string, id?: number): Promise<number[]>;
+  /** New embeddings for existing samples (re-embedding after a model change). */
+  updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void>;
+  /** Fleet stores call these when another server changes the gallery; a local store never does. */
+  watch(changes: RemoteChanges): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Float32 vector <-> little-endian bytes (the blob format in both stores). */
+export function embeddingToBytes(v: Float32Array): Buffer {
+  const out = Buffer.alloc(v.length * 4);
+  for (let i = 0; i < v.length; i++) out.writeFloatLE(v[i]!, i * 4);
+  return out;
+}
+
+export function embeddingFromBytes(b: Uint8Array): Float32Array {
+  if (b.length % 4 !== 0) throw new Error(`an embedding blob of ${b.length} bytes is not a float32 vector`);
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const out = new Float32Array(b.length / 4);
+  for (let i = 0; i < out.length; i++) out[i] = buf.readFloatLE(i * 4);
+  return out;
+}
+
+/** The store cannot be reached or refused a change (fleet store down): the request may be retried. */
+export class GalleryStoreError extends Error {
+  override name = 'GalleryStoreError';
+}

@@ -1,0 +1,53 @@
+// Who may change the gallery. With an admin key configured (--admin-key), a request must carry it as
+// `Authorization: Bearer <key>` or `X-API-Key: <key>`; the comparison is constant-time (SHA-256 digests of both,
+// compared with crypto.timingSafeEqual, so neither the content nor the length of the key leaks through timing).
+// With no key configured, only loopback clients may (127.0.0.0/8, ::1): an unknown client address counts as remote.
+
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context } from 'hono';
+import { HttpError } from './errors.js';
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/** The key the request presents, if any. */
+function presentedKey(c: Context): string | undefined {
+  const auth = c.req.header('authorization');
+  const bearer = auth ? /^Bearer\s+(.+)$/i.exec(auth.trim()) : null;
+  if (bearer) return bearer[1]!.trim();
+  const apiKey = c.req.header('x-api-key');
+  return apiKey === undefined ? undefined : apiKey.trim();
+}
+
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return v4 === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
+/** The client's address from the socket; undefined without one (e.g. app.request() in tests). */
+function clientAddress(c: Context): string | undefined {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A check to run first in every gallery-changing handler: throws HttpError 401/403 unless the caller is the admin. */
+export function adminCheck(adminKey: string | undefined): (c: Context) => void {
+  const expected = adminKey ? digest(adminKey) : undefined;
+  return (c) => {
+    if (expected) {
+      const key = presentedKey(c);
+      if (key === undefined || key === '') {
+        throw new HttpError(401, 'this route changes the gallery: send the admin key as "Authorization: Bearer <key>" or "X-API-Key: <key>"', {
+          'WWW-Authenticate': 'Bearer',
+        });
+      }
+      if (!timingSafeEqual(digest(key), expected)) throw new HttpError(401, 'wrong admin key', { 'WWW-Authenticate': 'Bearer' });
+    } else if (!isLoopback(clientAddress(c))) {
+      throw new HttpError(403, 'gallery changes are allowed from this machine only (loopback), unless the server is started with --admin-key');
+    }
+  };
+}

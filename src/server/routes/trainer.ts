@@ -1,0 +1,124 @@
+// Enrolment: the gallery's routes. All but GET /trainer/subjects/ need the admin (see admin-auth.ts).
+//   POST /trainer/add/      subject + image (multipart, urlencoded base64, or a raw image body with ?subject=)
+//                           -> {"success":"true","subject":"alice","id":17,"samples":3,"rect":[l,t,r,b],...times}
+//   GET  /trainer/subjects/ -> {"success":"true","subjects":[{"subject":"alice","samples":3,"ids":[4,9,17]}]}
+//   POST /trainer/remove/   subject, optional id (query, urlencoded, multipart or JSON)
+//                           -> {"success":"true","subject":"alice","removed":[4,9,17]}; 404 when nothing matched
+//   POST /trainer/import/   JSON lines (gallery/jsonl.ts); ?mode=append (default) or replace
+//                           -> {"success":"true","added":55,"samples":55}
+//   GET  /trainer/export/   JSON lines of every stored sample
+
+import type { Context, Hono } from 'hono';
+import { stream } from 'hono/streaming';
+import { JSONL_MEDIA_TYPE } from '../../gallery/jsonl.js';
+import type { RecognitionService } from '../../gallery/recognition-service.js';
+import { adminCheck } from '../admin-auth.js';
+import { HttpError } from '../errors.js';
+import { mediaType, readImageInput } from '../image-input.js';
+import { recognitionHttpError } from '../recognition-errors.js';
+import { resource } from '../routing.js';
+
+const JSONL_TYPES = new Set([JSONL_MEDIA_TYPE, 'application/jsonl', 'application/json-lines', 'application/x-jsonlines', 'text/plain']);
+
+async function recognitionCall<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    throw recognitionHttpError(e);
+  }
+}
+
+/** Text fields of a request without an image: query string, then the body (urlencoded, multipart or JSON) wins. */
+async function readFields(c: Context): Promise<Map<string, string>> {
+  const fields = new Map<string, string>(Object.entries(c.req.query()));
+  const type = mediaType(c.req.header('content-type'));
+  try {
+    if (type === 'application/x-www-form-urlencoded' || type === 'multipart/form-data') {
+      const form = await c.req.raw.formData();
+      for (const [k, v] of form.entries()) if (typeof v === 'string') fields.set(k, v);
+    } else if (type === 'application/json') {
+      const body: unknown = await c.req.json();
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('the JSON body must be an object');
+      for (const [k, v] of Object.entries(body)) {
+        if (typeof v === 'string' || typeof v === 'number') fields.set(k, String(v));
+      }
+    } else if (type !== '') {
+      throw new HttpError(415, `unsupported Content-Type '${type}'; send subject (and id) as form fields, JSON or query parameters`);
+    }
+  } catch (e) {
+    if (e instanceof HttpError) throw e;
+    throw new HttpError(400, `malformed request body: ${(e as Error).message}`);
+  }
+  return fields;
+}
+
+export function registerTrainerRoutes(app: Hono, deps: { recognition: RecognitionService; adminKey?: string }): void {
+  const requireAdmin = adminCheck(deps.adminKey);
+  const service = deps.recognition;
+
+  resource(app, '/trainer/add/', {
+    POST: async (c) => {
+      requireAdmin(c);
+      const t0 = performance.now();
+      const { bytes, fields } = await readImageInput(c);
+      const subject = fields.get('subject') ?? c.req.query('subject');
+      if (subject === undefined) throw new HttpError(400, "missing 'subject': send it as a form field, or as ?subject= with a raw image body");
+      const r = await recognitionCall(() => service.enrol(subject, bytes));
+      const ms = (performance.now() - t0).toFixed(3);
+      return c.json({ success: 'true', subject: r.subject, id: r.id, samples: r.samples, rect: r.rect, serverprocessingtime: ms, server_processing_time: ms });
+    },
+  });
+
+  resource(app, '/trainer/subjects/', {
+    GET: (c) => c.json({ success: 'true', subjects: service.subjects() }),
+  });
+
+  resource(app, '/trainer/remove/', {
+    POST: async (c) => {
+      requireAdmin(c);
+      const fields = await readFields(c);
+      const subject = fields.get('subject');
+      if (subject === undefined) throw new HttpError(400, "missing 'subject'");
+      const idText = fields.get('id');
+      let id: number | undefined;
+      if (idText !== undefined) {
+        if (!/^\d{1,15}$/.test(idText.trim())) throw new HttpError(400, "'id' must be a sample id (a positive integer)");
+        id = Number(idText.trim());
+      }
+      const removed = await recognitionCall(() => service.remove(subject, id));
+      if (removed.length === 0) {
+        throw new HttpError(404, id === undefined ? `no subject '${subject}'` : `subject '${subject}' has no sample ${id}`);
+      }
+      return c.json({ success: 'true', subject, removed });
+    },
+  });
+
+  resource(app, '/trainer/import/', {
+    POST: async (c) => {
+      requireAdmin(c);
+      const type = mediaType(c.req.header('content-type'));
+      if (!JSONL_TYPES.has(type)) throw new HttpError(415, `send the gallery as JSON lines (Content-Type ${JSONL_MEDIA_TYPE})`);
+      const mode = c.req.query('mode') ?? 'append';
+      if (mode !== 'append' && mode !== 'replace') throw new HttpError(400, "mode must be 'append' or 'replace'");
+      let text: string;
+      try {
+        text = await c.req.text();
+      } catch (e) {
+        throw new HttpError(400, `could not read the request body: ${(e as Error).message}`);
+      }
+      const r = await recognitionCall(() => service.import(text, mode === 'replace'));
+      return c.json({ success: 'true', added: r.added, samples: r.total });
+    },
+  });
+
+  resource(app, '/trainer/export/', {
+    GET: async (c) => {
+      requireAdmin(c);
+      c.header('Content-Type', JSONL_MEDIA_TYPE);
+      c.header('Content-Disposition', 'attachment; filename="edgecv-gallery.jsonl"');
+      return stream(c, async (s) => {
+        for await (const line of service.exportLines()) await s.write(line);
+      });
+    },
+  });
+}
