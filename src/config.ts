@@ -189,7 +189,7 @@ export function parseServerConfig(
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
-  if (out.noStoreCrops !== undefined) config.noStoreCrops = out.noStoreCrops as boolean;
+  if (out.noStoreCrops === true) config.noStoreCrops = true;
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }
