@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { loadRow } from './load-row.js';
 import { Engine, OBJECT_DETECTOR_MODELS, type EngineOptions } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
@@ -112,11 +113,7 @@ export async function benchPoseObjectHttp(ctx: BenchContext): Promise<Row[]> {
         rows.push({
           route: path,
           connections,
-          requests: result.requests.total,
-          'req/s': result.requests.average,
-          'p50 ms': result.latency.p50,
-          'p99 ms': result.latency.p99,
-          errors: result.errors + result.non2xx,
+          ...loadRow(result),
         });
       }
     }

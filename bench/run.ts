@@ -6,6 +6,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { loadRow } from './load-row.js';
 import * as ort from 'onnxruntime-node';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { Engine, type DetectFacesOptions, type EngineOptions } from '../src/index.js';
@@ -196,11 +197,7 @@ async function benchHttp(): Promise<Record<string, string | number>[]> {
       });
       rows.push({
         connections,
-        requests: result.requests.total,
-        'req/s': result.requests.average,
-        'p50 ms': result.latency.p50,
-        'p99 ms': result.latency.p99,
-        errors: result.errors + result.non2xx,
+        ...loadRow(result),
       });
     }
   } finally {

@@ -23,6 +23,7 @@
 #include "gallery_object.h"
 #include "gallery_search_job.h"
 #include "job.h"
+#include "js_errors.h"
 #include "object_detect_job.h"
 #include "object_detector.h"
 #include "pose_detect_job.h"
@@ -35,12 +36,6 @@ namespace edgecv {
 namespace {
 
 // ---- option parsing (TS validates first; this is the backstop) -------------
-
-[[noreturn]] void ThrowInvalid(Napi::Env env, const std::string& message) {
-  Napi::Error error = Napi::TypeError::New(env, message);
-  error.Set("code", Napi::String::New(env, ErrorCodeName(ErrorCode::kInvalidArgument)));
-  throw error;
-}
 
 bool IsMissing(const Napi::Value& v) { return v.IsUndefined() || v.IsNull(); }
 

@@ -5,15 +5,10 @@
 #include <vector>
 
 #include "error_code.h"
+#include "js_errors.h"
 
 namespace edgecv {
 namespace {
-
-[[noreturn]] void ThrowInvalid(Napi::Env env, const std::string& message) {
-  Napi::Error error = Napi::TypeError::New(env, message);
-  error.Set("code", Napi::String::New(env, ErrorCodeName(ErrorCode::kInvalidArgument)));
-  throw error;
-}
 
 std::vector<int64_t> ReadIds(Napi::Env env, Napi::Value value) {
   if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {

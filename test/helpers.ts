@@ -1,9 +1,11 @@
 // Shared test helpers: test photos, the real engine, crafted images, HTTPS requests.
 
 import fs from 'node:fs';
+import os from 'node:os';
 import https from 'node:https';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 import { Engine, type EngineOptions } from '../src/index.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -16,6 +18,19 @@ export function photo(name: string): Buffer {
     throw new Error(`${file} is missing: run \`node scripts/setup.mjs --test\` (npm test does) to fetch the test photos`);
   }
   return fs.readFileSync(file);
+}
+
+/** A maker of temporary folders for one test file; they are removed after its last test. */
+export function useTempDirs(): (prefix?: string) => string {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+  return (prefix = 'edgecv-test-') => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    dirs.push(dir);
+    return dir;
+  };
 }
 
 /** The real engine with real models: no test here mocks it. */

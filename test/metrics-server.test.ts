@@ -6,11 +6,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpsRequest, photo, ROOT, type HttpsResult } from './helpers.js';
+import { httpsRequest, photo, ROOT, useTempDirs, type HttpsResult } from './helpers.js';
 
 const CLI = path.join(ROOT, 'dist/src/cli.js');
 const INTERVAL_MS = 200;
@@ -54,12 +53,7 @@ interface AnswerJson {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const tmpDirs: string[] = [];
-function tmpDir(prefix: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  tmpDirs.push(dir);
-  return dir;
-}
+const tmpDir = useTempDirs();
 
 /** Runs the edgecv CLI to completion (bounded). */
 function runCli(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -177,7 +171,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopChild(server);
-  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
 describe('user management (edgecv user)', () => {

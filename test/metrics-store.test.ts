@@ -22,17 +22,9 @@ import { MetricsStore, type AppFilter, type MetricsSample } from '../src/metrics
 import { formatRfc3339Nano, nowNs, parseRfc3339 } from '../src/metrics/time.js';
 import { TrafficMeter } from '../src/metrics/traffic.js';
 import { generateSelfSigned } from '../src/server/tls.js';
-import { ROOT } from './helpers.js';
+import { ROOT, useTempDirs } from './helpers.js';
 
-const tmpDirs: string[] = [];
-function tmpDir(prefix: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  tmpDirs.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpDir = useTempDirs();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

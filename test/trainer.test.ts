@@ -16,7 +16,7 @@ import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';
-import { DATA_DIR, garbage, httpsRequest, openEngine, photo } from './helpers.js';
+import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
 
 const KEY = 'test-admin-key-0123456789';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -25,12 +25,8 @@ const NO_FACE = 'skimage/rocket.jpg';
 const STRANGER = 'skimage/astronaut.png'; // not one of the johns
 const TIME = '\\d+\\.\\d{3}';
 
-const tmpDirs: string[] = [];
-function tmpDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-gallery-'));
-  tmpDirs.push(d);
-  return d;
-}
+const newTmpDir = useTempDirs();
+const tmpDir = () => newTmpDir('edgecv-gallery-');
 
 let engine: Engine;
 let johns: Map<string, LabelledPhoto[]>;
@@ -42,7 +38,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await engine?.close();
-  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
 async function openService(dir: string, storeCrops = true): Promise<RecognitionService> {
