@@ -463,9 +463,17 @@ describe('audit trail', () => {
 });
 
 describe('Prometheus', () => {
-  it('GET /metrics: process metrics, per-route requests, per-stage inference, engine queue', async () => {
+  it('GET /metrics: process metrics, per-route requests, per-stage inference, engine queue, gallery size', async () => {
     const img = photo('dlib/faces/2008_002470.jpg');
     expect((await httpsRequest(`${base}/detector/detect/`, { method: 'POST', headers: { 'content-type': 'image/jpeg' }, body: img, ca })).status).toBe(200);
+    // One enrolment (loopback needs no admin key) so the gallery gauges have something to count.
+    const enrol = await httpsRequest(`${base}/trainer/add/?subject=astronaut`, {
+      method: 'POST',
+      headers: { 'content-type': 'image/png' },
+      body: photo('skimage/astronaut.png'),
+      ca,
+    });
+    expect(enrol.status, enrol.text).toBe(200);
     const res = await request('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -482,6 +490,9 @@ describe('Prometheus', () => {
     expect(value('edgecv_engine_queue_depth')).toBe(0);
     expect(value('edgecv_engine_jobs_completed_total')).toBeGreaterThanOrEqual(1);
     expect(value('edgecv_engine_jobs_rejected_total')).toBe(0);
+    expect(value('edgecv_gallery_samples')).toBe(1);
+    expect(value('edgecv_gallery_subjects')).toBe(1);
+    expect(value('edgecv_gallery_updating')).toBe(0);
     expect(value('process_resident_memory_bytes')).toBeGreaterThan(20_000_000);
     expect(res.text).toMatch(/^nodejs_eventloop_lag_seconds /m);
   });

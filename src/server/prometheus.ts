@@ -113,3 +113,50 @@ export function watchEngine(engine: { stats(): EngineStats }): void {
 export function unwatchEngine(engine: { stats(): EngineStats }): void {
   engines.delete(engine);
 }
+
+/** What the gallery gauges read: the recognition service's sample count, subjects and rebuild state. */
+export interface GallerySource {
+  readonly size: number;
+  readonly updating: boolean;
+  subjects(): readonly unknown[];
+}
+
+const galleries = new Set<GallerySource>();
+
+const sumGalleries = (pick: (g: GallerySource) => number) => [...galleries].reduce((n, g) => n + pick(g), 0);
+
+new client.Gauge({
+  name: 'edgecv_gallery_samples',
+  help: 'Enrolled face samples (embeddings) in the recognition gallery',
+  registers: [registry],
+  collect() {
+    this.set(sumGalleries((g) => g.size));
+  },
+});
+
+new client.Gauge({
+  name: 'edgecv_gallery_subjects',
+  help: 'Enrolled subjects in the recognition gallery',
+  registers: [registry],
+  collect() {
+    this.set(sumGalleries((g) => g.subjects().length));
+  },
+});
+
+new client.Gauge({
+  name: 'edgecv_gallery_updating',
+  help: '1 while the gallery is being rebuilt (bulk import, re-embedding, resync): predictions answer 503',
+  registers: [registry],
+  collect() {
+    this.set(sumGalleries((g) => (g.updating ? 1 : 0)));
+  },
+});
+
+/** Reports `gallery` in the gallery metrics from now on. */
+export function watchGallery(gallery: GallerySource): void {
+  galleries.add(gallery);
+}
+
+export function unwatchGallery(gallery: GallerySource): void {
+  galleries.delete(gallery);
+}

@@ -4,7 +4,7 @@ import type { ServerConfig } from '../config.js';
 import { openRecognition } from '../gallery/open.js';
 import { createApp } from './app.js';
 import { openOps, type OpsRuntime } from './ops.js';
-import { unwatchEngine, watchEngine } from './prometheus.js';
+import { unwatchEngine, unwatchGallery, watchEngine, watchGallery } from './prometheus.js';
 import { startServer } from './server.js';
 import { loadTls, TlsError } from './tls.js';
 
@@ -67,6 +67,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
   }
   ops.start(running.server);
   watchEngine(engine);
+  watchGallery(recognition);
   if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
     console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
   }
@@ -86,6 +87,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
         let code = 0;
         try {
           await running.close();
+          unwatchGallery(recognition);
           await recognition.close();
           await ops.close();
           unwatchEngine(engine);
