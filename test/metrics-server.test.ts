@@ -474,6 +474,13 @@ describe('Prometheus', () => {
       ca,
     });
     expect(enrol.status, enrol.text).toBe(200);
+    const predict = await httpsRequest(`${base}/recognizer/predict/`, {
+      method: 'POST',
+      headers: { 'content-type': 'image/png' },
+      body: photo('skimage/astronaut.png'),
+      ca,
+    });
+    expect(JSON.parse(predict.text)).toMatchObject({ success: 'true', subject: 'astronaut' });
     const res = await request('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -490,6 +497,10 @@ describe('Prometheus', () => {
     expect(value('edgecv_engine_queue_depth')).toBe(0);
     expect(value('edgecv_engine_jobs_completed_total')).toBeGreaterThanOrEqual(1);
     expect(value('edgecv_engine_jobs_rejected_total')).toBe(0);
+    // Recognition reports its own stages under the embedding model's name.
+    for (const stage of ['detect', 'embedInference', 'search']) {
+      expect(value(`edgecv_inference_stage_seconds_count{model="faceres",backend="cpu",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
+    }
     expect(value('edgecv_gallery_samples')).toBe(1);
     expect(value('edgecv_gallery_subjects')).toBe(1);
     expect(value('edgecv_gallery_updating')).toBe(0);
@@ -539,7 +550,7 @@ describe('Prometheus', () => {
       expect(Number(requests[0]!.value[1])).toBeGreaterThanOrEqual(1);
       const up = await promQuery('up{job="edgecv"}');
       expect(up?.[0]!.value[1]).toBe('1');
-      const stages = await promQuery('edgecv_inference_stage_seconds_count');
+      const stages = await promQuery('edgecv_inference_stage_seconds_count{model="facemesh-detection-full"}');
       expect(new Set(stages?.map((s) => s.metric['stage']))).toEqual(new Set(['queue', 'decode', 'preprocess', 'inference', 'postprocess']));
     } finally {
       await stopChild(prom);

@@ -7,7 +7,7 @@
 // as one atomic swap (GalleryIndex), so predictions before it see the old gallery and after it the new one.
 
 import type { Engine } from '../engine.js';
-import { calibratedDistance, type FaceEmbedderInfo } from '../face-embedding.js';
+import { calibratedDistance, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../face-embedding.js';
 import type { GalleryIndex } from '../gallery-index.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
 import type { GalleryStore, NewSample, Rect, RemoteChanges, SampleVector } from './types.js';
@@ -49,9 +49,13 @@ export interface RecognitionOptions {
   log?: (message: string) => void;
 }
 
-export type Prediction =
+export type Prediction = (
   | { face: null }
-  | { face: { rect: Rect; score: number }; subject: string; sampleId: number; distance: number; cosine: number };
+  | { face: { rect: Rect; score: number }; subject: string; sampleId: number; distance: number; cosine: number }
+) & {
+  /** Per-stage milliseconds of the recognition job (for the inference metrics). */
+  timings: FaceEmbeddingResult['timings'];
+};
 
 export interface Enrolment {
   id: number;
@@ -239,7 +243,7 @@ export class RecognitionService {
     if (this.updating) throw new GalleryBusyError();
     if (this.#index.size === 0) throw new GalleryEmptyError();
     const r = await this.#engine.recognizeFace(image, this.#index);
-    if (!r.face) return { face: null };
+    if (!r.face) return { face: null, timings: r.timings };
     if (!r.match) throw new GalleryEmptyError(); // emptied while this photo was in the queue
     return {
       face: r.face,
@@ -247,6 +251,7 @@ export class RecognitionService {
       sampleId: r.match.id,
       cosine: r.match.cosine,
       distance: calibratedDistance(r.match.cosine, this.#embedder.distanceScale),
+      timings: r.timings,
     };
   }
 

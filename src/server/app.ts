@@ -52,7 +52,7 @@ export function createApp(deps: AppDeps): Hono {
   registerCapabilitiesRoutes(app, deps);
   registerDetectorRoutes(app, deps);
   if (deps.recognition) {
-    registerRecognizerRoutes(app, { recognition: deps.recognition });
+    registerRecognizerRoutes(app, { recognition: deps.recognition, engine: deps.engine });
     registerTrainerRoutes(app, { recognition: deps.recognition, adminKey: deps.config.adminKey });
   }
   registerPoseRoutes(app, deps);

@@ -8,7 +8,9 @@
 
 import type { Hono } from 'hono';
 import type { RecognitionService } from '../../gallery/recognition-service.js';
+import type { FaceEngine } from '../engine-types.js';
 import { readImageInput } from '../image-input.js';
+import { observeInference } from '../prometheus.js';
 import { recognitionHttpError } from '../recognition-errors.js';
 import { resource } from '../routing.js';
 
@@ -21,7 +23,7 @@ export interface PredictResponse {
   server_processing_time?: string;
 }
 
-export function registerRecognizerRoutes(app: Hono, deps: { recognition: RecognitionService }): void {
+export function registerRecognizerRoutes(app: Hono, deps: { recognition: RecognitionService; engine: FaceEngine }): void {
   resource(app, '/recognizer/predict/', {
     POST: async (c) => {
       const t0 = performance.now();
@@ -32,6 +34,7 @@ export function registerRecognizerRoutes(app: Hono, deps: { recognition: Recogni
       } catch (e) {
         throw recognitionHttpError(e);
       }
+      observeInference(deps.recognition.embedder.model, deps.engine.backend().backend, prediction.timings);
       const ms = (performance.now() - t0).toFixed(3);
       const body: PredictResponse = prediction.face
         ? {
