@@ -36,6 +36,19 @@ cv::dnn::Net LoadDnnModel(const std::string& path, const std::vector<std::string
   return net;
 }
 
+std::vector<cv::Mat> WarmUp(cv::dnn::Net& net, int inputSize, const std::vector<std::string>& outputs,
+                            const std::string& what) {
+  std::vector<cv::Mat> result;
+  try {
+    const int shape[] = {1, 3, inputSize, inputSize};
+    net.setInput(cv::Mat(4, shape, CV_32F, cv::Scalar(0)));
+    net.forward(result, outputs);
+  } catch (const cv::Exception& e) {
+    throw std::runtime_error(what + "warm-up inference failed: " + e.what());
+  }
+  return result;
+}
+
 std::string ShapeString(const cv::Mat& m) {
   std::ostringstream out;
   out << '[';

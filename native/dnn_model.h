@@ -15,6 +15,11 @@ namespace edgecv {
 cv::dnn::Net LoadDnnModel(const std::string& path, const std::vector<std::string>& outputs, const BackendInfo& backend,
                           const std::string& what);
 
+// One forward pass of a zero image [1,3,S,S]: allocates the buffers now rather than on the first
+// request, and returns the outputs so the caller can check the shapes its decoder relies on.
+std::vector<cv::Mat> WarmUp(cv::dnn::Net& net, int inputSize, const std::vector<std::string>& outputs,
+                            const std::string& what);
+
 // "[1,64,64,17]"
 std::string ShapeString(const cv::Mat& m);
 

@@ -55,15 +55,8 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const BackendInfo& back
   outputNames_.insert(outputNames_.end(), spec_.boxOutputs.begin(), spec_.boxOutputs.end());
   net_ = LoadDnnModel(spec_.path, outputNames_, backend, what);
 
-  // Warm-up pass: allocates buffers now rather than on the first request and
-  // proves the outputs have the shapes the decoder relies on.
-  std::vector<cv::Mat> outputs;
-  try {
-    const int shape[] = {1, 3, spec_.inputSize, spec_.inputSize};
-    Infer(cv::Mat(4, shape, CV_32F, cv::Scalar(0)), &outputs);
-  } catch (const cv::Exception& e) {
-    throw std::runtime_error(what + "warm-up inference failed: " + e.what());
-  }
+  // The warm-up pass also proves the outputs have the shapes the decoder relies on.
+  const std::vector<cv::Mat> outputs = WarmUp(net_, spec_.inputSize, outputNames_, what);
   size_t scores = 0, boxes = 0;
   std::ostringstream shapes;
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <stdexcept>
 
 #include <opencv2/imgproc.hpp>
 
+#include "dnn_model.h"
 #include "error_code.h"
 #include "job.h"  // Clock, MillisBetween
 
@@ -17,27 +17,8 @@ FaceEmbedder::FaceEmbedder(const FaceEmbedderSpec& spec, const BackendInfo& back
   if (spec_.inputSize <= 0) throw std::runtime_error(what + "inputSize must be positive");
   if (spec_.output.empty()) throw std::runtime_error(what + "output name is empty");
   if (!(spec_.cropScale > 0)) throw std::runtime_error(what + "cropScale must be positive");
-  if (!std::ifstream(spec_.path).good()) throw std::runtime_error(what + "file not found or unreadable");
-  try {
-    net_ = cv::dnn::readNetFromONNX(spec_.path);
-  } catch (const cv::Exception& e) {
-    throw std::runtime_error(what + "OpenCV could not load it: " + e.what());
-  }
-  if (net_.empty()) throw std::runtime_error(what + "OpenCV loaded an empty network");
-  net_.setPreferableBackend(backend.dnnBackend);
-  net_.setPreferableTarget(backend.dnnTarget);
-  if (net_.getLayerId(spec_.output) < 0) {
-    throw std::runtime_error(what + "output \"" + spec_.output + "\" is not a layer of the network");
-  }
-
-  // Warm-up pass: allocates buffers now and learns the embedding size.
-  cv::Mat out;
-  try {
-    const int shape[] = {1, 3, spec_.inputSize, spec_.inputSize};
-    out = Infer(cv::Mat(4, shape, CV_32F, cv::Scalar(0)));
-  } catch (const cv::Exception& e) {
-    throw std::runtime_error(what + "warm-up inference failed: " + e.what());
-  }
+  net_ = LoadDnnModel(spec_.path, {spec_.output}, backend, what);
+  const cv::Mat out = WarmUp(net_, spec_.inputSize, {spec_.output}, what)[0];
   if (out.type() != CV_32F || out.total() == 0) {
     throw std::runtime_error(what + "output \"" + spec_.output + "\" is not a float32 tensor");
   }

@@ -20,13 +20,7 @@ ObjectDetector::ObjectDetector(const ObjectDetectorSpec& spec, const BackendInfo
   net_ = LoadDnnModel(spec_.path, {spec_.heatmapOutput, spec_.boxOutput}, backend, what);
   grid_ = spec_.inputSize / kStride;
 
-  std::vector<cv::Mat> outputs;
-  try {
-    const int shape[] = {1, 3, spec_.inputSize, spec_.inputSize};
-    Infer(cv::Mat(4, shape, CV_32F, cv::Scalar(0)), &outputs);
-  } catch (const cv::Exception& e) {
-    throw std::runtime_error(what + "warm-up inference failed: " + e.what());
-  }
+  const std::vector<cv::Mat> outputs = WarmUp(net_, spec_.inputSize, {spec_.heatmapOutput, spec_.boxOutput}, what);
   if (!IsNhwc(outputs[0], grid_, grid_, spec_.classes) || !IsNhwc(outputs[1], grid_, grid_, 4)) {
     throw std::runtime_error(what + "outputs are " + ShapeString(outputs[0]) + " and " + ShapeString(outputs[1]) +
                              ", expected [1," + std::to_string(grid_) + "," + std::to_string(grid_) + "," +

@@ -27,13 +27,7 @@ PoseEstimator::PoseEstimator(const PoseEstimatorSpec& spec, const BackendInfo& b
   net_ = LoadDnnModel(spec_.path, spec_.outputs, backend, what);
   grid_ = spec_.inputSize / 4;
 
-  std::vector<cv::Mat> outputs;
-  try {
-    const int shape[] = {1, 3, spec_.inputSize, spec_.inputSize};
-    Infer(cv::Mat(4, shape, CV_32F, cv::Scalar(0)), &outputs);
-  } catch (const cv::Exception& e) {
-    throw std::runtime_error(what + "warm-up inference failed: " + e.what());
-  }
+  const std::vector<cv::Mat> outputs = WarmUp(net_, spec_.inputSize, spec_.outputs, what);
   const int k = Pose::kKeypoints;
   const int channels[kOutputs] = {1, 2, 2, k, 2 * k, 2 * k};
   for (int i = 0; i < kOutputs; ++i) {
