@@ -1,22 +1,16 @@
 #include "face_detect_job.h"
 
-#include "image.h"
+#include "timings_js.h"
 #include "worker_context.h"
 
 namespace edgecv {
 
 FaceDetectJob::FaceDetectJob(Napi::Env env, Napi::Uint8Array bytes, const DetectOptions& options)
-    : Job(env), data_(bytes.Data()), size_(bytes.ByteLength()), options_(options) {
-  Pin(bytes);
-}
+    : ImageJob(env, bytes), options_(options) {}
 
 void FaceDetectJob::Execute(WorkerContext& ctx) {
   if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
-  const auto t0 = Clock::now();
-  const cv::Mat image = DecodeBgr(data_, size_);
-  decodeMs_ = MillisBetween(t0, Clock::now());
-  width_ = image.cols;
-  height_ = image.rows;
+  const cv::Mat image = DecodeImage();
   faces_ = ctx.faceDetector->Detect(image, options_, &timings_);
 }
 
@@ -34,18 +28,11 @@ Napi::Value FaceDetectJob::Result(Napi::Env env) {
     face.Set("keypoints", keypoints);
     faces.Set(i, face);
   }
-  Napi::Object timings = Napi::Object::New(env);
-  timings.Set("queueMs", Napi::Number::New(env, queueMs()));
-  timings.Set("decodeMs", Napi::Number::New(env, decodeMs_));
-  timings.Set("preprocessMs", Napi::Number::New(env, timings_.preprocessMs));
-  timings.Set("inferenceMs", Napi::Number::New(env, timings_.inferenceMs));
-  timings.Set("postprocessMs", Napi::Number::New(env, timings_.postprocessMs));
-
   Napi::Object result = Napi::Object::New(env);
-  result.Set("width", Napi::Number::New(env, width_));
-  result.Set("height", Napi::Number::New(env, height_));
+  result.Set("width", Napi::Number::New(env, width()));
+  result.Set("height", Napi::Number::New(env, height()));
   result.Set("faces", faces);
-  result.Set("timings", timings);
+  result.Set("timings", TimingsToJs(env, queueMs(), decodeMs(), timings_));
   return result;
 }
 

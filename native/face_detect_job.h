@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "face_detector.h"
-#include "job.h"
+#include "image_job.h"
 
 namespace edgecv {
 
-class FaceDetectJob : public Job {
+class FaceDetectJob : public ImageJob {
  public:
   // JS thread. `bytes` is pinned, not copied.
   FaceDetectJob(Napi::Env env, Napi::Uint8Array bytes, const DetectOptions& options);
@@ -19,14 +19,9 @@ class FaceDetectJob : public Job {
   Napi::Value Result(Napi::Env env) override;
 
  private:
-  const uint8_t* data_;
-  size_t size_;
   DetectOptions options_;
 
-  int width_ = 0;
-  int height_ = 0;
   std::vector<Face> faces_;
-  double decodeMs_ = 0;
   StageTimings timings_;
 };
 

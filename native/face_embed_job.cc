@@ -8,7 +8,6 @@
 #include <opencv2/imgproc.hpp>
 
 #include "gallery_match_js.h"
-#include "image.h"
 #include "worker_context.h"
 
 namespace edgecv {
@@ -23,9 +22,7 @@ Napi::Array RectArray(Napi::Env env, const PixelRect& rect) {
 }  // namespace
 
 FaceEmbedJob::FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request)
-    : Job(env), data_(bytes.Data()), size_(bytes.ByteLength()), request_(std::move(request)) {
-  Pin(bytes);
-}
+    : ImageJob(env, bytes), request_(std::move(request)) {}
 
 std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
                                                StageTimings* timings) {
@@ -66,18 +63,14 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
 
 void FaceEmbedJob::Execute(WorkerContext& ctx) {
   if (!ctx.faceEmbedder) throw JobError(ErrorCode::kInternal, "engine has no face embedding model");
-  const auto t0 = Clock::now();
-  const cv::Mat image = DecodeBgr(data_, size_);
-  decodeMs_ = MillisBetween(t0, Clock::now());
-  width_ = image.cols;
-  height_ = image.rows;
+  const cv::Mat image = DecodeImage();
 
   if (request_.useRect) {
     PixelRect r = request_.rect;
-    r[0] = std::clamp(r[0], 0, width_);
-    r[2] = std::clamp(r[2], 0, width_);
-    r[1] = std::clamp(r[1], 0, height_);
-    r[3] = std::clamp(r[3], 0, height_);
+    r[0] = std::clamp(r[0], 0, width());
+    r[2] = std::clamp(r[2], 0, width());
+    r[1] = std::clamp(r[1], 0, height());
+    r[3] = std::clamp(r[3], 0, height());
     if (r[2] <= r[0] || r[3] <= r[1]) throw JobError(ErrorCode::kInvalidArgument, "the face rect lies outside the image");
     chosen_ = r;
     chosenScore_ = 1;
@@ -121,8 +114,8 @@ Napi::Value FaceEmbedJob::Result(Napi::Env env) {
     faces.Set(i, face);
   }
   Napi::Object result = Napi::Object::New(env);
-  result.Set("width", Napi::Number::New(env, width_));
-  result.Set("height", Napi::Number::New(env, height_));
+  result.Set("width", Napi::Number::New(env, width()));
+  result.Set("height", Napi::Number::New(env, height()));
   result.Set("faces", faces);
   if (embedded_) {
     Napi::Object face = Napi::Object::New(env);
@@ -148,7 +141,7 @@ Napi::Value FaceEmbedJob::Result(Napi::Env env) {
 
   Napi::Object timings = Napi::Object::New(env);
   timings.Set("queueMs", Napi::Number::New(env, queueMs()));
-  timings.Set("decodeMs", Napi::Number::New(env, decodeMs_));
+  timings.Set("decodeMs", Napi::Number::New(env, decodeMs()));
   timings.Set("detectMs", Napi::Number::New(env, detectTimings_.preprocessMs + detectTimings_.inferenceMs +
                                                      detectTimings_.postprocessMs));
   timings.Set("embedPreprocessMs", Napi::Number::New(env, embedPreprocessMs_));

@@ -13,7 +13,7 @@
 #include "face_detector.h"
 #include "face_embedder.h"
 #include "gallery_index.h"
-#include "job.h"
+#include "image_job.h"
 
 namespace edgecv {
 
@@ -36,7 +36,7 @@ struct StoredCrop {
   PixelRect face{};  // the face box in crop pixels
 };
 
-class FaceEmbedJob : public Job {
+class FaceEmbedJob : public ImageJob {
  public:
   // JS thread. `bytes` is pinned, not copied.
   FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request);
@@ -53,12 +53,8 @@ class FaceEmbedJob : public Job {
                                           StageTimings* timings);
   static StoredCrop MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face);
 
-  const uint8_t* data_;
-  size_t size_;
   FaceEmbedRequest request_;
 
-  int width_ = 0;
-  int height_ = 0;
   std::vector<Face> faces_;
   bool embedded_ = false;
   PixelRect chosen_{};
@@ -66,7 +62,6 @@ class FaceEmbedJob : public Job {
   std::vector<float> embedding_;
   StoredCrop crop_;
   GalleryMatch match_;
-  double decodeMs_ = 0;
   double searchMs_ = 0;
   double embedPreprocessMs_ = 0;
   double embedInferenceMs_ = 0;

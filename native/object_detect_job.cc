@@ -1,23 +1,16 @@
 #include "object_detect_job.h"
 
-#include "image.h"
 #include "timings_js.h"
 #include "worker_context.h"
 
 namespace edgecv {
 
 ObjectDetectJob::ObjectDetectJob(Napi::Env env, Napi::Uint8Array bytes, const ObjectOptions& options)
-    : Job(env), data_(bytes.Data()), size_(bytes.ByteLength()), options_(options) {
-  Pin(bytes);
-}
+    : ImageJob(env, bytes), options_(options) {}
 
 void ObjectDetectJob::Execute(WorkerContext& ctx) {
   if (!ctx.objectDetector) throw JobError(ErrorCode::kInternal, "engine has no object model");
-  const auto t0 = Clock::now();
-  const cv::Mat image = DecodeBgr(data_, size_);
-  decodeMs_ = MillisBetween(t0, Clock::now());
-  width_ = image.cols;
-  height_ = image.rows;
+  const cv::Mat image = DecodeImage();
   objects_ = ctx.objectDetector->Detect(image, options_, &timings_);
 }
 
@@ -34,10 +27,10 @@ Napi::Value ObjectDetectJob::Result(Napi::Env env) {
     objects.Set(i, object);
   }
   Napi::Object result = Napi::Object::New(env);
-  result.Set("width", Napi::Number::New(env, width_));
-  result.Set("height", Napi::Number::New(env, height_));
+  result.Set("width", Napi::Number::New(env, width()));
+  result.Set("height", Napi::Number::New(env, height()));
   result.Set("objects", objects);
-  result.Set("timings", TimingsToJs(env, queueMs(), decodeMs_, timings_));
+  result.Set("timings", TimingsToJs(env, queueMs(), decodeMs(), timings_));
   return result;
 }
 

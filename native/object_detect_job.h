@@ -5,12 +5,12 @@
 
 #include <vector>
 
-#include "job.h"
+#include "image_job.h"
 #include "object_detector.h"
 
 namespace edgecv {
 
-class ObjectDetectJob : public Job {
+class ObjectDetectJob : public ImageJob {
  public:
   // JS thread. `bytes` is pinned, not copied.
   ObjectDetectJob(Napi::Env env, Napi::Uint8Array bytes, const ObjectOptions& options);
@@ -19,14 +19,9 @@ class ObjectDetectJob : public Job {
   Napi::Value Result(Napi::Env env) override;
 
  private:
-  const uint8_t* data_;
-  size_t size_;
   ObjectOptions options_;
 
-  int width_ = 0;
-  int height_ = 0;
   std::vector<DetectedObject> objects_;
-  double decodeMs_ = 0;
   StageTimings timings_;
 };
 

@@ -1,23 +1,16 @@
 #include "pose_detect_job.h"
 
-#include "image.h"
 #include "timings_js.h"
 #include "worker_context.h"
 
 namespace edgecv {
 
 PoseDetectJob::PoseDetectJob(Napi::Env env, Napi::Uint8Array bytes, const PoseOptions& options)
-    : Job(env), data_(bytes.Data()), size_(bytes.ByteLength()), options_(options) {
-  Pin(bytes);
-}
+    : ImageJob(env, bytes), options_(options) {}
 
 void PoseDetectJob::Execute(WorkerContext& ctx) {
   if (!ctx.poseEstimator) throw JobError(ErrorCode::kInternal, "engine has no pose model");
-  const auto t0 = Clock::now();
-  const cv::Mat image = DecodeBgr(data_, size_);
-  decodeMs_ = MillisBetween(t0, Clock::now());
-  width_ = image.cols;
-  height_ = image.rows;
+  const cv::Mat image = DecodeImage();
   poses_ = ctx.poseEstimator->Detect(image, options_, &timings_);
 }
 
@@ -41,10 +34,10 @@ Napi::Value PoseDetectJob::Result(Napi::Env env) {
     poses.Set(i, pose);
   }
   Napi::Object result = Napi::Object::New(env);
-  result.Set("width", Napi::Number::New(env, width_));
-  result.Set("height", Napi::Number::New(env, height_));
+  result.Set("width", Napi::Number::New(env, width()));
+  result.Set("height", Napi::Number::New(env, height()));
   result.Set("poses", poses);
-  result.Set("timings", TimingsToJs(env, queueMs(), decodeMs_, timings_));
+  result.Set("timings", TimingsToJs(env, queueMs(), decodeMs(), timings_));
   return result;
 }
 

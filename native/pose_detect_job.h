@@ -5,12 +5,12 @@
 
 #include <vector>
 
-#include "job.h"
+#include "image_job.h"
 #include "pose_estimator.h"
 
 namespace edgecv {
 
-class PoseDetectJob : public Job {
+class PoseDetectJob : public ImageJob {
  public:
   // JS thread. `bytes` is pinned, not copied.
   PoseDetectJob(Napi::Env env, Napi::Uint8Array bytes, const PoseOptions& options);
@@ -19,14 +19,9 @@ class PoseDetectJob : public Job {
   Napi::Value Result(Napi::Env env) override;
 
  private:
-  const uint8_t* data_;
-  size_t size_;
   PoseOptions options_;
 
-  int width_ = 0;
-  int height_ = 0;
   std::vector<Pose> poses_;
-  double decodeMs_ = 0;
   StageTimings timings_;
 };
 
