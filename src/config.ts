@@ -2,6 +2,7 @@
 
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { BACKENDS, RUNTIMES, type BackendChoice, type RuntimeChoice } from './engine.js';
 
 export interface ServerConfig {
   port: number;
@@ -14,6 +15,10 @@ export interface ServerConfig {
   bodyLimit: number;
   /** Passed to the engine; undefined = engine default. */
   modelDir?: string;
+  /** Which runtime runs the models (engine option `runtime`); undefined = engine default ('auto'). */
+  runtime?: RuntimeChoice;
+  /** cpu, cuda or auto (engine option `backend`); undefined = engine default (EDGECV_BACKEND, else auto). */
+  backend?: BackendChoice;
   maxPixels?: number;
   workers?: number;
   threadsPerWorker?: number;
@@ -52,13 +57,15 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery';
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery' | 'choice';
 
 interface OptionSpec {
   flag: string;
   env: string;
   kind: Kind;
   help: string;
+  /** The accepted values of a 'choice'. */
+  choices?: readonly string[];
 }
 
 /** Every server option: flag, environment variable, how it is parsed. The order is the --help order. */
@@ -70,6 +77,8 @@ export const SERVER_OPTIONS = {
   tlsKey: { flag: 'tls-key', env: 'EDGECV_TLS_KEY', kind: 'path', help: 'PEM private key for --tls-cert' },
   bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: 'largest request body, bytes; K/M/G suffixes allowed (default 20M)' },
   modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', kind: 'path', help: 'folder of converted models (default: engine default)' },
+  runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
+  backend: { flag: 'backend', env: 'EDGECV_BACKEND', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
   maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', help: 'largest image, width*height (default: engine default)' },
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
@@ -135,6 +144,9 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
     case 'gallery':
       if (v !== 'sqlite' && !/^rediss?:\/\/[^\s/]+(\/\d{1,2})?$/.test(v)) bad("expected 'sqlite' or redis://host:port/db");
       return v;
+    case 'choice':
+      if (!spec.choices?.includes(v)) bad(`expected one of ${spec.choices?.join(', ')}`);
+      return v;
     case 'string':
     case 'path':
       if (v === '') bad('must not be empty');
@@ -188,6 +200,8 @@ export function parseServerConfig(
   for (const key of ['maxPixels', 'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
+  if (out.runtime !== undefined) config.runtime = out.runtime as RuntimeChoice;
+  if (out.backend !== undefined) config.backend = out.backend as BackendChoice;
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
   if (out.noStoreCrops === true) config.noStoreCrops = true;
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {

@@ -24,6 +24,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
   try {
     engine = await Engine.open({
       modelDir: config.modelDir,
+      runtime: config.runtime,
+      backend: config.backend,
       workers: config.workers,
       threadsPerWorker: config.threadsPerWorker,
       queueLimit: config.queueLimit,
@@ -71,8 +73,13 @@ export async function runServe(config: ServerConfig): Promise<number> {
   if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
     console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
   }
-  const { backend, device } = engine.backend();
+  const { backend, device, runtimes, onnxRuntime, onnxRuntimeMissing } = engine.backend();
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
+  const models = Object.entries(runtimes).map(([role, runtime]) => `${role} on ${runtime}`);
+  console.log(
+    `edgecv: models: ${models.join(', ')}; ` +
+      (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
+  );
 
   return new Promise<number>((resolve) => {
     let stopping = false;
