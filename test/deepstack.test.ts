@@ -4,6 +4,7 @@
 // --http-port.
 
 import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +16,8 @@ import type { Engine } from '../src/index.js';
 import { createApp, createDeepStackApp } from '../src/server/app.js';
 import { similarityFromDistance } from '../src/server/deepstack/similarity.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
-import { DATA_DIR, garbage, openEngine, photo, useTempDirs } from './helpers.js';
+import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
+import { freePort, startServerProcess } from './support/server-process.js';
 
 const ADMIN = 'deepstack-admin-key-0123456789';
 const API = 'deepstack-api-key-9876543210';
@@ -541,6 +543,33 @@ describe('--http-port: the DeepStack routes alone over plain HTTP', () => {
     expect(detector.status).toBe(404);
     const trainer = await httpPost(`${server.url}trainer/add/?subject=x`, p.bytes, { 'content-type': 'image/jpeg' });
     expect(trainer.status).toBe(404);
+  });
+});
+
+describe('edgecv serve --http-port --api-key (a real server process)', () => {
+  it('serves the DeepStack routes on both ports, the rest on HTTPS only, and checks the key', async () => {
+    const httpPort = await freePort();
+    const server = await startServerProcess(['--data-dir', newTmpDir('edgecv-deepstack-serve-'), '--workers', '1', '--http-port', String(httpPort), '--api-key', API]);
+    try {
+      const plainUrl = `http://127.0.0.1:${httpPort}/`;
+      expect(server.output()).toContain(`DeepStack API (/v1/vision/*) over plain HTTP on ${plainUrl}`);
+      const frame = frigateFrame('darknet/dog.jpg');
+      for (const [key, status] of [[API, 200], ['', 401]] as const) {
+        const { body, type } = await encoded(pythonForm({ api_key: key }, { image: frame }));
+        const r = await httpPost(`${plainUrl}v1/vision/detection`, body, { 'content-type': type });
+        expect(r.status).toBe(status);
+        expect(r.headers['content-length']).toBe(String(Buffer.byteLength(r.text)));
+      }
+      const agent = new https.Agent({ rejectUnauthorized: false });
+      const { body, type } = await encoded(pythonForm({ api_key: API }));
+      const overTls = await httpsRequest(`${server.url}v1/vision/custom/list`, { method: 'POST', body, headers: { 'content-type': type }, agent });
+      expect(overTls.status).toBe(200);
+      expect(JSON.parse(overTls.text)).toMatchObject({ success: true, models: [engine.models.objects] });
+      expect((await httpsRequest(`${server.url}test/`, { agent })).status).toBe(200);
+      expect((await httpPost(`${plainUrl}test/`, Buffer.alloc(0), {})).status).toBe(404);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
   });
 });
 
