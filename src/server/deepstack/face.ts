@@ -15,7 +15,7 @@ import { adminCheck } from '../admin-auth.js';
 import { engineErrorCode, type FaceEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
 import { observeInference } from '../prometheus.js';
-import { recognitionHttpError } from '../recognition-errors.js';
+import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
 import { resource } from '../routing.js';
 import { dsHandler, dsReply, INVALID_IMAGE, NO_IMAGE } from './reply.js';
 import { formAdminKey, minConfidence, readDeepStackRequest, requestImage, userId, type DeepStackRequest } from './request.js';
@@ -25,14 +25,6 @@ export const FACE_DETECTION_MIN_CONFIDENCE = 0.55;
 
 type Box = [number, number, number, number];
 const box = (r: Box) => ({ x_min: r[0], y_min: r[1], x_max: r[2], y_max: r[3] });
-
-async function recognitionCall<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (e) {
-    throw recognitionHttpError(e);
-  }
-}
 
 /** Enrols each photo as its own sample; photos without exactly one face are skipped, as DeepStack skips them. */
 async function registerPhotos(service: RecognitionService, subject: string, photos: Buffer[]): Promise<number> {
