@@ -43,6 +43,10 @@ export interface ServerConfig {
   tokenTtl?: number;
   /** Key that gallery-changing routes require (Bearer or X-API-Key); without it, only loopback clients may. */
   adminKey?: string;
+  /** Key every DeepStack-compatible /v1/vision/* route requires (form field api_key, X-API-Key or Bearer). */
+  apiKey?: string;
+  /** Port of a plain-HTTP listener serving only the DeepStack-compatible routes; none by default. */
+  httpPort?: number;
   /** 'sqlite' (default: <dataDir>/gallery.db) or a redis://host:port/db URL shared by a fleet. */
   gallery?: string;
   /** true: do not keep face crops with enrolled samples (then a model change cannot re-embed them). */
@@ -97,6 +101,8 @@ export const SERVER_OPTIONS = {
   metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', kind: 'duration', help: 'how long metrics samples are kept, e.g. 48h (default 48h)' },
   tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: 'lifetime of a login token, e.g. 24h (default 24h)' },
   adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
+  apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
+  httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
   noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
@@ -191,13 +197,13 @@ export function parseServerConfig(
     dataDir: (out.dataDir as string | undefined) ?? path.resolve(cwd, 'data'),
     bodyLimit: (out.bodyLimit as number | undefined) ?? DEFAULT_BODY_LIMIT,
   };
-  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'gallery'] as const) {
+  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'apiKey', 'gallery'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
   for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
-  for (const key of ['maxPixels', 'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl'] as const) {
+  for (const key of ['httpPort', 'maxPixels', 'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
   if (out.runtime !== undefined) config.runtime = out.runtime as RuntimeChoice;

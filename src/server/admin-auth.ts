@@ -10,8 +10,14 @@ import { HttpError } from './errors.js';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
-/** The key the request presents, if any. */
-function presentedKey(c: Context): string | undefined {
+/** A constant-time test of a presented key against `secret`. */
+export function keyMatcher(secret: string): (presented: string) => boolean {
+  const expected = digest(secret);
+  return (presented) => timingSafeEqual(digest(presented), expected);
+}
+
+/** The key the request presents in a header (Bearer or X-API-Key), if any. */
+export function presentedKey(c: Context): string | undefined {
   const auth = c.req.header('authorization');
   const bearer = auth ? /^Bearer\s+(.+)$/i.exec(auth.trim()) : null;
   if (bearer) return bearer[1]!.trim();
@@ -34,18 +40,21 @@ function clientAddress(c: Context): string | undefined {
   }
 }
 
-/** A check to run first in every gallery-changing handler: throws HttpError 401/403 unless the caller is the admin. */
-export function adminCheck(adminKey: string | undefined): (c: Context) => void {
-  const expected = adminKey ? digest(adminKey) : undefined;
-  return (c) => {
-    if (expected) {
-      const key = presentedKey(c);
+/**
+ * A check to run first in every gallery-changing handler: throws HttpError 401/403 unless the caller is the admin.
+ * `formKey` is a key the request's form carries (the DeepStack routes' api_key / admin_key), used when no header does.
+ */
+export function adminCheck(adminKey: string | undefined): (c: Context, formKey?: string) => void {
+  const matches = adminKey ? keyMatcher(adminKey) : undefined;
+  return (c, formKey) => {
+    if (matches) {
+      const key = presentedKey(c) || formKey?.trim();
       if (key === undefined || key === '') {
         throw new HttpError(401, 'this route changes the gallery: send the admin key as "Authorization: Bearer <key>" or "X-API-Key: <key>"', {
           'WWW-Authenticate': 'Bearer',
         });
       }
-      if (!timingSafeEqual(digest(key), expected)) throw new HttpError(401, 'wrong admin key', { 'WWW-Authenticate': 'Bearer' });
+      if (!matches(key)) throw new HttpError(401, 'wrong admin key', { 'WWW-Authenticate': 'Bearer' });
     } else if (!isLoopback(clientAddress(c))) {
       throw new HttpError(403, 'gallery changes are allowed from this machine only (loopback), unless the server is started with --admin-key');
     }

@@ -1,4 +1,5 @@
-// The HTTP application, without a socket: tests call app.request(), src/server/server.ts serves it over TLS.
+// The HTTP applications, without a socket: tests call app.request(), src/server/server.ts serves them. createApp()
+// is the whole API (the HTTPS port); createDeepStackApp() only the DeepStack-compatible routes (--http-port).
 
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -7,6 +8,7 @@ import type { RecognitionService } from '../gallery/recognition-service.js';
 import type { FaceEngine, PoseObjectEngine } from './engine-types.js';
 import { requireUser } from './auth-guard.js';
 import { errorResponse, onError } from './errors.js';
+import { registerDeepStackRoutes } from './deepstack/index.js';
 import type { OpsDeps } from './ops.js';
 import { requestTrace } from './request-trace.js';
 import { registerAuditRoutes } from './routes/audit.js';
@@ -23,20 +25,20 @@ import { registerTrainerRoutes } from './routes/trainer.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'adminKey'>;
+  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'adminKey' | 'apiKey'>;
   /** Login, the metrics query and the audit trail; without it those routes are absent. */
   ops?: OpsDeps;
   /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */
   recognition?: RecognitionService;
 }
 
-export function createApp(deps: AppDeps): Hono {
+/** An app with the middleware every answer goes through: trace id, metrics, audit line, body-size limit. */
+function baseApp(deps: Pick<AppDeps, 'config' | 'ops'>): Hono {
   const app = new Hono();
   const limit = deps.config.bodyLimit;
-  const ops = deps.ops;
 
   // First, so that every answer (413s and 404s included) gets a tracid, request metrics and an audit line.
-  app.use('*', requestTrace({ audit: ops?.audit }));
+  app.use('*', requestTrace({ audit: deps.ops?.audit }));
 
   // Bodies over the limit: rejected by Content-Length up front, and counted while streaming otherwise.
   app.use(
@@ -47,6 +49,18 @@ export function createApp(deps: AppDeps): Hono {
         errorResponse(c, 413, `request body larger than the limit of ${limit} bytes`, { Connection: 'close' }),
     }),
   );
+  return app;
+}
+
+function finish(app: Hono): Hono {
+  app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
+  app.onError(onError);
+  return app;
+}
+
+export function createApp(deps: AppDeps): Hono {
+  const app = baseApp(deps);
+  const ops = deps.ops;
 
   registerTestRoutes(app);
   registerCapabilitiesRoutes(app, deps);
@@ -57,6 +71,7 @@ export function createApp(deps: AppDeps): Hono {
   }
   registerPoseRoutes(app, deps);
   registerObjectRoutes(app, deps);
+  registerDeepStackRoutes(app, deps);
   registerPrometheusRoutes(app);
   if (ops) {
     registerLoginRoutes(app, ops);
@@ -64,8 +79,12 @@ export function createApp(deps: AppDeps): Hono {
     registerMetricsAppRoutes(app, ops);
     if (ops.audit) registerAuditRoutes(app, { audit: ops.audit, identity: ops.identity });
   }
+  return finish(app);
+}
 
-  app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
-  app.onError(onError);
-  return app;
+/** Only the DeepStack-compatible /v1/vision/* routes, for the plain-HTTP listener. */
+export function createDeepStackApp(deps: AppDeps): Hono {
+  const app = baseApp(deps);
+  registerDeepStackRoutes(app, deps);
+  return finish(app);
 }

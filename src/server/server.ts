@@ -1,15 +1,16 @@
-// Serving the app over HTTPS with @hono/node-server.
+// Serving an app with @hono/node-server: over HTTPS, or plain HTTP when no certificate is given (--http-port).
 
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import https from 'node:https';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 
 export interface RunningServer {
-  server: https.Server;
+  server: https.Server | http.Server;
   /** The bound port (useful with port 0). */
   port: number;
-  /** https://<host>:<port>/ */
+  /** https://<host>:<port>/, or http:// without TLS */
   url: string;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
   close(graceMs?: number): Promise<void>;
@@ -17,7 +18,8 @@ export interface RunningServer {
 
 export interface ListenOptions {
   app: Hono;
-  tls: { cert: string; key: string };
+  /** Without it: plain HTTP. */
+  tls?: { cert: string; key: string };
   port: number;
   host: string;
 }
@@ -29,13 +31,12 @@ function urlHost(host: string): string {
 
 export function startServer(opts: ListenOptions): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
-    const server = serve({
-      fetch: opts.app.fetch,
-      port: opts.port,
-      hostname: opts.host,
-      createServer: https.createServer,
-      serverOptions: { cert: opts.tls.cert, key: opts.tls.key },
-    }) as https.Server;
+    const listen = { fetch: opts.app.fetch, port: opts.port, hostname: opts.host };
+    const server = (
+      opts.tls
+        ? serve({ ...listen, createServer: https.createServer, serverOptions: { cert: opts.tls.cert, key: opts.tls.key } })
+        : serve({ ...listen, createServer: http.createServer })
+    ) as https.Server | http.Server;
     const onError = (err: Error) => reject(err);
     server.once('error', onError);
     server.once('listening', () => {
@@ -45,7 +46,7 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
       resolve({
         server,
         port,
-        url: `https://${urlHost(opts.host)}:${port}/`,
+        url: `${opts.tls ? 'https' : 'http'}://${urlHost(opts.host)}:${port}/`,
         close: (graceMs = 5000) =>
           new Promise<void>((done) => {
             const timer = setTimeout(() => server.closeAllConnections(), graceMs);
