@@ -51,7 +51,8 @@ export type BackendChoice = (typeof BACKENDS)[number];
 export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
 export type FaceDetectorModel = (typeof FACE_DETECTOR_MODELS)[number];
 
-export const POSE_MODELS = ['movenet-multipose'] as const;
+/** MoveNet MultiPose at its exported 256 px input, and converted at larger inputs (small people in wide frames). */
+export const POSE_MODELS = ['movenet-multipose', 'movenet-multipose-384', 'movenet-multipose-512'] as const;
 export type PoseModel = (typeof POSE_MODELS)[number];
 
 /** centernet at its exported 512 px input, and converted at smaller inputs (faster, fewer small objects). */
