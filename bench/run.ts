@@ -139,7 +139,7 @@ async function benchRuntimes(manifest: ConvertedManifest): Promise<Record<string
       results[`onnxruntime ${threads}t`] = stats(await timeIt(ITER, () => session.run(feeds))).p50;
       await session.release();
     }
-    const ref = await TfjsReference.load(model.source.file, model.input.tfNode, model.outputs.map((o) => o.tfNode));
+    const ref = await TfjsReference.load(model.source.file, model.input.tfNode, model.outputs.map((o) => o.tfNode), undefined, model.source.package);
     const nhwc = new Float32Array(size);
     await timeIt(3, () => ref.run(nhwc, [1, h, w, c]));
     results['tfjs-wasm'] = stats(await timeIt(ITER, () => ref.run(nhwc, [1, h, w, c]))).p50;

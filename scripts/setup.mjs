@@ -222,6 +222,16 @@ function models() {
   fs.writeFileSync(stamp, want);
 }
 
+// ------------------------------------------------------------------ e0. model packages that are not npm dependencies
+async function modelPackages() {
+  const { ensureModelPackages, PackageError } = await import('./model-packages.mjs');
+  try {
+    await ensureModelPackages({ root: ROOT });
+  } catch (e) {
+    fail(e instanceof PackageError ? e.message : e.stack);
+  }
+}
+
 // ------------------------------------------------------------------ f. test photos
 async function testPhotos() {
   const { ensureTestData, StepError } = await import('./test-data.mjs');
@@ -236,5 +246,6 @@ systemPackages();
 npmDeps();
 nativeAddon();
 typescript();
+await modelPackages();
 models();
 if (WANT_TEST) await testPhotos();

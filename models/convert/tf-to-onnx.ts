@@ -381,6 +381,17 @@ class Converter {
         return this.mean(node, inputs, name);
       case 'StridedSlice':
         return this.slice(node, inputs, name);
+      case 'Transpose': {
+        // In TF's own layout: YOLO heads permute 5-D [n, anchors, outputs, h, w] tensors.
+        const x = this.dyn(node, inputs[0]);
+        const perm = [...this.constOf(node, inputs[1]).data];
+        const out = b.node('Transpose', [b.tfLayout(x, node.name)], name, { perm: ints(perm) });
+        return this.out(node, perm.map((p) => x.shape[p]), false, out);
+      }
+      case 'Square': {
+        const x = this.dyn(node, inputs[0]);
+        return this.out(node, x.shape, x.nchw, b.node('Mul', [x.name, x.name], name));
+      }
       default:
         if (ELEMENTWISE[node.op]) return this.elementwise(node, inputs, name);
         if (UNARY[node.op]) {
