@@ -26,6 +26,7 @@
 #include "js_errors.h"
 #include "object_detect_job.h"
 #include "object_detector.h"
+#include "yolo_detector.h"
 #include "pose_detect_job.h"
 #include "pose_estimator.h"
 #include "run_model_job.h"
@@ -149,6 +150,48 @@ ObjectDetectorSpec ReadObjectDetectorSpec(Napi::Object obj) {
   spec.boxOutput = ReadString(obj, "boxOutput", where);
   spec.classes = static_cast<int>(ReadNumber(obj, "classes", where, 0, 1, 100000, true, true));
   ReadInputNormalization(obj, where, &spec);
+  return spec;
+}
+
+// The YOLO spec: `objectDetector` with kind "yolo" (layout "grid" or "decoded").
+YoloDetectorSpec ReadYoloDetectorSpec(Napi::Object obj) {
+  const std::string where = "objectDetector";
+  Napi::Env env = obj.Env();
+  YoloDetectorSpec spec;
+  spec.path = ReadString(obj, "path", where);
+  spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 32, 4096, true, true));
+  const std::string layout = ReadString(obj, "layout", where);
+  if (layout != "grid" && layout != "decoded") ThrowInvalid(env, where + ".layout must be \"grid\" or \"decoded\"");
+  spec.layout = layout == "grid" ? YoloDetectorSpec::Layout::kGrid : YoloDetectorSpec::Layout::kDecoded;
+  spec.outputs = ReadStrings(obj, "outputs", where);
+  spec.classes = static_cast<int>(ReadNumber(obj, "classes", where, 0, 1, 100000, true, true));
+  if (spec.layout == YoloDetectorSpec::Layout::kGrid) {
+    Napi::Value strides = obj.Get("strides");
+    Napi::Value anchors = obj.Get("anchors");
+    if (!strides.IsArray() || !anchors.IsArray()) ThrowInvalid(env, where + ".strides and .anchors must be arrays");
+    Napi::Array s = strides.As<Napi::Array>();
+    Napi::Array a = anchors.As<Napi::Array>();
+    for (uint32_t i = 0; i < s.Length(); ++i) {
+      Napi::Value v = s.Get(i);
+      if (!v.IsNumber()) ThrowInvalid(env, where + ".strides must be numbers");
+      spec.strides.push_back(v.As<Napi::Number>().Int32Value());
+    }
+    for (uint32_t i = 0; i < a.Length(); ++i) {
+      Napi::Value list = a.Get(i);
+      if (!list.IsArray()) ThrowInvalid(env, where + ".anchors must be arrays of (w, h) pairs");
+      Napi::Array pairs = list.As<Napi::Array>();
+      std::vector<float> values;
+      for (uint32_t k = 0; k < pairs.Length(); ++k) {
+        Napi::Value v = pairs.Get(k);
+        if (!v.IsNumber()) ThrowInvalid(env, where + ".anchors must be numbers");
+        values.push_back(v.As<Napi::Number>().FloatValue());
+      }
+      if (values.empty() || values.size() % 2 != 0) ThrowInvalid(env, where + ".anchors lists must hold (w, h) pairs");
+      spec.anchors.push_back(std::move(values));
+    }
+  }
+  ReadInputNormalization(obj, where, &spec);
+  spec.padValue = ReadNumber(obj, "padValue", where, spec.padValue, 0, 255, false);
   return spec;
 }
 
@@ -312,10 +355,19 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     poseSpec = std::make_unique<PoseEstimatorSpec>(ReadPoseEstimatorSpec(pose.As<Napi::Object>()));
   }
   std::unique_ptr<ObjectDetectorSpec> objectSpec;
+  std::unique_ptr<YoloDetectorSpec> yoloSpec;
   Napi::Value object = options.Get("objectDetector");
   if (!IsMissing(object)) {
     if (!object.IsObject()) ThrowInvalid(env, "options.objectDetector must be an object");
-    objectSpec = std::make_unique<ObjectDetectorSpec>(ReadObjectDetectorSpec(object.As<Napi::Object>()));
+    Napi::Object spec = object.As<Napi::Object>();
+    Napi::Value kindValue = spec.Get("kind");
+    const std::string kind = IsMissing(kindValue) ? "centernet" : kindValue.IsString() ? kindValue.As<Napi::String>().Utf8Value() : "";
+    if (kind != "centernet" && kind != "yolo") ThrowInvalid(env, "objectDetector.kind must be \"centernet\" or \"yolo\"");
+    if (kind == "yolo") {
+      yoloSpec = std::make_unique<YoloDetectorSpec>(ReadYoloDetectorSpec(spec));
+    } else {
+      objectSpec = std::make_unique<ObjectDetectorSpec>(ReadObjectDetectorSpec(spec));
+    }
   }
   std::unique_ptr<FaceEmbedderSpec> embedderSpec;
   Napi::Value embedder = options.Get("faceEmbedder");
@@ -336,6 +388,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       if (faceSpec) ctx->faceDetector = std::make_unique<FaceDetector>(*faceSpec, backend_);
       if (poseSpec) ctx->poseEstimator = std::make_unique<PoseEstimator>(*poseSpec, backend_);
       if (objectSpec) ctx->objectDetector = std::make_unique<ObjectDetector>(*objectSpec, backend_);
+      if (yoloSpec) ctx->yoloDetector = std::make_unique<YoloDetector>(*yoloSpec, backend_);
       if (embedderSpec) {
         ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*embedderSpec, backend_);
         embeddingSize_ = ctx->faceEmbedder->dim();
@@ -347,7 +400,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   }
   hasFaceDetector_ = static_cast<bool>(faceSpec);
   hasPoseEstimator_ = static_cast<bool>(poseSpec);
-  hasObjectDetector_ = static_cast<bool>(objectSpec);
+  hasObjectDetector_ = objectSpec || yoloSpec;
 
   // Unlimited TSFN queue: workers never block on the JS thread. Unref'd while
   // idle so an open engine alone doesn't keep the process alive.
