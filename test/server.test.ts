@@ -369,11 +369,14 @@ describe('HTTP API (real engine, real photos)', () => {
     }
   });
 
-  it('GET /server/capabilities/ tells whether the GPU is used', async () => {
+  it('GET /server/capabilities/ tells whether the GPU is used, and names the object model and its licence', async () => {
     const res = await app.request('/server/capabilities/');
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
-    expect(Object.keys(body)).toEqual(['success', 'gpu_support']);
+    expect(Object.keys(body)).toEqual(['success', 'gpu_support', 'object_model']);
+    const model = engine.objectModel!;
+    expect(body.object_model).toEqual({ name: model.name, kind: model.kind, input_size: model.inputSize, classes: 80, licence: model.licence });
+    expect(model.licence).toMatch(/MIT|GPL/);
     expect(body.success).toBe('true');
     expect(body.gpu_support).toBe(engine.backend().backend === 'cuda');
     expect(typeof body.gpu_support).toBe('boolean');
