@@ -18,6 +18,8 @@ import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from '.
 import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { TfjsReference, useTfjsBackend } from './tfjs-reference.js';
+import { benchObjectAccuracy, labelsSummary, loadObjectLabels } from './object-accuracy.js';
+import { table } from './table.js';
 
 function findRoot(): string {
   // dist/bench/run.js -> repo root
@@ -56,17 +58,6 @@ async function timeIt(n: number, fn: () => Promise<unknown>): Promise<number[]> 
     out.push(performance.now() - t);
   }
   return out;
-}
-
-function table(title: string, rows: Record<string, string | number>[]): void {
-  console.log(`\n## ${title}`);
-  if (!rows.length) return;
-  const cols = Object.keys(rows[0]);
-  const cell = (v: string | number) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : v);
-  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  console.log(`| ${cols.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`);
-  console.log(`| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`);
-  for (const r of rows) console.log(`| ${cols.map((c, i) => cell(r[c]).padEnd(widths[i])).join(' | ')} |`);
 }
 
 const DETECT_IMAGES = [
@@ -225,6 +216,8 @@ async function main(): Promise<void> {
   const poseObjectContext = { root, iterations: ITER, quick, timeIt, stats };
   const objectSizes = await benchObjectSizes(poseObjectContext);
   table('Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', objectSizes);
+  const objectAccuracy = await benchObjectAccuracy(root, { quick });
+  table(`Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`, objectAccuracy);
   const poseObjects = await benchPoseObjectLatency(poseObjectContext);
   table('Pose and object detection per image (default models and options)', poseObjects);
   const poseObjectHttp = await benchPoseObjectHttp(poseObjectContext);
@@ -250,6 +243,7 @@ async function main(): Promise<void> {
     runtimes,
     http,
     objectSizes,
+    objectAccuracy,
     poseObjects,
     poseObjectHttp,
     metricsStore,
