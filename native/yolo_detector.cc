@@ -50,6 +50,11 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const BackendInfo& back
                    spec_.anchors.size() != spec_.outputs.size())) {
     throw std::runtime_error(what + "the grid layout needs one stride and one anchor list per output");
   }
+  for (size_t i = 0; !decoded && i < spec_.strides.size(); ++i) {
+    if (spec_.strides[i] <= 0 || spec_.inputSize % spec_.strides[i] != 0 || spec_.anchors[i].size() < 2) {
+      throw std::runtime_error(what + "each stride must divide inputSize and have at least one anchor");
+    }
+  }
   net_ = LoadDnnModel(spec_.path, spec_.outputs, backend, what);
   // An operator's own export: its one output, whatever the exporter named it.
   if (decoded && spec_.outputs.empty()) spec_.outputs = net_.getUnconnectedOutLayersNames();

@@ -2,6 +2,7 @@
 // the full original TF.js graph ([1,25200,85], decoded in the graph) on the same real pixels; an operator's
 // own model (the converted full-head export) through --object-model; and the errors for bad files.
 import { writeFileSync } from 'node:fs';
+import https from 'node:https';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +10,8 @@ import { TfjsReference, useTfjsBackend } from '../bench/tfjs-reference.js';
 import { parseServerConfig } from '../src/config.js';
 import { Engine, type DetectedObject } from '../src/index.js';
 import { photoTensor } from './support/photo-tensor.js';
-import { photo, ROOT, useTempDirs } from './helpers.js';
+import { httpsRequest, photo, ROOT, useTempDirs } from './helpers.js';
+import { startServerProcess } from './support/server-process.js';
 
 const SIZE = 640;
 const THRESHOLD = 0.25;
@@ -190,5 +192,37 @@ describe('an own YOLO model (--object-model /path/model.onnx)', () => {
     expect(c).toMatchObject({ objectModel: '/w/m/own.onnx', objectLabels: '/w/l.txt', objectInputSize: 416 });
     expect(() => parseServerConfig(['--object-model', 'yolov9'], {}, '/w')).toThrow(/--object-model.*expected one of centernet-320.*or a path/);
     expect(() => parseServerConfig(['--object-labels', 'l.txt'], {}, '/w')).toThrow(/go with an own --object-model/);
+  });
+});
+
+describe('edgecv serve --object-model', () => {
+  const tempDir = useTempDirs();
+
+  it('names the model, its input size and licence in the start-up log and /server/capabilities/, and answers /object/detect/ with it', async () => {
+    const server = await startServerProcess(['--data-dir', tempDir(), '--workers', '1', '--object-model', 'yolov5s-320']);
+    try {
+      expect(server.output()).toMatch(/object model yolov5s-320 \(yolo, 320 px, 80 classes; weights licence: GPL-3\.0/);
+      const agent = new https.Agent({ rejectUnauthorized: false });
+      const caps = JSON.parse((await httpsRequest(`${server.url}server/capabilities/`, { agent })).text) as Record<string, unknown>;
+      expect(caps['object_model']).toMatchObject({ name: 'yolov5s-320', kind: 'yolo', input_size: 320, classes: 80 });
+      const res = await httpsRequest(`${server.url}object/detect/`, {
+        agent,
+        method: 'POST',
+        headers: { 'content-type': 'image/jpeg' },
+        body: photo('darknet/dog.jpg'),
+      });
+      const body = JSON.parse(res.text) as { success: string; objects: { class: string; confidence: string }[] };
+      expect(res.status).toBe(200);
+      expect(body.objects[0]).toMatchObject({ class: 'dog' });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('exits with a clear message when the own model file is missing', async () => {
+    const dir = tempDir();
+    await expect(startServerProcess(['--data-dir', dir, '--object-model', join(dir, 'missing.onnx')])).rejects.toThrow(
+      /exited 1 before listening:[\s\S]*cannot start the engine: object model file .*missing\.onnx cannot be read \(ENOENT\)/,
+    );
   });
 });
