@@ -33,7 +33,7 @@ export interface ObjectLabels {
 }
 
 export const IOU_MATCH = 0.5;
-export const THRESHOLDS = [0.2, 0.3, 0.4, 0.5] as const;
+export const THRESHOLDS = [0.2, 0.25, 0.3, 0.4, 0.5] as const;
 
 export function loadObjectLabels(root: string): ObjectLabels {
   return JSON.parse(readFileSync(join(root, 'bench', 'labels', 'objects.json'), 'utf8')) as ObjectLabels;

@@ -1,6 +1,7 @@
 // Pose accuracy on the hand-checked person boxes (bench/labels/objects.json, photos with `personsComplete`):
-// per pose model and person limit, the labelled persons that got a pose, those under 120 px tall among them,
-// poses that belong to no labelled person, and latency.
+// per pose model, mode (whole image, or crops around the object detector's persons) and person limit, the
+// labelled persons that got a pose, those under 120 px tall among them, poses that belong to no labelled
+// person, and latency.
 //
 // A pose belongs to a person when it has at least MIN_KEYPOINTS confident keypoints (score >= the route's
 // keypoint threshold) and most of them lie inside the person's box (grown by 10% on each side: wrists and
@@ -10,15 +11,13 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Engine, POSE_DEFAULTS, POSE_MODELS, type Pose } from '../src/index.js';
+import { Engine, POSE_DEFAULTS, type Pose, type PoseMode, type PoseModel } from '../src/index.js';
 import { findRoot } from '../models/model-packages.js';
 import { iou, loadObjectLabels, type LabelledPhoto, type Rect } from './object-accuracy.js';
 import { table } from './table.js';
 
 export const MIN_KEYPOINTS = 5;
 export const SMALL_PERSON_PX = 120;
-/** Person limits compared: the model's own top-k, and more for crowds. */
-export const POSE_LIMITS = [6, 10, 20] as const;
 
 type Row = Record<string, string | number>;
 
@@ -86,38 +85,54 @@ function median(samples: number[]): number {
 
 const pct = (n: number, d: number) => `${n}/${d} (${d ? ((100 * n) / d).toFixed(0) : '-'}%)`;
 
-/** Every pose model at every person limit on the photos whose persons are all labelled. */
+/** The configurations compared: whole-image passes of each pose model, and person crops behind object models. */
+const CONFIGS: { poseModel: PoseModel; mode: PoseMode; maxPoses: number; objectDetector: string | null }[] = [
+  { poseModel: 'movenet-multipose', mode: 'whole', maxPoses: 6, objectDetector: null },
+  { poseModel: 'movenet-multipose', mode: 'whole', maxPoses: 20, objectDetector: null },
+  { poseModel: 'movenet-multipose-384', mode: 'whole', maxPoses: 20, objectDetector: null },
+  { poseModel: 'movenet-multipose-512', mode: 'whole', maxPoses: 20, objectDetector: null },
+  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, objectDetector: 'yolov5s-320' },
+  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, objectDetector: 'yolov5s-416' },
+  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, objectDetector: 'yolov5s' },
+];
+
+/** Every configuration on the photos whose persons are all labelled; latency is the p50 over those photos. */
 export async function benchPoseAccuracy(root: string, opts: { quick?: boolean; threadsPerWorker?: number } = {}): Promise<Row[]> {
   const labels = loadObjectLabels(root);
   const photos = Object.entries(labels.photos)
     .filter(([, p]) => p.personsComplete)
     .map(([file, photo]) => ({ file, photo, bytes: readFileSync(join(root, 'test', 'data', file)) }));
   const rows: Row[] = [];
-  for (const model of POSE_MODELS) {
-    const engine = await Engine.open({ workers: 1, threadsPerWorker: opts.threadsPerWorker ?? 2, poseModel: model, objectDetector: null, faceEmbedder: null });
+  for (const c of CONFIGS) {
+    const engine = await Engine.open({
+      workers: 1,
+      threadsPerWorker: opts.threadsPerWorker ?? 2,
+      poseModel: c.poseModel,
+      objectDetector: c.objectDetector,
+      faceEmbedder: null,
+    });
     try {
       const results: Pose[][] = [];
       const ms: number[] = [];
-      await engine.detectPoses(photos[0]!.bytes); // warm up outside the timing
+      await engine.detectPoses(photos[0]!.bytes, { mode: c.mode }); // warm up outside the timing
       for (let pass = 0; pass < (opts.quick ? 1 : 3); pass++) {
         for (const [i, p] of photos.entries()) {
           const t = performance.now();
-          results[i] = (await engine.detectPoses(p.bytes, { maxPoses: Math.max(...POSE_LIMITS) })).poses;
+          results[i] = (await engine.detectPoses(p.bytes, { mode: c.mode, maxPoses: c.maxPoses })).poses;
           ms.push(performance.now() - t);
         }
       }
-      for (const limit of POSE_LIMITS) {
-        const s = photos.map((p, i) => scorePoses(p.photo, results[i]!, limit));
-        const sum = (k: keyof PoseScore) => s.reduce((n, x) => n + x[k], 0);
-        rows.push({
-          model,
-          'max poses': limit,
-          'persons posed': pct(sum('posed'), sum('persons')),
-          [`under ${SMALL_PERSON_PX} px`]: pct(sum('smallPosed'), sum('small')),
-          [`extra poses (${photos.length} photos)`]: sum('extra'),
-          'p50 ms': median(ms),
-        });
-      }
+      const s = photos.map((p, i) => scorePoses(p.photo, results[i]!, c.maxPoses));
+      const sum = (k: keyof PoseScore) => s.reduce((n, x) => n + x[k], 0);
+      rows.push({
+        'pose model': c.poseModel,
+        mode: c.mode === 'persons' ? `persons (${c.objectDetector})` : 'whole image',
+        'max poses': c.maxPoses,
+        'persons posed': pct(sum('posed'), sum('persons')),
+        [`under ${SMALL_PERSON_PX} px`]: pct(sum('smallPosed'), sum('small')),
+        [`extra poses (${photos.length} photos)`]: sum('extra'),
+        'p50 ms': median(ms),
+      });
     } finally {
       await engine.close();
     }

@@ -242,6 +242,8 @@ PoseOptions ReadPoseOptions(Napi::Env env, Napi::Value value) {
   Napi::Object obj = value.As<Napi::Object>();
   options.scoreThreshold = static_cast<float>(ReadNumber(obj, "scoreThreshold", "options", options.scoreThreshold, 0, 1, false));
   options.maxPoses = static_cast<int>(ReadNumber(obj, "maxPoses", "options", options.maxPoses, 1, 64, true));
+  options.personClassId = static_cast<int>(ReadNumber(obj, "personClassId", "options", options.personClassId, -1, 100000, true));
+  options.personThreshold = static_cast<float>(ReadNumber(obj, "personThreshold", "options", options.personThreshold, 0, 1, false));
   return options;
 }
 

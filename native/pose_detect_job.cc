@@ -11,7 +11,21 @@ PoseDetectJob::PoseDetectJob(Napi::Env env, Napi::Uint8Array bytes, const PoseOp
 void PoseDetectJob::Execute(WorkerContext& ctx) {
   if (!ctx.poseEstimator) throw JobError(ErrorCode::kInternal, "engine has no pose model");
   const cv::Mat image = DecodeImage();
-  poses_ = ctx.poseEstimator->Detect(image, options_, &timings_);
+  const bool personCrops = options_.personClassId >= 0 && (ctx.yoloDetector || ctx.objectDetector);
+  if (!personCrops) {
+    poses_ = ctx.poseEstimator->Detect(image, options_, &timings_);
+    return;
+  }
+  ObjectOptions find;
+  find.scoreThreshold = options_.personThreshold;
+  find.maxObjects = 1000;
+  const std::vector<DetectedObject> objects = ctx.yoloDetector ? ctx.yoloDetector->Detect(image, find, &timings_)
+                                                               : ctx.objectDetector->Detect(image, find, &timings_);
+  std::vector<std::array<float, 4>> people;  // best first, as the detectors return them
+  for (const DetectedObject& o : objects) {
+    if (o.classId == options_.personClassId && people.size() < static_cast<size_t>(options_.maxPoses)) people.push_back(o.rect);
+  }
+  poses_ = ctx.poseEstimator->DetectInBoxes(image, people, options_, &timings_);
 }
 
 Napi::Value PoseDetectJob::Result(Napi::Env env) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "face_embedder.h"  // SquareAround, CutPadded
 #include "runtime/inference_model.h"
 #include "job.h"  // Clock, MillisBetween
 
@@ -51,6 +52,41 @@ std::vector<Pose> PoseEstimator::Detect(const cv::Mat& bgr, const PoseOptions& o
   timings->preprocessMs += MillisBetween(t0, t1);
   timings->inferenceMs += MillisBetween(t1, t2);
   timings->postprocessMs += MillisBetween(t2, t3);
+  return poses;
+}
+
+std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::vector<std::array<float, 4>>& boxes,
+                                               const PoseOptions& options, StageTimings* timings) {
+  constexpr double kCropScale = 1.2;  // room for limbs that stick out of the person's box
+  PoseOptions inCrop = options;
+  inCrop.maxPoses = 6;  // the model's own top-k: the crop's person plus whoever overlaps it
+  std::vector<Pose> poses;
+  for (const std::array<float, 4>& b : boxes) {
+    const PixelRect rect = {static_cast<int>(b[0]), static_cast<int>(b[1]), static_cast<int>(b[2]), static_cast<int>(b[3])};
+    const cv::Rect region = FaceEmbedder::SquareAround(rect, kCropScale);
+    if (region.width < 8) continue;
+    std::vector<Pose> candidates = Detect(FaceEmbedder::CutPadded(bgr, region), inCrop, timings);
+    // The crop's person is the pose whose box overlaps the person's box most: in a group, neighbours reach into
+    // the crop too, and their keypoints fall inside the (overlapping) box as well.
+    auto overlap = [&](const Pose& p) {
+      const float l = std::max(p.box[0] + region.x, b[0]), t = std::max(p.box[1] + region.y, b[1]);
+      const float r = std::min(p.box[2] + region.x, b[2]), bottom = std::min(p.box[3] + region.y, b[3]);
+      const float inter = std::max(0.f, r - l) * std::max(0.f, bottom - t);
+      const float areas = (p.box[2] - p.box[0]) * (p.box[3] - p.box[1]) + (b[2] - b[0]) * (b[3] - b[1]);
+      return inter > 0 ? inter / (areas - inter) : 0.f;
+    };
+    const auto best = std::max_element(candidates.begin(), candidates.end(),
+                                       [&](const Pose& x, const Pose& y) { return overlap(x) < overlap(y); });
+    if (best == candidates.end() || overlap(*best) == 0) continue;
+    Pose pose = *best;
+    for (Keypoint& k : pose.keypoints) {
+      k.x += region.x;
+      k.y += region.y;
+    }
+    pose.box = {pose.box[0] + region.x, pose.box[1] + region.y, pose.box[2] + region.x, pose.box[3] + region.y};
+    poses.push_back(pose);
+  }
+  std::stable_sort(poses.begin(), poses.end(), [](const Pose& x, const Pose& y) { return x.score > y.score; });
   return poses;
 }
 

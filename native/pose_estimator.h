@@ -33,6 +33,11 @@ struct PoseEstimatorSpec {
 struct PoseOptions {
   float scoreThreshold = 0.2f;  // person score: centre score x mean of its confident keypoint scores
   int maxPoses = 6;             // the model's own top-k is 6
+  // >= 0: find people with the engine's object detector first (this class id, at this score), and pose each
+  // one in a crop around its box (top-down): people too small or too crowded for one whole-image pass are
+  // found. -1: one whole-image pass.
+  int personClassId = -1;
+  float personThreshold = 0.3f;
 };
 
 struct Keypoint {
@@ -55,6 +60,12 @@ class PoseEstimator {
   PoseEstimator(const PoseEstimatorSpec& spec, const RuntimeOptions& runtime);
 
   std::vector<Pose> Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings);
+
+  // One pose per person box [l, t, r, b] (image pixels): the model runs on a square crop around each box
+  // (1.2x its longer side), and keeps the pose with the most keypoints inside the box. Boxes where it finds
+  // no pose give none. Best first.
+  std::vector<Pose> DetectInBoxes(const cv::Mat& bgr, const std::vector<std::array<float, 4>>& boxes,
+                                  const PoseOptions& options, StageTimings* timings);
 
  private:
   void Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs);

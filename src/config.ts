@@ -2,7 +2,7 @@
 
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { BACKENDS, RUNTIMES, type BackendChoice, type RuntimeChoice } from './engine.js';
+import { BACKENDS, POSE_MODES, RUNTIMES, type BackendChoice, type PoseMode, type RuntimeChoice } from './engine.js';
 import { isModelPath, OBJECT_DETECTOR_MODELS } from './object-model.js';
 
 export interface ServerConfig {
@@ -32,6 +32,8 @@ export interface ServerConfig {
   objectInputSize?: number;
   /** The original server's behaviour: pose answers 501 when the engine is not on a GPU. Default false. */
   poseRequiresGpu?: boolean;
+  /** How /pose/detect/ finds people (detectPoses `mode`); undefined = engine default. */
+  poseMode?: PoseMode;
   // Instance identity (src/metrics/identity.ts fills in the defaults).
   region?: string;
   appOrg?: string;
@@ -97,6 +99,7 @@ export const SERVER_OPTIONS = {
   objectModel: { flag: 'object-model', env: 'EDGECV_OBJECT_MODEL', kind: 'model', help: `object model: ${OBJECT_DETECTOR_MODELS.join(', ')}, or an own YOLO export /path/model.onnx (default: engine default)` },
   objectLabels: { flag: 'object-labels', env: 'EDGECV_OBJECT_LABELS', kind: 'path', help: 'class names of an own --object-model, one per line (default: the 80 COCO classes)' },
   objectInputSize: { flag: 'object-input-size', env: 'EDGECV_OBJECT_INPUT_SIZE', kind: 'count', help: 'input side of an own --object-model, a multiple of 32 (default 640)' },
+  poseMode: { flag: 'pose-mode', env: 'EDGECV_POSE_MODE', kind: 'choice', choices: POSE_MODES, help: "pose: 'persons' (object detector, then a pose per person; default) or 'whole' (one pass, faster)" },
   poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
   region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: 'region of this instance (default local)' },
   appOrg: { flag: 'app-org', env: 'EDGECV_APP_ORG', kind: 'string', help: 'organization owning the app (default local)' },
@@ -224,6 +227,7 @@ export function parseServerConfig(
   if (out.runtime !== undefined) config.runtime = out.runtime as RuntimeChoice;
   if (out.backend !== undefined) config.backend = out.backend as BackendChoice;
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
+  if (out.poseMode !== undefined) config.poseMode = out.poseMode as PoseMode;
   if (out.noStoreCrops === true) config.noStoreCrops = true;
   if ((config.objectLabels !== undefined || config.objectInputSize !== undefined) && !isModelPath(config.objectModel ?? '')) {
     throw new ConfigError('--object-labels and --object-input-size go with an own --object-model /path/model.onnx');

@@ -71,6 +71,10 @@ export interface NativeYoloDetectorSpec extends NativeImageInput {
 export interface NativePoseOptions {
   scoreThreshold: number;
   maxPoses: number;
+  /** >= 0: find this object class first and pose each box (top-down); -1: one whole-image pass. */
+  personClassId: number;
+  /** Object score above which a box is posed. */
+  personThreshold: number;
 }
 
 export interface NativePose {

@@ -185,11 +185,11 @@ describe('Frigate deepstack detector plugin', () => {
   });
 
   it('caps the answer at 20 predictions (Frigate has room for 20), unless a limit is asked for', async () => {
-    const frame = frigateFrame('darknet/person.jpg');
-    const capped = predictionsOf<ObjectPrediction>((await post(app, '/v1/vision/detection', pythonForm({ api_key: '', min_confidence: '0.01' }, { image: frame }))).body);
+    const frame = frigateFrame('dlib/faces/2008_002079.jpg');
+    const capped = predictionsOf<ObjectPrediction>((await post(app, '/v1/vision/detection', pythonForm({ api_key: '', min_confidence: '0.001' }, { image: frame }))).body);
     expect(capped).toHaveLength(20);
     const more = predictionsOf<ObjectPrediction>(
-      (await post(app, '/v1/vision/detection', pythonForm({ api_key: '', min_confidence: '0.01', limit: '40' }, { image: frame }))).body,
+      (await post(app, '/v1/vision/detection', pythonForm({ api_key: '', min_confidence: '0.001', limit: '40' }, { image: frame }))).body,
     );
     expect(more.length).toBeGreaterThan(20);
     expect(more.slice(0, 20)).toEqual(capped);

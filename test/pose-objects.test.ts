@@ -9,9 +9,12 @@ import {
   Engine,
   EngineError,
   MAX_POSES,
+  type PoseMode,
 } from '../src/index.js';
 import { EXPECTED_OBJECTS, matchesExpected } from '../bench/object-eval.js';
-import { garbage, openEngine, photo } from './helpers.js';
+import { loadObjectLabels } from '../bench/object-accuracy.js';
+import { scorePoses } from '../bench/pose-accuracy.js';
+import { garbage, openEngine, photo, ROOT } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.
 const PEOPLE: [string, number][] = [
@@ -214,5 +217,59 @@ describe('BODY_25 layout', () => {
     // no neck without both shoulders
     coco[at('left_shoulder') + 2] = 0.2;
     expect(cocoToBody25(coco, 0.3)[1]).toEqual([0, 0, 0]);
+  });
+});
+
+// Crowds and small people: the labelled persons of bench/labels/objects.json (every person boxed on those photos).
+describe('pose for every person: crops around the object detector\'s persons', () => {
+  let engine: Engine;
+  beforeAll(async () => {
+    engine = await openEngine({ workers: 1, faceEmbedder: null });
+  });
+  afterAll(async () => {
+    await engine?.close();
+  });
+
+  async function scoreAll(mode: PoseMode) {
+    const labels = loadObjectLabels(ROOT);
+    const total = { persons: 0, posed: 0, small: 0, smallPosed: 0, extra: 0 };
+    for (const [file, labelled] of Object.entries(labels.photos)) {
+      if (!labelled.personsComplete) continue;
+      const { poses } = await engine.detectPoses(photo(file), { mode });
+      const s = scorePoses(labelled, poses, poses.length);
+      for (const k of Object.keys(total) as (keyof typeof total)[]) total[k] += s[k];
+    }
+    return total;
+  }
+
+  it('poses more of the labelled persons than one whole-image pass, small ones included, and adds no stray pose', async () => {
+    const persons = await scoreAll('persons');
+    const whole = await scoreAll('whole');
+    expect(persons.persons).toBeGreaterThanOrEqual(50); // the set is as labelled, not emptied
+    expect(persons.posed).toBeGreaterThan(whole.posed);
+    expect(persons.posed / persons.persons).toBeGreaterThanOrEqual(0.8);
+    expect(persons.smallPosed).toBeGreaterThan(whole.smallPosed);
+    expect(persons.extra).toBeLessThanOrEqual(2);
+  });
+
+  it("is the default where the object model has a person class; 'whole' keeps the model's own limit of 6", async () => {
+    const crowd = photo('dlib/faces/2008_002079.jpg'); // 10 people
+    const byDefault = await engine.detectPoses(crowd);
+    const persons = await engine.detectPoses(crowd, { mode: 'persons' });
+    expect(byDefault.poses.map((p) => p.box)).toEqual(persons.poses.map((p) => p.box));
+    expect(persons.poses.length).toBeGreaterThan(6);
+    expect((await engine.detectPoses(crowd, { mode: 'whole' })).poses.length).toBeLessThanOrEqual(6);
+    for (const p of persons.poses) expect(p.body25).toHaveLength(25);
+  });
+
+  it("'persons' without an object model is a clear error; the default then is the whole-image pass", async () => {
+    const noObjects = await openEngine({ workers: 1, objectDetector: null, faceEmbedder: null });
+    try {
+      await expect(noObjects.detectPoses(photo('darknet/person.jpg'), { mode: 'persons' })).rejects.toThrow(/needs an object model/);
+      expect((await noObjects.detectPoses(photo('darknet/person.jpg'))).poses).toHaveLength(1);
+      await expect(noObjects.detectPoses(photo('darknet/person.jpg'), { mode: 'crowd' as PoseMode })).rejects.toThrow(/mode must be one of/);
+    } finally {
+      await noObjects.close();
+    }
   });
 });

@@ -25,7 +25,7 @@ import { registerTrainerRoutes } from './routes/trainer.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'adminKey' | 'apiKey'>;
+  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'poseMode' | 'adminKey' | 'apiKey'>;
   /** Login, the metrics query and the audit trail; without it those routes are absent. */
   ops?: OpsDeps;
   /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */

@@ -30,7 +30,7 @@ function roundPoint([x, y, c]: Body25Point): Body25Point {
 
 export function registerPoseRoutes(
   app: Hono,
-  deps: { engine: PoseObjectEngine; config: Pick<ServerConfig, 'poseRequiresGpu'> },
+  deps: { engine: PoseObjectEngine; config: Pick<ServerConfig, 'poseRequiresGpu' | 'poseMode'> },
 ): void {
   const detect = async (c: Context) => {
     if (deps.config.poseRequiresGpu && deps.engine.backend().backend !== 'cuda') {
@@ -41,6 +41,7 @@ export function registerPoseRoutes(
     const result = await deps.engine.detectPoses(bytes, {
       scoreThreshold: unitParameter(c, fields, 'threshold'),
       keypointThreshold: unitParameter(c, fields, 'keypoint_threshold'),
+      ...(deps.config.poseMode ? { mode: deps.config.poseMode } : {}),
     });
     observeInference(deps.engine.models?.pose ?? 'pose', deps.engine.backend().backend, result.timings);
     const poses = result.poses.map((p) => p.body25.map(roundPoint));
