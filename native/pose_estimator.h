@@ -37,7 +37,7 @@ struct PoseOptions {
   // one in a crop around its box (top-down): people too small or too crowded for one whole-image pass are
   // found. -1: one whole-image pass.
   int personClassId = -1;
-  float personThreshold = 0.3f;
+  float personThreshold = 0.2f;
 };
 
 struct Keypoint {
@@ -62,8 +62,8 @@ class PoseEstimator {
   std::vector<Pose> Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings);
 
   // One pose per person box [l, t, r, b] (image pixels): the model runs on a square crop around each box
-  // (1.2x its longer side), and keeps the pose with the most keypoints inside the box. Boxes where it finds
-  // no pose give none. Best first.
+  // (2x its longer side), and keeps the pose whose box overlaps the person's most. Boxes where it finds no
+  // pose give none. Best first.
   std::vector<Pose> DetectInBoxes(const cv::Mat& bgr, const std::vector<std::array<float, 4>>& boxes,
                                   const PoseOptions& options, StageTimings* timings);
 
