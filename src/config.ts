@@ -15,6 +15,17 @@ export interface ServerConfig {
   /** Passed to the engine; undefined = engine default. */
   modelDir?: string;
   maxPixels?: number;
+  /** Passed to the engine: longer/shorter side limit and shortest side (undefined = engine default). */
+  maxAspectRatio?: number;
+  minImageSide?: number;
+  /** Slow clients (undefined = src/server/http-guards.ts defaults): ms for headers, TLS handshake, whole request. */
+  headersTimeout?: number;
+  handshakeTimeout?: number;
+  requestTimeout?: number;
+  /** Slowest accepted request body, bytes per second (after a 5 s grace). */
+  minBodyRate?: number;
+  /** Who may read GET /metrics: 'open' (default), 'loopback', or 'admin' (the admin key, or loopback without one). */
+  metricsAccess?: MetricsAccess;
   workers?: number;
   threadsPerWorker?: number;
   queueLimit?: number;
@@ -44,6 +55,9 @@ export interface ServerConfig {
   noStoreCrops?: boolean;
 }
 
+export const METRICS_ACCESS = ['open', 'loopback', 'admin'] as const;
+export type MetricsAccess = (typeof METRICS_ACCESS)[number];
+
 export const DEFAULT_PORT = 8008;
 export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_BODY_LIMIT = 20 * 1024 * 1024;
@@ -52,7 +66,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery';
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery' | 'metricsAccess';
 
 interface OptionSpec {
   flag: string;
@@ -71,6 +85,13 @@ export const SERVER_OPTIONS = {
   bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: 'largest request body, bytes; K/M/G suffixes allowed (default 20M)' },
   modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', kind: 'path', help: 'folder of converted models (default: engine default)' },
   maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', help: 'largest image, width*height (default: engine default)' },
+  maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', kind: 'count', help: 'refuse images whose longer side is over N times the shorter (default 32)' },
+  minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', kind: 'count', help: 'refuse images with a side shorter than this, pixels (default 8)' },
+  headersTimeout: { flag: 'headers-timeout', env: 'EDGECV_HEADERS_TIMEOUT', kind: 'duration', help: 'time a client has to send the request headers (default 10s)' },
+  handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', kind: 'duration', help: 'time a connection has to finish the TLS handshake (default 10s)' },
+  requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', kind: 'duration', help: 'time a client has to send a whole request, body included (default 120s)' },
+  minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: 'slowest request body after a 5 s grace, bytes/s (default 8K)' },
+  metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'metricsAccess', help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
   queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
@@ -135,6 +156,9 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
     case 'gallery':
       if (v !== 'sqlite' && !/^rediss?:\/\/[^\s/]+(\/\d{1,2})?$/.test(v)) bad("expected 'sqlite' or redis://host:port/db");
       return v;
+    case 'metricsAccess':
+      if (!(METRICS_ACCESS as readonly string[]).includes(v)) bad(`expected one of ${METRICS_ACCESS.join(', ')}`);
+      return v;
     case 'string':
     case 'path':
       if (v === '') bad('must not be empty');
@@ -185,9 +209,13 @@ export function parseServerConfig(
   for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
-  for (const key of ['maxPixels', 'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl'] as const) {
+  for (const key of [
+    'maxPixels', 'maxAspectRatio', 'minImageSide', 'headersTimeout', 'handshakeTimeout', 'requestTimeout', 'minBodyRate',
+    'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl',
+  ] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
+  if (out.metricsAccess !== undefined) config.metricsAccess = out.metricsAccess as MetricsAccess;
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
   if (out.noStoreCrops === true) config.noStoreCrops = true;
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {

@@ -6,7 +6,10 @@ import type { ServerConfig } from '../config.js';
 import type { RecognitionService } from '../gallery/recognition-service.js';
 import type { FaceEngine, PoseObjectEngine } from './engine-types.js';
 import { requireUser } from './auth-guard.js';
+import { clientAbortError } from './client-abort.js';
+import { refuseContentEncoding } from './content-encoding.js';
 import { errorResponse, onError } from './errors.js';
+import { bodyTooLargeMessage } from './http-guards.js';
 import type { OpsDeps } from './ops.js';
 import { requestTrace } from './request-trace.js';
 import { registerAuditRoutes } from './routes/audit.js';
@@ -20,10 +23,11 @@ import { registerPrometheusRoutes } from './routes/prometheus.js';
 import { registerRecognizerRoutes } from './routes/recognizer.js';
 import { registerTestRoutes } from './routes/test.js';
 import { registerTrainerRoutes } from './routes/trainer.js';
+import { securityHeaders } from './security-headers.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'adminKey'>;
+  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'adminKey' | 'metricsAccess'>;
   /** Login, the metrics query and the audit trail; without it those routes are absent. */
   ops?: OpsDeps;
   /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */
@@ -37,6 +41,8 @@ export function createApp(deps: AppDeps): Hono {
 
   // First, so that every answer (413s and 404s included) gets a tracid, request metrics and an audit line.
   app.use('*', requestTrace({ audit: ops?.audit }));
+  app.use('*', securityHeaders());
+  app.use('*', refuseContentEncoding());
 
   // Bodies over the limit: rejected by Content-Length up front, and counted while streaming otherwise.
   app.use(
@@ -44,7 +50,7 @@ export function createApp(deps: AppDeps): Hono {
     bodyLimit({
       maxSize: limit,
       onError: (c) =>
-        errorResponse(c, 413, `request body larger than the limit of ${limit} bytes`, { Connection: 'close' }),
+        errorResponse(c, 413, bodyTooLargeMessage(limit), { Connection: 'close' }),
     }),
   );
 
@@ -57,7 +63,7 @@ export function createApp(deps: AppDeps): Hono {
   }
   registerPoseRoutes(app, deps);
   registerObjectRoutes(app, deps);
-  registerPrometheusRoutes(app);
+  registerPrometheusRoutes(app, { access: deps.config.metricsAccess, adminKey: deps.config.adminKey });
   if (ops) {
     registerLoginRoutes(app, ops);
     app.use('/api/v1/auth/*', requireUser(ops.auth));
@@ -66,6 +72,7 @@ export function createApp(deps: AppDeps): Hono {
   }
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
-  app.onError(onError);
+  // A body read that failed because the client left (or was cut for slowness) is the client's doing.
+  app.onError((err, c) => onError(clientAbortError(c) ?? err, c));
   return app;
 }

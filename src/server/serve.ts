@@ -28,6 +28,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
       threadsPerWorker: config.threadsPerWorker,
       queueLimit: config.queueLimit,
       maxPixels: config.maxPixels,
+      maxAspectRatio: config.maxAspectRatio,
+      minImageSide: config.minImageSide,
     });
   } catch (e) {
     console.error(`edgecv: cannot start the engine: ${(e as Error).message}`);
@@ -57,7 +59,20 @@ export async function runServe(config: ServerConfig): Promise<number> {
 
   let running;
   try {
-    running = await startServer({ app: createApp({ engine, config, ops: ops.ops, recognition }), tls, port: config.port, host: config.host });
+    running = await startServer({
+      app: createApp({ engine, config, ops: ops.ops, recognition }),
+      tls,
+      port: config.port,
+      host: config.host,
+      guards: {
+        bodyLimit: config.bodyLimit,
+        audit: ops.ops.audit,
+        headersTimeoutMs: config.headersTimeout,
+        handshakeTimeoutMs: config.handshakeTimeout,
+        requestTimeoutMs: config.requestTimeout,
+        minBodyBytesPerSec: config.minBodyRate,
+      },
+    });
   } catch (e) {
     console.error(`edgecv: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
     await recognition.close();
