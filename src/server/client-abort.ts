@@ -1,16 +1,17 @@
 // A client that goes away in the middle of its body is not a server error: the failed body read is answered
-// (and counted, and audited) as 400, or 408 when the slow-body guard cut it, instead of 500 with a stack trace.
+// (and counted, and audited) as 400, or as what http-guards.ts cut it for (408 slow, 400 bad chunking), not 500.
 
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
 import { HttpError } from './errors.js';
-import { cutForSlowBody } from './http-guards.js';
+import { whyCut } from './http-guards.js';
 
 /** The HttpError for a request whose client left or was cut before its body was complete; else null. */
 export function clientAbortError(c: Context): HttpError | null {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (incoming === undefined || incoming.complete) return null;
-  if (cutForSlowBody(incoming)) return new HttpError(408, 'request body arrived too slowly');
+  const cut = whyCut(incoming);
+  if (cut) return new HttpError(cut.status, cut.message);
   if (incoming.destroyed || incoming.readableAborted || incoming.socket?.destroyed) {
     return new HttpError(400, 'the client closed the connection before the request body was complete');
   }

@@ -45,11 +45,11 @@ export const HTTP_GUARD_DEFAULTS = {
 /** Route label (Prometheus and audit) of answers given before routing. */
 export const UNROUTED = 'unrouted';
 
-const slowBodies = new WeakSet<IncomingMessage>();
+/** Requests these guards cut after the app had them: why, for the app's answer (408 slow, 400 malformed). */
+const cutRequests = new WeakMap<IncomingMessage, { status: 400 | 408; message: string }>();
 
-/** True when the slow-body guard cut this request (the app then records 408 for it). */
-export function cutForSlowBody(incoming: IncomingMessage): boolean {
-  return slowBodies.has(incoming);
+export function whyCut(incoming: IncomingMessage): { status: 400 | 408; message: string } | undefined {
+  return cutRequests.get(incoming);
 }
 
 export function bodyTooLargeMessage(limit: number): string {
@@ -67,7 +67,14 @@ function record(opts: HttpGuardOptions, tracid: string, method: string, path: st
 }
 
 /** Answers a request Hono never sees, then reads and drops its body for at most lingerMs. */
-function answerEarly(req: IncomingMessage, res: ServerResponse, status: number, message: string, opts: HttpGuardOptions): void {
+function answerEarly(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  message: string,
+  opts: HttpGuardOptions,
+  close = false,
+): void {
   const tracid = newTraceId();
   const body = JSON.stringify(errorBody(message));
   res.writeHead(status, {
@@ -75,6 +82,7 @@ function answerEarly(req: IncomingMessage, res: ServerResponse, status: number, 
     'Content-Length': Buffer.byteLength(body),
     [TRACE_HEADER]: tracid,
     ...SECURITY_HEADERS,
+    ...(close ? { Connection: 'close' } : {}),
   });
   res.end(body);
   // Node dumps the unread body after the answer and keeps the connection: bound how long that may take.
@@ -107,7 +115,7 @@ function watchBodyRate(req: IncomingMessage, res: ServerResponse, opts: HttpGuar
     if (seconds * 1000 < opts.bodyGraceMs) return;
     if (socket.bytesRead - read0 < opts.minBodyBytesPerSec * seconds) {
       clearInterval(timer);
-      slowBodies.add(req);
+      cutRequests.set(req, { status: 408, message: `request body arrived slower than ${opts.minBodyBytesPerSec} bytes/s` });
       socket.destroy();
     }
   }, 1000);
@@ -129,13 +137,16 @@ const MALFORMED = { status: 400, reason: 'Bad Request', message: 'malformed HTTP
 
 /** 'clientError': the JSON error shape on the raw socket, where nothing was answered on it yet. */
 function onClientError(err: Error & { code?: string }, socket: Socket, opts: HttpGuardOptions): void {
+  const e = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight?.req && !inFlight.req.complete && err.code !== 'ECONNRESET') {
+    // A body gone bad (chunking) after the app took the request: the app records the 400 when its read fails.
+    cutRequests.set(inFlight.req, { status: e.status === 408 ? 408 : 400, message: e.message });
+  }
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight) {
-    // Gone, or a request already handed to the app: the app records that one when its body read fails.
     socket.destroy();
     return;
   }
-  const e = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
   const tracid = newTraceId();
   const body = JSON.stringify(errorBody(e.message));
   const headers = {
@@ -163,7 +174,7 @@ export function installHttpGuards(server: https.Server, opts: HttpGuardOptions):
   server.removeAllListeners('request');
   const guarded: RequestListener = (req, res) => {
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
-      answerEarly(req, res, 400, 'missing Host header', opts);
+      answerEarly(req, res, 400, 'missing Host header', opts, true);
       return;
     }
     if (oversize(req, opts.bodyLimit)) {
@@ -184,5 +195,6 @@ export function installHttpGuards(server: https.Server, opts: HttpGuardOptions):
 
 /** Options for https.createServer that the guards rely on. */
 export function guardedServerOptions(handshakeTimeoutMs: number): https.ServerOptions {
-  return { requireHostHeader: false, handshakeTimeout: handshakeTimeoutMs };
+  // Node checks the header and request timeouts only every connectionsCheckingInterval (default 30 s).
+  return { requireHostHeader: false, handshakeTimeout: handshakeTimeoutMs, connectionsCheckingInterval: 1000 };
 }
