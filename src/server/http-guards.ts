@@ -147,8 +147,13 @@ function onClientError(err: Error & { code?: string }, socket: Socket, opts: Htt
     socket.destroy();
     return;
   }
+  writeRawAnswer(socket, e.status, e.reason, e.message, opts, '', '');
+}
+
+/** An answer written straight on the socket (no request object exists), then the connection is closed. */
+function writeRawAnswer(socket: Socket, status: number, reason: string, message: string, opts: HttpGuardOptions, method: string, path: string): void {
   const tracid = newTraceId();
-  const body = JSON.stringify(errorBody(e.message));
+  const body = JSON.stringify(errorBody(message));
   const headers = {
     'Content-Type': 'application/json',
     'Content-Length': String(Buffer.byteLength(body)),
@@ -157,9 +162,9 @@ function onClientError(err: Error & { code?: string }, socket: Socket, opts: Htt
     ...SECURITY_HEADERS,
   };
   const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  socket.end(`HTTP/1.1 ${e.status} ${e.reason}\r\n${head}\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\n${head}\r\n${body}`);
   setTimeout(() => socket.destroy(), 1000).unref();
-  record(opts, tracid, '', '', e.status, clientOf(socket));
+  record(opts, tracid, method, path, status, clientOf(socket));
 }
 
 /**
@@ -191,6 +196,9 @@ export function installHttpGuards(server: https.Server, opts: HttpGuardOptions):
     guarded(req, res);
   });
   server.on('clientError', (err: Error, socket: Socket) => onClientError(err, socket, opts));
+  // Without this listener Node drops a CONNECT request without a word.
+  server.on('connect', (req: IncomingMessage, socket: Socket) =>
+    writeRawAnswer(socket, 405, 'Method Not Allowed', 'CONNECT is not supported here', opts, 'CONNECT', ''));
 }
 
 /** Options for https.createServer that the guards rely on. */
