@@ -66,7 +66,9 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
     square = small;
   }
   StoredCrop crop;
-  const auto map = [&](int v, int origin) { return static_cast<int>(std::lround((v - origin) * shrink)); };
+  // From region pixels to crop pixels (CutPadded may already have shrunk a very large region).
+  const double scale = static_cast<double>(square.cols) / std::max(1, region.width);
+  const auto map = [&](int v, int origin) { return static_cast<int>(std::lround((v - origin) * scale)); };
   crop.face = {map(face[0], region.x), map(face[1], region.y), map(face[2], region.x), map(face[3], region.y)};
   if (!cv::imencode(".jpg", square, crop.jpeg, {cv::IMWRITE_JPEG_QUALITY, StoredCrop::kJpegQuality})) {
     throw JobError(ErrorCode::kInternal, "could not encode the face crop");

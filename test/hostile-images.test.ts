@@ -162,3 +162,22 @@ describe('the padded second pass of recognition (defect 1)', () => {
     }
   });
 });
+
+describe('the face crops of recognition (defect 1)', () => {
+  it('stay small for a face rect as wide as a long image, and map the face into the kept crop', async () => {
+    // Within the default limits (30:1, 12 MP). Before the fix the 1.2x square around the rect was cut at full
+    // size (14400x14400, 620 MB), and the kept crop's 2x square at 24000x24000 (1.7 GB).
+    const image = flatJpeg(12000, 400);
+    const { result, growthMb } = await peakRssGrowth(() => engine.embedFace(image, { rect: [0, 0, 12000, 400], keepCrop: true }));
+    expect(codeOf(result)).toBe('resolved');
+    expect(growthMb).toBeLessThan(300);
+    const r = result as Awaited<ReturnType<Engine['embedFace']>>;
+    expect(r.embedding).not.toBeNull();
+    // The kept crop is at most 448 pixels, and the face rect inside it spans the crop's middle half.
+    const crop = await engine.detectFaces(r.crop!.jpeg);
+    expect(crop.width).toBeLessThanOrEqual(448);
+    const [l, , rr] = r.crop!.rect;
+    expect(rr - l).toBeGreaterThan(crop.width * 0.45);
+    expect(rr - l).toBeLessThan(crop.width * 0.55);
+  });
+});
