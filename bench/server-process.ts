@@ -2,6 +2,8 @@
 // fleets, hostile HTTP) and for `npm run fuzz` / `npm run soak`.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,4 +80,27 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs = 20_0
     await new Promise((r) => setTimeout(r, 100));
   }
   return false;
+}
+
+/** Runs `work` against a fresh server in a temporary data folder, then stops it and removes the folder. */
+export async function withTempServer<T>(prefix: string, args: string[], work: (server: ServerProcess) => Promise<T>): Promise<T> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  try {
+    const server = await startServerProcess(['--data-dir', dataDir, ...args]);
+    try {
+      return await work(server);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Writes a bench result as bench/results/<name>.json and says so. */
+export function writeResult(name: string, value: unknown): void {
+  const out = path.join(REPO_ROOT, 'bench', 'results', `${name}.json`);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, `${JSON.stringify(value, null, 2)}\n`);
+  console.log(`wrote ${path.relative(REPO_ROOT, out)}`);
 }

@@ -3,10 +3,9 @@
 // statuses and time per class, peak RSS and whether the server survived, and writes bench/results/fuzz.json.
 // Exit code 1 when the server died, answered 5xx (other than 503), or answered something that is not JSON.
 
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startServerProcess, REPO_ROOT } from '../server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../server-process.js';
 import { numericFlags } from './cli-args.js';
 import { fuzzPhotos, runFuzz } from './run-fuzz.js';
 
@@ -15,9 +14,7 @@ const MB = 1024 * 1024;
 
 async function main(): Promise<number> {
   const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2 });
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-fuzz-'));
-  const server = await startServerProcess(['--data-dir', dataDir, '--workers', String(flags.workers), '--admin-key', ADMIN_KEY]);
-  try {
+  return withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY], async (server) => {
     const url = new URL(server.url);
     console.log(`fuzz: ${flags.cases} cases, seed ${flags.seed}, concurrency ${flags.concurrency}, server pid ${server.child.pid} on ${server.url}`);
     const report = await runFuzz({
@@ -48,15 +45,9 @@ async function main(): Promise<number> {
     for (const e of report.serverErrors) console.log(`5xx: ${e}`);
     for (const e of report.notJson) console.log(`not JSON: ${e}`);
     for (const e of report.noAnswer.slice(0, 20)) console.log(`no answer: ${e}`);
-    const out = path.join(REPO_ROOT, 'bench', 'results', 'fuzz.json');
-    fs.mkdirSync(path.dirname(out), { recursive: true });
-    fs.writeFileSync(out, `${JSON.stringify({ ...report, alive, when: new Date().toISOString(), cpus: os.cpus().length }, null, 2)}\n`);
-    console.log(`wrote ${path.relative(REPO_ROOT, out)}`);
+    writeResult('fuzz', { ...report, alive, when: new Date().toISOString(), cpus: os.cpus().length });
     return alive && report.serverErrors.length === 0 && report.notJson.length === 0 ? 0 : 1;
-  } finally {
-    await server.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+  });
 }
 
 process.exitCode = await main();

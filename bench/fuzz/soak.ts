@@ -5,12 +5,11 @@
 // when the server died.
 
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { loadJohns } from '../face-verification.js';
 import { loadRow } from '../load-row.js';
-import { startServerProcess, REPO_ROOT } from '../server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../server-process.js';
 import { numericFlags } from './cli-args.js';
 import { sendRaw } from './raw-client.js';
 import { sampleRss } from './rss.js';
@@ -25,9 +24,7 @@ function mean(xs: number[]): number {
 async function main(): Promise<number> {
   // duration and warmup in seconds
   const flags = numericFlags({ duration: 60, concurrency: 4, warmup: 10, workers: 2 });
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-soak-'));
-  const server = await startServerProcess(['--data-dir', dataDir, '--workers', String(flags.workers), '--admin-key', ADMIN_KEY]);
-  try {
+  return withTempServer('edgecv-soak-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY], async (server) => {
     const url = new URL(server.url);
     const john = loadJohns(path.join(REPO_ROOT, 'test', 'data'))[0]!.bytes;
     const photo = fs.readFileSync(path.join(REPO_ROOT, 'test', 'data', 'dlib', 'faces', '2008_002506.jpg'));
@@ -69,15 +66,9 @@ async function main(): Promise<number> {
       alive,
     };
     console.table(report);
-    const out = path.join(REPO_ROOT, 'bench', 'results', 'soak.json');
-    fs.mkdirSync(path.dirname(out), { recursive: true });
-    fs.writeFileSync(out, `${JSON.stringify({ ...report, rssSamples: rss.samples(), when: new Date().toISOString() }, null, 2)}\n`);
-    console.log(`wrote ${path.relative(REPO_ROOT, out)}`);
+    writeResult('soak', { ...report, rssSamples: rss.samples(), when: new Date().toISOString() });
     return alive && row.errors === 0 ? 0 : 1;
-  } finally {
-    await server.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+  });
 }
 
 process.exitCode = await main();
