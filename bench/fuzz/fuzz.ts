@@ -41,6 +41,8 @@ async function main(): Promise<number> {
     );
     console.log(`statuses: ${JSON.stringify(report.statuses)}`);
     console.log(`wall ${(report.wallMs / 1000).toFixed(1)} s; server RSS ${(report.startRssBytes / MB).toFixed(0)} MB at start, peak ${(report.peakRssBytes / MB).toFixed(0)} MB; alive: ${alive}`);
+    const over = report.slowest.filter((s) => s.ms > 2000).length;
+    console.log(`requests over 2 s: ${over}${over === report.slowest.length ? '+' : ''} (timing is only meaningful on a quiet machine)`);
     console.log(`slowest: ${report.slowest.slice(0, 5).map((s) => `${Math.round(s.ms)} ms ${s.label}`).join('; ')}`);
     for (const e of report.serverErrors) console.log(`5xx: ${e}`);
     for (const e of report.notJson) console.log(`not JSON: ${e}`);

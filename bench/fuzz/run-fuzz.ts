@@ -104,7 +104,9 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     const ks = kindStatuses.get(c.kind) ?? {};
     ks[key] = (ks[key] ?? 0) + 1;
     kindStatuses.set(c.kind, ks);
-    times.set(c.kind, [...(times.get(c.kind) ?? []), a.ms]);
+    const kindTimes = times.get(c.kind) ?? [];
+    kindTimes.push(a.ms);
+    times.set(c.kind, kindTimes);
     all.push({ label: `${c.kind}: ${c.label}`, ms: a.ms });
     if (a.outcome !== 'answered') noAnswer.push(`${a.outcome} ${c.kind}: ${c.label}`);
     if (a.status >= 500 && a.status !== 503) serverErrors.push(`${a.status} ${c.kind}: ${c.label}`);

@@ -42,6 +42,9 @@ export const HTTP_GUARD_DEFAULTS = {
   lingerMs: 10_000,
 } as const;
 
+/** At most this much of a refused body is read and dropped (as @hono/node-server does after an answer). */
+const MAX_LINGER_BYTES = 64 * 1024 * 1024;
+
 /** Route label (Prometheus and audit) of answers given before routing. */
 export const UNROUTED = 'unrouted';
 
@@ -85,10 +88,15 @@ function answerEarly(
     ...(close ? { Connection: 'close' } : {}),
   });
   res.end(body);
-  // Node dumps the unread body after the answer and keeps the connection: bound how long that may take.
+  // The unread body is read and dropped, the connection kept: bound how long and how much that may take.
   const socket = req.socket;
   const timer = setTimeout(() => socket.destroy(), opts.lingerMs);
   timer.unref();
+  let dropped = 0;
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > MAX_LINGER_BYTES) socket.destroy();
+  });
   req.once('end', () => clearTimeout(timer));
   req.once('close', () => clearTimeout(timer));
   record(opts, tracid, req.method ?? '', (req.url ?? '').split('?', 1)[0]!, status, clientOf(socket));
