@@ -1,13 +1,13 @@
-// `npm run bench`: face-detector latency and throughput per worker/thread layout, the same model
-// in three runtimes (OpenCV DNN via the addon, onnxruntime-node, TF.js wasm), detector accuracy,
-// and HTTPS throughput against a real server on loopback. Prints tables; writes bench/results/*.json.
+// `npm run bench`: every model's forward pass in the addon against onnxruntime-node on the same file, worker
+// scaling, route latency over HTTPS, face-detector accuracy and latency per worker/thread layout, pose, objects,
+// recognition, metrics. Prints tables; writes bench/results/*.json.
+//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects]   (one group of sections only)
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { loadRow } from './load-row.js';
-import * as ort from 'onnxruntime-node';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { Engine, type DetectFacesOptions, type EngineOptions } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
@@ -17,7 +17,7 @@ import { evaluateFaceDetector } from './face-eval.js';
 import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from './pose-objects.js';
 import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
-import { TfjsReference, useTfjsBackend } from './tfjs-reference.js';
+import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
 
 function findRoot(): string {
   // dist/bench/run.js -> repo root
@@ -30,6 +30,9 @@ const quick = process.argv.includes('--quick');
 const ITER = quick ? 8 : 40;
 // Only the pose and object sections (`node dist/bench/run.js --pose-objects`).
 const onlyPoseObjects = process.argv.includes('--pose-objects');
+// Only the engine-speed sections (`node dist/bench/run.js --engine-speed`).
+const onlyEngineSpeed = process.argv.includes('--engine-speed');
+const skipRest = onlyPoseObjects || onlyEngineSpeed;
 
 interface LatencyStats {
   p50: number;
@@ -59,8 +62,8 @@ async function timeIt(n: number, fn: () => Promise<unknown>): Promise<number[]> 
 }
 
 function table(title: string, rows: Record<string, string | number>[]): void {
+  if (!rows.length) return; // a section that was not run
   console.log(`\n## ${title}`);
-  if (!rows.length) return;
   const cols = Object.keys(rows[0]);
   const cell = (v: string | number) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : v);
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
@@ -111,43 +114,6 @@ async function benchLayouts(): Promise<Record<string, string | number>[]> {
       });
     }
     await engine.close();
-  }
-  return rows;
-}
-
-async function benchRuntimes(manifest: ConvertedManifest): Promise<Record<string, string | number>[]> {
-  const rows: Record<string, string | number>[] = [];
-  await useTfjsBackend('wasm');
-  for (const name of ['blazeface-back', 'facemesh-detection-full']) {
-    const model = manifest.models[name];
-    const size = model.input.shape.reduce((a, b) => a * b, 1);
-    const nchw = new Float32Array(size).map((_, i) => Math.sin(i) * 0.9);
-    const [, c, h, w] = model.input.shape;
-    const results: Record<string, number> = {};
-    for (const threads of [1, 2]) {
-      const engine = await Engine.open({ workers: 1, threadsPerWorker: threads });
-      await timeIt(3, () => engine.runModel(name, nchw));
-      results[`opencv ${threads}t`] = stats(await timeIt(ITER, () => engine.runModel(name, nchw))).p50;
-      await engine.close();
-
-      const session = await ort.InferenceSession.create(join(root, 'models', 'onnx', model.ortFile), {
-        intraOpNumThreads: threads,
-        interOpNumThreads: 1,
-      });
-      const feeds = { [model.input.name]: new ort.Tensor('float32', nchw, model.input.shape) };
-      await timeIt(3, () => session.run(feeds));
-      results[`onnxruntime ${threads}t`] = stats(await timeIt(ITER, () => session.run(feeds))).p50;
-      await session.release();
-    }
-    const ref = await TfjsReference.load(model.source.file, model.input.tfNode, model.outputs.map((o) => o.tfNode));
-    const nhwc = new Float32Array(size);
-    await timeIt(3, () => ref.run(nhwc, [1, h, w, c]));
-    results['tfjs-wasm'] = stats(await timeIt(ITER, () => ref.run(nhwc, [1, h, w, c]))).p50;
-    ref.dispose();
-    const base = results['opencv 2t'];
-    for (const [engine, ms] of Object.entries(results)) {
-      rows.push({ model: name, engine, 'p50 ms': ms, 'x opencv 2t': ms / base });
-    }
   }
   return rows;
 }
@@ -213,30 +179,38 @@ async function main(): Promise<void> {
   const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, backend: probe.backend(), node: process.version };
   await probe.close();
   console.log(`# edgecv bench ${new Date().toISOString()} on ${machine.cpu} (${machine.cores} cores, ${machine.backend.backend})`);
+  const ctx = { root, iterations: ITER, quick, timeIt, stats };
 
-  const accuracy = onlyPoseObjects ? [] : await benchAccuracy();
+  const forward = onlyPoseObjects ? null : await benchForwardVsOnnxRuntime(ctx, manifest);
+  if (forward) {
+    table('Forward pass, every manifest model: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same file, interleaved', forward.rows);
+    table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
+  }
+  const scaling = onlyPoseObjects ? null : await benchWorkerScaling(ctx);
+  if (scaling) table(`Face detection throughput by layout, 640x480 JPEG (2 workers / 1 worker = ${scaling.scaling.toFixed(2)}x)`, scaling.rows);
+  const routes = onlyPoseObjects ? null : await benchRouteLatency(ctx);
+  if (routes) table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.toFixed(2)}x)`, routes.rows);
+
+  const accuracy = skipRest ? [] : await benchAccuracy();
   table('Face detector accuracy (dlib examples/faces: 43 annotated faces, IoU >= 0.5; 10 faceless photos)', accuracy);
-  const layouts = onlyPoseObjects ? [] : await benchLayouts();
+  const layouts = skipRest ? [] : await benchLayouts();
   table('Face detection per image, by worker/thread layout (default detector and options)', layouts);
-  const runtimes = onlyPoseObjects ? [] : await benchRuntimes(manifest);
-  table('Same model, same input, forward pass only (p50)', runtimes);
-  const http = onlyPoseObjects ? [] : await benchHttp();
+  const http = skipRest ? [] : await benchHttp();
   table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
-  const poseObjectContext = { root, iterations: ITER, quick, timeIt, stats };
-  const objectSizes = await benchObjectSizes(poseObjectContext);
+  const objectSizes = onlyEngineSpeed ? [] : await benchObjectSizes(ctx);
   table('Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', objectSizes);
-  const poseObjects = await benchPoseObjectLatency(poseObjectContext);
+  const poseObjects = onlyEngineSpeed ? [] : await benchPoseObjectLatency(ctx);
   table('Pose and object detection per image (default models and options)', poseObjects);
-  const poseObjectHttp = await benchPoseObjectHttp(poseObjectContext);
+  const poseObjectHttp = onlyEngineSpeed ? [] : await benchPoseObjectHttp(ctx);
   table('HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', poseObjectHttp);
-  const metricsStore = await benchMetricsStore(quick);
+  const metricsStore = skipRest ? [] : await benchMetricsStore(quick);
   table('Metrics store: 48 h of 10 s samples in SQLite', metricsStore);
-  const traceEngine = await Engine.open({ workers: 1 });
-  const requestTrace = await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close());
+  const traceEngine = skipRest ? null : await Engine.open({ workers: 1 });
+  const requestTrace = traceEngine ? await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close()) : [];
   table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
-  const recognition = await benchRecognition(root, quick);
+  const recognition = skipRest ? [] : await benchRecognition(root, quick);
   table('Recognition per face: decode, detect, embed, search a gallery of 1,000 (1 worker x 1 thread)', recognition);
-  const gallerySearch = await benchGallerySearch(quick);
+  const gallerySearch = skipRest ? [] : await benchGallerySearch(quick);
   table('Gallery search: one matrix product over all enrolled 1024-d embeddings (1 worker x 1 thread)', gallerySearch);
 
   const outDir = join(root, 'bench', 'results');
@@ -245,9 +219,11 @@ async function main(): Promise<void> {
   const results = {
     machine,
     quick,
+    forward,
+    scaling,
+    routes,
     accuracy,
     layouts,
-    runtimes,
     http,
     objectSizes,
     poseObjects,

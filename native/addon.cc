@@ -29,6 +29,8 @@
 #include "pose_detect_job.h"
 #include "pose_estimator.h"
 #include "run_model_job.h"
+#include "runtime/inference_model.h"
+#include "runtime/onnxruntime_library.h"
 #include "worker_context.h"
 #include "worker_pool.h"
 
@@ -75,10 +77,38 @@ std::vector<std::string> ReadStrings(Napi::Object obj, const char* key, const st
   return out;
 }
 
-FaceDetectorSpec ReadFaceDetectorSpec(Napi::Object obj) {
+// What the engine can run models on, known before any spec is read: the backend, and whether onnxruntime loaded.
+struct RuntimeAvailability {
+  BackendInfo backend;
+  bool onnxRuntime = false;
+  std::string onnxRuntimeMissing;  // why not, when it did not load
+};
+
+// `runtime` of a spec: "opencv" runs `path` on OpenCV DNN, "onnxruntime" runs `ortPath` on onnxruntime, and
+// "auto" (the default) onnxruntime when it is loaded and can drive the backend's device, else OpenCV.
+ModelSource ReadModelSource(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
+  Napi::Env env = obj.Env();
+  const std::string opencvPath = ReadString(obj, "path", where);
+  const std::string ortPath = IsMissing(obj.Get("ortPath")) ? "" : ReadString(obj, "ortPath", where);
+  const std::string wanted = IsMissing(obj.Get("runtime")) ? "auto" : ReadString(obj, "runtime", where);
+  if (wanted != "auto" && wanted != "opencv" && wanted != "onnxruntime") {
+    ThrowInvalid(env, where + ".runtime must be one of auto, opencv, onnxruntime");
+  }
+  const bool deviceOk = available.backend.kind == BackendKind::kCpu || available.backend.onnxRuntimeCuda;
+  if (wanted == "onnxruntime") {
+    if (ortPath.empty()) ThrowInvalid(env, where + ".ortPath is required with runtime onnxruntime");
+    if (!available.onnxRuntime) ThrowInvalid(env, where + ": runtime onnxruntime is not available: " + available.onnxRuntimeMissing);
+  }
+  if (wanted == "onnxruntime" || (wanted == "auto" && !ortPath.empty() && available.onnxRuntime && deviceOk)) {
+    return {ortPath, RuntimeKind::kOnnxRuntime};
+  }
+  return {opencvPath, RuntimeKind::kOpenCv};
+}
+
+FaceDetectorSpec ReadFaceDetectorSpec(Napi::Object obj, const RuntimeAvailability& available) {
   const std::string where = "faceDetector";
   FaceDetectorSpec spec;
-  spec.path = ReadString(obj, "path", where);
+  spec.model = ReadModelSource(obj, where, available);
   spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 16, 4096, true, true));
   Napi::Value layers = obj.Get("anchorLayers");
   if (!layers.IsArray() || layers.As<Napi::Array>().Length() == 0) {
@@ -129,10 +159,10 @@ void ReadInputNormalization(Napi::Object obj, const std::string& where, Spec* sp
   }
 }
 
-PoseEstimatorSpec ReadPoseEstimatorSpec(Napi::Object obj) {
+PoseEstimatorSpec ReadPoseEstimatorSpec(Napi::Object obj, const RuntimeAvailability& available) {
   const std::string where = "poseEstimator";
   PoseEstimatorSpec spec;
-  spec.path = ReadString(obj, "path", where);
+  spec.model = ReadModelSource(obj, where, available);
   spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 32, 4096, true, true));
   spec.outputs = ReadStrings(obj, "outputs", where);
   if (spec.outputs.size() != PoseEstimator::kOutputs) ThrowInvalid(obj.Env(), where + ".outputs must name 6 outputs");
@@ -140,10 +170,10 @@ PoseEstimatorSpec ReadPoseEstimatorSpec(Napi::Object obj) {
   return spec;
 }
 
-ObjectDetectorSpec ReadObjectDetectorSpec(Napi::Object obj) {
+ObjectDetectorSpec ReadObjectDetectorSpec(Napi::Object obj, const RuntimeAvailability& available) {
   const std::string where = "objectDetector";
   ObjectDetectorSpec spec;
-  spec.path = ReadString(obj, "path", where);
+  spec.model = ReadModelSource(obj, where, available);
   spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 32, 4096, true, true));
   spec.heatmapOutput = ReadString(obj, "heatmapOutput", where);
   spec.boxOutput = ReadString(obj, "boxOutput", where);
@@ -172,10 +202,10 @@ ObjectOptions ReadObjectOptions(Napi::Env env, Napi::Value value) {
   return options;
 }
 
-FaceEmbedderSpec ReadFaceEmbedderSpec(Napi::Object obj) {
+FaceEmbedderSpec ReadFaceEmbedderSpec(Napi::Object obj, const RuntimeAvailability& available) {
   const std::string where = "faceEmbedder";
   FaceEmbedderSpec spec;
-  spec.path = ReadString(obj, "path", where);
+  spec.model = ReadModelSource(obj, where, available);
   spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 16, 4096, true, true));
   spec.output = ReadString(obj, "output", where);
   spec.cropScale = ReadNumber(obj, "cropScale", where, spec.cropScale, 0.5, 4, false);
@@ -214,6 +244,16 @@ FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value) {
     request.gallery = index->Snapshot();  // taken now: the job sees the gallery as it was when submitted
   }
   return request;
+}
+
+// An optional model spec of createEngine()'s options: null when absent, else read by `read`.
+template <typename Spec>
+std::unique_ptr<Spec> ReadOptionalSpec(Napi::Object options, const char* key, const RuntimeAvailability& available,
+                                       Spec (*read)(Napi::Object, const RuntimeAvailability&)) {
+  Napi::Value value = options.Get(key);
+  if (IsMissing(value)) return nullptr;
+  if (!value.IsObject()) ThrowInvalid(options.Env(), std::string("options.") + key + " must be an object");
+  return std::make_unique<Spec>(read(value.As<Napi::Object>(), available));
 }
 
 Napi::Promise RejectedPromise(Napi::Env env, Napi::Value error) {
@@ -278,6 +318,8 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
 
   napi_env env_;
   BackendInfo backend_;
+  std::vector<std::pair<std::string, RuntimeKind>> modelRuntimes_;  // spec key -> runtime that runs it
+  std::string onnxRuntimeMissing_;  // why onnxruntime did not load, if it did not
   bool hasFaceDetector_ = false;
   bool hasPoseEstimator_ = false;
   bool hasObjectDetector_ = false;
@@ -299,45 +341,54 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   const int threadsPerWorker = static_cast<int>(ReadNumber(options, "threadsPerWorker", "options", 1, 1, 256, true));
   // >= 1: every job passes through the queue, even when a worker is idle.
   const size_t queueLimit = static_cast<size_t>(ReadNumber(options, "queueLimit", "options", 64, 1, 1e6, true));
-  std::unique_ptr<FaceDetectorSpec> faceSpec;
-  Napi::Value face = options.Get("faceDetector");
-  if (!IsMissing(face)) {
-    if (!face.IsObject()) ThrowInvalid(env, "options.faceDetector must be an object");
-    faceSpec = std::make_unique<FaceDetectorSpec>(ReadFaceDetectorSpec(face.As<Napi::Object>()));
+
+  // The runtimes first: which one runs a model depends on what loaded and on the device.
+  RuntimeAvailability available;
+  try {
+    if (!IsMissing(options.Get("onnxRuntimeLibrary"))) {
+      const std::string library = ReadString(options, "onnxRuntimeLibrary", "options");
+      try {
+        LoadOnnxRuntime(library);
+        available.onnxRuntime = true;
+      } catch (const std::runtime_error& e) {
+        available.onnxRuntimeMissing = e.what();
+      }
+    } else {
+      available.onnxRuntimeMissing = "no onnxRuntimeLibrary given";
+    }
+    const std::string wantedBackend = IsMissing(options.Get("backend")) ? "auto" : ReadString(options, "backend", "options");
+    available.backend = SelectBackend(wantedBackend, available.onnxRuntime ? LoadedOnnxRuntime() : nullptr);
+  } catch (const std::runtime_error& e) {
+    throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }
-  std::unique_ptr<PoseEstimatorSpec> poseSpec;
-  Napi::Value pose = options.Get("poseEstimator");
-  if (!IsMissing(pose)) {
-    if (!pose.IsObject()) ThrowInvalid(env, "options.poseEstimator must be an object");
-    poseSpec = std::make_unique<PoseEstimatorSpec>(ReadPoseEstimatorSpec(pose.As<Napi::Object>()));
-  }
-  std::unique_ptr<ObjectDetectorSpec> objectSpec;
-  Napi::Value object = options.Get("objectDetector");
-  if (!IsMissing(object)) {
-    if (!object.IsObject()) ThrowInvalid(env, "options.objectDetector must be an object");
-    objectSpec = std::make_unique<ObjectDetectorSpec>(ReadObjectDetectorSpec(object.As<Napi::Object>()));
-  }
-  std::unique_ptr<FaceEmbedderSpec> embedderSpec;
-  Napi::Value embedder = options.Get("faceEmbedder");
-  if (!IsMissing(embedder)) {
-    if (!embedder.IsObject()) ThrowInvalid(env, "options.faceEmbedder must be an object");
-    embedderSpec = std::make_unique<FaceEmbedderSpec>(ReadFaceEmbedderSpec(embedder.As<Napi::Object>()));
-  }
+  backend_ = available.backend;
+  onnxRuntimeMissing_ = available.onnxRuntimeMissing;
+
+  std::unique_ptr<FaceDetectorSpec> faceSpec = ReadOptionalSpec(options, "faceDetector", available, &ReadFaceDetectorSpec);
+  std::unique_ptr<PoseEstimatorSpec> poseSpec = ReadOptionalSpec(options, "poseEstimator", available, &ReadPoseEstimatorSpec);
+  std::unique_ptr<ObjectDetectorSpec> objectSpec =
+      ReadOptionalSpec(options, "objectDetector", available, &ReadObjectDetectorSpec);
+  std::unique_ptr<FaceEmbedderSpec> embedderSpec =
+      ReadOptionalSpec(options, "faceEmbedder", available, &ReadFaceEmbedderSpec);
+  if (faceSpec) modelRuntimes_.emplace_back("faceDetector", faceSpec->model.runtime);
+  if (poseSpec) modelRuntimes_.emplace_back("poseEstimator", poseSpec->model.runtime);
+  if (objectSpec) modelRuntimes_.emplace_back("objectDetector", objectSpec->model.runtime);
+  if (embedderSpec) modelRuntimes_.emplace_back("faceEmbedder", embedderSpec->model.runtime);
 
   // Load one copy of every model per worker, here on the JS thread, so a bad
   // model fails createEngine() synchronously with a clear message.
   std::vector<std::unique_ptr<WorkerContext>> contexts;
   try {
-    backend_ = SelectBackend();
+    const RuntimeOptions runtime{backend_, threadsPerWorker};
     for (int i = 0; i < workers; ++i) {
       auto ctx = std::make_unique<WorkerContext>();
       ctx->index = i;
-      ctx->backend = backend_;
-      if (faceSpec) ctx->faceDetector = std::make_unique<FaceDetector>(*faceSpec, backend_);
-      if (poseSpec) ctx->poseEstimator = std::make_unique<PoseEstimator>(*poseSpec, backend_);
-      if (objectSpec) ctx->objectDetector = std::make_unique<ObjectDetector>(*objectSpec, backend_);
+      ctx->runtime = runtime;
+      if (faceSpec) ctx->faceDetector = std::make_unique<FaceDetector>(*faceSpec, runtime);
+      if (poseSpec) ctx->poseEstimator = std::make_unique<PoseEstimator>(*poseSpec, runtime);
+      if (objectSpec) ctx->objectDetector = std::make_unique<ObjectDetector>(*objectSpec, runtime);
       if (embedderSpec) {
-        ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*embedderSpec, backend_);
+        ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*embedderSpec, runtime);
         embeddingSize_ = ctx->faceEmbedder->dim();
       }
       contexts.push_back(std::move(ctx));
@@ -463,7 +514,14 @@ Napi::Value NativeEngine::RunModel(const Napi::CallbackInfo& info) {
     if (!info[1].IsObject()) return RejectedPromise(env, ErrorCode::kInvalidArgument, "model spec must be an object");
     Napi::Object obj = info[1].As<Napi::Object>();
     RawModelSpec spec;
-    spec.path = ReadString(obj, "path", "model");
+    spec.model.path = ReadString(obj, "path", "model");
+    const std::string runtime = IsMissing(obj.Get("runtime")) ? "opencv" : ReadString(obj, "runtime", "model");
+    if (runtime == "onnxruntime") {
+      if (!LoadedOnnxRuntime()) ThrowInvalid(env, "model.runtime onnxruntime is not available: " + onnxRuntimeMissing_);
+      spec.model.runtime = RuntimeKind::kOnnxRuntime;
+    } else if (runtime != "opencv") {
+      ThrowInvalid(env, "model.runtime must be opencv or onnxruntime");
+    }
     spec.outputs = ReadStrings(obj, "outputs", "model");
     Napi::Value shape = obj.Get("inputShape");
     if (!shape.IsArray()) ThrowInvalid(env, "model.inputShape must be an array of positive integers");
@@ -611,6 +669,20 @@ Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("backend", Napi::String::New(env, BackendName(backend_.kind)));
   out.Set("device", Napi::String::New(env, backend_.device));
+  Napi::Object runtimes = Napi::Object::New(env);
+  for (const auto& [key, kind] : modelRuntimes_) runtimes.Set(key, Napi::String::New(env, RuntimeName(kind)));
+  out.Set("runtimes", runtimes);
+  const OnnxRuntimeInfo* ort = LoadedOnnxRuntime();
+  if (ort) {
+    Napi::Object info = Napi::Object::New(env);
+    info.Set("version", Napi::String::New(env, ort->version));
+    info.Set("path", Napi::String::New(env, ort->path));
+    info.Set("cuda", Napi::Boolean::New(env, ort->cuda));
+    out.Set("onnxRuntime", info);
+  } else {
+    out.Set("onnxRuntime", env.Null());
+    out.Set("onnxRuntimeMissing", Napi::String::New(env, onnxRuntimeMissing_));
+  }
   return out;
 }
 
@@ -657,6 +729,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("createEngine", Napi::Function::New(env, CreateEngine, "createEngine"));
   exports.Set("Gallery", gallery);
   exports.Set("opencvVersion", Napi::String::New(env, CV_VERSION));
+  exports.Set("onnxRuntimeCompiledIn", Napi::Boolean::New(env, OnnxRuntimeCompiledIn()));
   return exports;
 }
 

@@ -1,7 +1,8 @@
 #include "backend.h"
 
+#include "runtime/onnxruntime_library.h"
+
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -21,7 +22,7 @@
 namespace edgecv {
 namespace {
 
-bool ProbeCuda(std::string* deviceName) {
+bool ProbeOpenCvCuda(std::string* deviceName, int* device) {
 #if EDGECV_CUDA_PROBE
   try {
     // DNN must have been compiled with the CUDA backend...
@@ -31,7 +32,8 @@ bool ProbeCuda(std::string* deviceName) {
     }
     // ...and the driver must see a device now (returns 0 or -1 otherwise).
     if (cv::cuda::getCudaEnabledDeviceCount() <= 0) return false;
-    cv::cuda::DeviceInfo info(cv::cuda::getDevice());
+    *device = cv::cuda::getDevice();
+    cv::cuda::DeviceInfo info(*device);
     *deviceName = info.name();
     return true;
   } catch (const std::exception&) {
@@ -39,6 +41,7 @@ bool ProbeCuda(std::string* deviceName) {
   }
 #else
   (void)deviceName;
+  (void)device;
   return false;
 #endif
 }
@@ -69,27 +72,29 @@ BackendInfo CpuBackend() {
 
 }  // namespace
 
-BackendInfo SelectBackend() {
-  const char* env = std::getenv("EDGECV_BACKEND");
-  const std::string wanted = env ? env : "auto";
+BackendInfo SelectBackend(const std::string& wanted, const OnnxRuntimeInfo* onnxRuntime) {
   if (wanted == "cpu") return CpuBackend();
-  if (wanted != "auto" && wanted != "" && wanted != "cuda") {
-    throw std::runtime_error("EDGECV_BACKEND must be one of auto, cpu, cuda (got \"" + wanted + "\")");
+  if (wanted != "auto" && wanted != "cuda") {
+    throw std::runtime_error("backend must be one of auto, cpu, cuda (got \"" + wanted + "\")");
   }
+  BackendInfo info = CpuBackend();
   std::string deviceName;
-  if (ProbeCuda(&deviceName)) {
-    BackendInfo info;
+  info.opencvCuda = ProbeOpenCvCuda(&deviceName, &info.cudaDevice);
+  info.onnxRuntimeCuda = onnxRuntime != nullptr && onnxRuntime->cuda;
+  if (info.opencvCuda || info.onnxRuntimeCuda) {
     info.kind = BackendKind::kCuda;
-    info.device = deviceName;
-    info.dnnBackend = cv::dnn::DNN_BACKEND_CUDA;
-    info.dnnTarget = cv::dnn::DNN_TARGET_CUDA;
+    info.device = info.opencvCuda ? deviceName : "CUDA device " + std::to_string(info.cudaDevice) + " (onnxruntime)";
+    if (info.opencvCuda) {
+      info.dnnBackend = cv::dnn::DNN_BACKEND_CUDA;
+      info.dnnTarget = cv::dnn::DNN_TARGET_CUDA;
+    }
     return info;
   }
   if (wanted == "cuda") {
     throw std::runtime_error(
-        "EDGECV_BACKEND=cuda, but OpenCV's DNN module has no CUDA backend or no CUDA device is visible");
+        "backend cuda was asked for, but neither OpenCV's DNN module nor the onnxruntime library has a usable CUDA device");
   }
-  return CpuBackend();
+  return info;
 }
 
 }  // namespace edgecv

@@ -6,9 +6,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "dnn_model.h"
+#include "runtime/inference_model.h"
 #include "job.h"  // Clock, MillisBetween
 
 namespace edgecv {
@@ -28,8 +29,8 @@ float Sigmoid(float logit) {
 
 }  // namespace
 
-FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const BackendInfo& backend) : spec_(spec) {
-  const std::string what = "face detector model " + spec_.path + ": ";
+FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
+  const std::string what = "face detector model " + spec_.model.path + ": ";
   if (spec_.inputSize <= 0) throw std::runtime_error(what + "inputSize must be positive");
   if (spec_.anchorLayers.empty()) throw std::runtime_error(what + "anchorLayers is empty");
   if (spec_.scoreOutputs.empty() || spec_.boxOutputs.empty()) {
@@ -53,10 +54,10 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const BackendInfo& back
 
   outputNames_ = spec_.scoreOutputs;
   outputNames_.insert(outputNames_.end(), spec_.boxOutputs.begin(), spec_.boxOutputs.end());
-  net_ = LoadDnnModel(spec_.path, outputNames_, backend, what);
+  model_ = LoadInferenceModel(spec_.model, outputNames_, runtime, what);
 
   // The warm-up pass also proves the outputs have the shapes the decoder relies on.
-  const std::vector<cv::Mat> outputs = WarmUp(net_, spec_.inputSize, outputNames_, what);
+  const std::vector<cv::Mat> outputs = WarmUp(*model_, spec_.inputSize, what);
   size_t scores = 0, boxes = 0;
   std::ostringstream shapes;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -167,8 +168,7 @@ FaceDetector::Letterbox FaceDetector::Preprocess(const cv::Mat& bgr, const cv::R
 }
 
 void FaceDetector::Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs) {
-  net_.setInput(blob);
-  net_.forward(*outputs, outputNames_);
+  *outputs = model_->Run(blob);
 }
 
 void FaceDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box, float scoreThreshold,

@@ -1,18 +1,18 @@
-// MediaPipe BlazeFace-family face detector on OpenCV DNN (OpenCV Zoo demo style:
+// MediaPipe BlazeFace-family face detector (OpenCV Zoo demo style:
 // preprocess -> infer -> postprocess). One generic class configured by a model
 // spec, so both the 256px "back" model and the 192px full-range model run here.
 //
-// Not thread-safe (owns a cv::dnn::Net): one instance per worker thread.
+// Not thread-safe (owns an InferenceModel): one instance per worker thread.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
-#include <opencv2/dnn.hpp>
 
-#include "backend.h"
+#include "runtime/inference_model.h"
 #include "stage_timings.h"
 
 namespace edgecv {
@@ -23,7 +23,7 @@ struct AnchorLayer {
 };
 
 struct FaceDetectorSpec {
-  std::string path;       // ONNX file (NCHW input)
+  ModelSource model;  // ONNX file (NCHW input) and the runtime that runs it
   int inputSize = 0;      // square input side S
   std::vector<AnchorLayer> anchorLayers;
   // Output names in anchor order; concatenating them yields one score (logit)
@@ -55,7 +55,7 @@ class FaceDetector {
 
   // Loads the model and runs one warm-up forward pass that validates output
   // names and anchor counts. Throws std::runtime_error with a clear message.
-  FaceDetector(const FaceDetectorSpec& spec, const BackendInfo& backend);
+  FaceDetector(const FaceDetectorSpec& spec, const RuntimeOptions& runtime);
 
   std::vector<Face> Detect(const cv::Mat& bgr, const DetectOptions& options, StageTimings* timings);
 
@@ -82,7 +82,7 @@ class FaceDetector {
   static std::vector<cv::Rect> TileGrid(const cv::Size& size, int tiles);
 
   FaceDetectorSpec spec_;
-  cv::dnn::Net net_;
+  std::unique_ptr<InferenceModel> model_;
   std::vector<std::string> outputNames_;  // scoreOutputs then boxOutputs
   std::vector<cv::Point2f> anchors_;      // normalized centres, in anchor order
 };

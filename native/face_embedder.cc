@@ -4,21 +4,22 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "dnn_model.h"
+#include "runtime/inference_model.h"
 #include "error_code.h"
 #include "job.h"  // Clock, MillisBetween
 
 namespace edgecv {
 
-FaceEmbedder::FaceEmbedder(const FaceEmbedderSpec& spec, const BackendInfo& backend) : spec_(spec) {
-  const std::string what = "face embedding model " + spec_.path + ": ";
+FaceEmbedder::FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
+  const std::string what = "face embedding model " + spec_.model.path + ": ";
   if (spec_.inputSize <= 0) throw std::runtime_error(what + "inputSize must be positive");
   if (spec_.output.empty()) throw std::runtime_error(what + "output name is empty");
   if (!(spec_.cropScale > 0)) throw std::runtime_error(what + "cropScale must be positive");
-  net_ = LoadDnnModel(spec_.path, {spec_.output}, backend, what);
-  const cv::Mat out = WarmUp(net_, spec_.inputSize, {spec_.output}, what)[0];
+  model_ = LoadInferenceModel(spec_.model, {spec_.output}, runtime, what);
+  const cv::Mat out = WarmUp(*model_, spec_.inputSize, what)[0];
   if (out.type() != CV_32F || out.total() == 0) {
     throw std::runtime_error(what + "output \"" + spec_.output + "\" is not a float32 tensor");
   }
@@ -82,8 +83,7 @@ cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, doub
 }
 
 cv::Mat FaceEmbedder::Infer(const cv::Mat& blob) {
-  net_.setInput(blob);
-  return net_.forward(spec_.output);
+  return model_->Run(blob)[0];
 }
 
 std::vector<float> FaceEmbedder::Postprocess(const cv::Mat& output) const {

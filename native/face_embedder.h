@@ -1,25 +1,25 @@
-// Face embedding model on OpenCV DNN (OpenCV Zoo style: preprocess -> infer ->
+// Face embedding model (OpenCV Zoo style: preprocess -> infer ->
 // postprocess). Preprocess cuts a square around the detected face box, enlarged
 // by `cropScale` (the margin the model was trained with), pads whatever falls
 // outside the image with black and resizes to the model input. Postprocess
 // L2-normalizes the output, so a dot product of two embeddings is their cosine.
 //
-// Not thread-safe (owns a cv::dnn::Net): one instance per worker thread.
+// Not thread-safe (owns an InferenceModel): one instance per worker thread.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
-#include <opencv2/dnn.hpp>
 
-#include "backend.h"
+#include "runtime/inference_model.h"
 
 namespace edgecv {
 
 struct FaceEmbedderSpec {
-  std::string path;        // ONNX file (NCHW input)
+  ModelSource model;  // ONNX file (NCHW input) and the runtime that runs it
   int inputSize = 0;       // square input side S
   std::string output;      // name of the embedding output
   double meanValue = 0;    // input = (pixel - mean) * scale
@@ -35,7 +35,7 @@ class FaceEmbedder {
  public:
   // Loads the model and runs one warm-up pass that validates the output and
   // learns the embedding size. Throws std::runtime_error with a clear message.
-  FaceEmbedder(const FaceEmbedderSpec& spec, const BackendInfo& backend);
+  FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& runtime);
 
   // The square region (image pixels, may extend past the image) that a face box
   // maps to at `cropScale`.
@@ -60,7 +60,7 @@ class FaceEmbedder {
   std::vector<float> Postprocess(const cv::Mat& output) const;
 
   FaceEmbedderSpec spec_;
-  cv::dnn::Net net_;
+  std::unique_ptr<InferenceModel> model_;
   int dim_ = 0;
 };
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "dnn_model.h"
+#include "runtime/inference_model.h"
 #include "job.h"  // Clock, MillisBetween
 
 namespace edgecv {
@@ -13,14 +13,14 @@ constexpr int kStride = 4;  // input pixels per heatmap cell
 
 }  // namespace
 
-ObjectDetector::ObjectDetector(const ObjectDetectorSpec& spec, const BackendInfo& backend) : spec_(spec) {
-  const std::string what = "object model " + spec_.path + ": ";
+ObjectDetector::ObjectDetector(const ObjectDetectorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
+  const std::string what = "object model " + spec_.model.path + ": ";
   if (spec_.inputSize < 32 || spec_.inputSize % kStride != 0) throw std::runtime_error(what + "inputSize must be a multiple of 4");
   if (spec_.classes <= 0) throw std::runtime_error(what + "classes must be positive");
-  net_ = LoadDnnModel(spec_.path, {spec_.heatmapOutput, spec_.boxOutput}, backend, what);
+  model_ = LoadInferenceModel(spec_.model, {spec_.heatmapOutput, spec_.boxOutput}, runtime, what);
   grid_ = spec_.inputSize / kStride;
 
-  const std::vector<cv::Mat> outputs = WarmUp(net_, spec_.inputSize, {spec_.heatmapOutput, spec_.boxOutput}, what);
+  const std::vector<cv::Mat> outputs = WarmUp(*model_, spec_.inputSize, what);
   if (!IsNhwc(outputs[0], grid_, grid_, spec_.classes) || !IsNhwc(outputs[1], grid_, grid_, 4)) {
     throw std::runtime_error(what + "outputs are " + ShapeString(outputs[0]) + " and " + ShapeString(outputs[1]) +
                              ", expected [1," + std::to_string(grid_) + "," + std::to_string(grid_) + "," +
@@ -47,8 +47,7 @@ std::vector<DetectedObject> ObjectDetector::Detect(const cv::Mat& bgr, const Obj
 }
 
 void ObjectDetector::Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs) {
-  net_.setInput(blob);
-  net_.forward(*outputs, std::vector<std::string>{spec_.heatmapOutput, spec_.boxOutput});
+  *outputs = model_->Run(blob);
 }
 
 std::vector<DetectedObject> ObjectDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

@@ -1,25 +1,25 @@
-// CenterNet object detector on OpenCV DNN (preprocess -> infer -> postprocess). The converted graph is cut
+// CenterNet object detector (preprocess -> infer -> postprocess). The converted graph is cut
 // before the model's TopK; Postprocess() reproduces its decoding: class heatmap peaks (3x3 max-pool NMS),
 // best first, each with a box given as distances from its cell to the four box sides.
 //
-// Not thread-safe (owns a cv::dnn::Net): one instance per worker thread.
+// Not thread-safe (owns an InferenceModel): one instance per worker thread.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
-#include <opencv2/dnn.hpp>
 
-#include "backend.h"
+#include "runtime/inference_model.h"
 #include "letterbox.h"
 #include "stage_timings.h"
 
 namespace edgecv {
 
 struct ObjectDetectorSpec {
-  std::string path;    // ONNX file (NCHW input)
+  ModelSource model;  // ONNX file (NCHW input) and the runtime that runs it
   int inputSize = 0;   // square input side S; the heads are S/4 x S/4
   std::string heatmapOutput;  // [1,S/4,S/4,classes], already sigmoid
   std::string boxOutput;      // [1,S/4,S/4,4]: left, top, right, bottom distances in input pixels
@@ -43,7 +43,7 @@ struct DetectedObject {
 class ObjectDetector {
  public:
   // Loads the model and runs one warm-up pass that checks the output shapes. Throws std::runtime_error.
-  ObjectDetector(const ObjectDetectorSpec& spec, const BackendInfo& backend);
+  ObjectDetector(const ObjectDetectorSpec& spec, const RuntimeOptions& runtime);
 
   std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings);
 
@@ -53,7 +53,7 @@ class ObjectDetector {
                                           const ObjectOptions& options) const;
 
   ObjectDetectorSpec spec_;
-  cv::dnn::Net net_;
+  std::unique_ptr<InferenceModel> model_;
   int grid_ = 0;  // S / 4
 };
 

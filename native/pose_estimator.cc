@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "dnn_model.h"
+#include "runtime/inference_model.h"
 #include "job.h"  // Clock, MillisBetween
 
 namespace edgecv {
@@ -20,14 +20,14 @@ float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
 }  // namespace
 
-PoseEstimator::PoseEstimator(const PoseEstimatorSpec& spec, const BackendInfo& backend) : spec_(spec) {
-  const std::string what = "pose model " + spec_.path + ": ";
+PoseEstimator::PoseEstimator(const PoseEstimatorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
+  const std::string what = "pose model " + spec_.model.path + ": ";
   if (spec_.inputSize < 32 || spec_.inputSize % 4 != 0) throw std::runtime_error(what + "inputSize must be a multiple of 4");
   if (spec_.outputs.size() != kOutputs) throw std::runtime_error(what + "needs exactly 6 output names");
-  net_ = LoadDnnModel(spec_.path, spec_.outputs, backend, what);
+  model_ = LoadInferenceModel(spec_.model, spec_.outputs, runtime, what);
   grid_ = spec_.inputSize / 4;
 
-  const std::vector<cv::Mat> outputs = WarmUp(net_, spec_.inputSize, spec_.outputs, what);
+  const std::vector<cv::Mat> outputs = WarmUp(*model_, spec_.inputSize, what);
   const int k = Pose::kKeypoints;
   const int channels[kOutputs] = {1, 2, 2, k, 2 * k, 2 * k};
   for (int i = 0; i < kOutputs; ++i) {
@@ -55,8 +55,7 @@ std::vector<Pose> PoseEstimator::Detect(const cv::Mat& bgr, const PoseOptions& o
 }
 
 void PoseEstimator::Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs) {
-  net_.setInput(blob);
-  net_.forward(*outputs, spec_.outputs);
+  *outputs = model_->Run(blob);
 }
 
 std::vector<Pose> PoseEstimator::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

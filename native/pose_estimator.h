@@ -1,26 +1,26 @@
-// MoveNet MultiPose on OpenCV DNN (preprocess -> infer -> postprocess). The converted graph is cut
+// MoveNet MultiPose (preprocess -> infer -> postprocess). The converted graph is cut
 // before the model's own post-processing, which Postprocess() reproduces from the original TF.js graph:
 // centre-heatmap peaks (5x5 max-pool NMS), top-k people, keypoints regressed from each centre and then
 // snapped to the keypoint heatmap weighted by the distance to the regressed point, plus sub-cell offsets.
 //
-// Not thread-safe (owns a cv::dnn::Net): one instance per worker thread.
+// Not thread-safe (owns an InferenceModel): one instance per worker thread.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
-#include <opencv2/dnn.hpp>
 
-#include "backend.h"
+#include "runtime/inference_model.h"
 #include "letterbox.h"
 #include "stage_timings.h"
 
 namespace edgecv {
 
 struct PoseEstimatorSpec {
-  std::string path;  // ONNX file (NCHW input)
+  ModelSource model;  // ONNX file (NCHW input) and the runtime that runs it
   int inputSize = 0;  // square input side S
   // Output names in this order: centre logits [1,G,G,1], box scale [1,G,G,2], box offset [1,G,G,2],
   // keypoint heatmap logits [1,G,G,K], keypoint regression [1,G,G,2K], keypoint offsets [1,G,G,2K].
@@ -52,7 +52,7 @@ class PoseEstimator {
   static constexpr int kOutputs = 6;
 
   // Loads the model and runs one warm-up pass that checks the output shapes. Throws std::runtime_error.
-  PoseEstimator(const PoseEstimatorSpec& spec, const BackendInfo& backend);
+  PoseEstimator(const PoseEstimatorSpec& spec, const RuntimeOptions& runtime);
 
   std::vector<Pose> Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings);
 
@@ -62,7 +62,7 @@ class PoseEstimator {
                                 const PoseOptions& options) const;
 
   PoseEstimatorSpec spec_;
-  cv::dnn::Net net_;
+  std::unique_ptr<InferenceModel> model_;
   int grid_ = 0;  // G: heatmap side (S / 4)
 };
 

@@ -1,6 +1,7 @@
 #include "run_model_job.h"
 
 #include <cstring>
+#include <memory>
 
 #include "worker_context.h"
 
@@ -18,29 +19,34 @@ void RunModelJob::Execute(WorkerContext& ctx) {
     throw JobError(ErrorCode::kInvalidArgument, "input has " + std::to_string(length_) + " values, shape needs " +
                                                     std::to_string(expected));
   }
-  cv::dnn::Net& net = ctx.RawNet(spec_.path);
-  // Copy into an owned blob: OpenCV may keep the input Mat past this job.
-  cv::Mat blob(static_cast<int>(spec_.inputShape.size()), spec_.inputShape.data(), CV_32F);
-  std::memcpy(blob.ptr<float>(), data_, length_ * sizeof(float));
-  net.setInput(blob);
-  std::vector<cv::Mat> outs;
-  net.forward(outs, spec_.outputs);
-  // forward() returns views of the net's own buffers, reused by the next call.
-  outputs_.reserve(outs.size());
-  for (const cv::Mat& out : outs) {
-    cv::Mat owned;
-    out.convertTo(owned, CV_32F);
-    outputs_.push_back(owned.isContinuous() ? owned : owned.clone());
+  InferenceModel& model = ctx.RawModel(spec_.model, spec_.outputs);
+  const int dims = static_cast<int>(spec_.inputShape.size());
+  if (!model.SharesBuffers()) {
+    // The pinned input is read in place, and the outputs are ours to hand to JS without a copy.
+    outputs_ = model.Run(cv::Mat(dims, spec_.inputShape.data(), CV_32F, const_cast<float*>(data_)));
+    return;
   }
+  // Copy into an owned blob: the runtime may keep the input Mat past this job...
+  cv::Mat blob(dims, spec_.inputShape.data(), CV_32F);
+  std::memcpy(blob.ptr<float>(), data_, length_ * sizeof(float));
+  const std::vector<cv::Mat> outs = model.Run(blob);
+  // ...and the outputs are views of its own buffers, reused by the next call.
+  outputs_.reserve(outs.size());
+  for (const cv::Mat& out : outs) outputs_.push_back(out.clone());
 }
 
 Napi::Value RunModelJob::Result(Napi::Env env) {
   Napi::Array result = Napi::Array::New(env, outputs_.size());
   for (size_t i = 0; i < outputs_.size(); ++i) {
-    const cv::Mat& out = outputs_[i];
-    Napi::Float32Array array = Napi::Float32Array::New(env, out.total());
-    if (out.total() > 0) std::memcpy(array.Data(), out.ptr<float>(), out.total() * sizeof(float));
-    result.Set(static_cast<uint32_t>(i), array);
+    // The Float32Array views the Mat's memory; the Mat (a refcount, moved to the heap) lives until JS drops it.
+    auto owner = std::make_unique<cv::Mat>(outputs_[i]);
+    float* data = owner->ptr<float>();
+    const size_t count = owner->total();
+    Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
+        env, data, count * sizeof(float), [](Napi::Env, void*, cv::Mat* mat) { std::unique_ptr<cv::Mat>{mat}; },
+        owner.get());
+    owner.release();  // owned by the buffer's finalizer from here on
+    result.Set(static_cast<uint32_t>(i), Napi::Float32Array::New(env, count, buffer, 0));
   }
   return result;
 }

@@ -1,7 +1,7 @@
 // runModel(): one raw forward pass of any ONNX model on a caller-made NCHW
 // tensor, returning the named outputs as float32 arrays. Used to check converted
-// models against their originals (parity tests) with the very same OpenCV code
-// path the detectors use.
+// models against their originals (parity tests) and to time the runtimes (bench),
+// through the very same InferenceModel code path the detectors use.
 #pragma once
 
 #include <napi.h>
@@ -12,11 +12,12 @@
 #include <opencv2/core.hpp>
 
 #include "job.h"
+#include "runtime/inference_model.h"
 
 namespace edgecv {
 
 struct RawModelSpec {
-  std::string path;
+  ModelSource model;
   std::vector<int> inputShape;       // e.g. {1, 3, 256, 256}
   std::vector<std::string> outputs;  // output layer names, result order
 };

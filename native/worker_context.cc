@@ -1,22 +1,23 @@
 #include "worker_context.h"
 
+#include <stdexcept>
+
 #include "error_code.h"
 
 namespace edgecv {
 
-cv::dnn::Net& WorkerContext::RawNet(const std::string& path) {
-  auto found = rawNets_.find(path);
-  if (found != rawNets_.end()) return found->second;
-  cv::dnn::Net net;
+InferenceModel& WorkerContext::RawModel(const ModelSource& source, const std::vector<std::string>& outputs) {
+  std::string key = std::string(RuntimeName(source.runtime)) + '\n' + source.path;
+  for (const std::string& name : outputs) key += '\n' + name;
+  auto found = rawModels_.find(key);
+  if (found != rawModels_.end()) return *found->second;
+  std::unique_ptr<InferenceModel> model;
   try {
-    net = cv::dnn::readNetFromONNX(path);
-  } catch (const cv::Exception& e) {
-    throw JobError(ErrorCode::kInternal, "cannot load model " + path + ": " + e.what());
+    model = LoadInferenceModel(source, outputs, runtime, "cannot load model " + source.path + ": ");
+  } catch (const std::runtime_error& e) {
+    throw JobError(ErrorCode::kInternal, e.what());
   }
-  if (net.empty()) throw JobError(ErrorCode::kInternal, "cannot load model " + path + ": empty network");
-  net.setPreferableBackend(backend.dnnBackend);
-  net.setPreferableTarget(backend.dnnTarget);
-  return rawNets_.emplace(path, std::move(net)).first->second;
+  return *rawModels_.emplace(key, std::move(model)).first->second;
 }
 
 }  // namespace edgecv

@@ -1,37 +1,37 @@
 // Per-worker state. Each worker thread owns exactly one WorkerContext and is the
-// only thread that touches it, so the cv::dnn::Net instances inside need no
-// locking (a Net is not thread-safe). A new model = one more member here, one
-// more Job subclass, one more engine method; the queue/promise plumbing is shared.
+// only thread that touches it, so the models inside need no locking (neither a
+// cv::dnn::Net nor our use of an onnxruntime session is shared). A new model = one
+// more member here, one more Job subclass, one more engine method; the
+// queue/promise plumbing is shared.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include <opencv2/dnn.hpp>
-
-#include "backend.h"
 #include "face_detector.h"
+#include "face_embedder.h"
 #include "object_detector.h"
 #include "pose_estimator.h"
-#include "face_embedder.h"
+#include "runtime/inference_model.h"
 
 namespace edgecv {
 
 struct WorkerContext {
   int index = 0;
-  BackendInfo backend;
-  std::unique_ptr<FaceDetector> faceDetector;  // null if the engine has no face model
+  RuntimeOptions runtime;
+  std::unique_ptr<FaceDetector> faceDetector;      // null if the engine has no face model
   std::unique_ptr<PoseEstimator> poseEstimator;    // null if the engine has no pose model
   std::unique_ptr<ObjectDetector> objectDetector;  // null if the engine has no object model
-  std::unique_ptr<FaceEmbedder> faceEmbedder;  // null if the engine has no embedding model
+  std::unique_ptr<FaceEmbedder> faceEmbedder;      // null if the engine has no embedding model
 
-  // Raw-tensor models for runModel(), loaded on first use by this worker.
+  // Raw-tensor models for runModel(), loaded on first use by this worker (one per file, runtime and outputs).
   // Throws JobError(INTERNAL) if the file cannot be loaded.
-  cv::dnn::Net& RawNet(const std::string& path);
+  InferenceModel& RawModel(const ModelSource& source, const std::vector<std::string>& outputs);
 
  private:
-  std::map<std::string, cv::dnn::Net> rawNets_;
+  std::map<std::string, std::unique_ptr<InferenceModel>> rawModels_;
 };
 
 }  // namespace edgecv

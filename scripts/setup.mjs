@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // edgecv set-up: brings a checkout from nothing to runnable, and does nothing (quickly) when all is there.
 //
-//   node scripts/setup.mjs                 system packages, npm deps, native addon, TypeScript, models
+//   node scripts/setup.mjs                 system packages, npm deps, onnxruntime headers, native addon, TypeScript, models
 //   node scripts/setup.mjs --test          ... and the test photos (test/data)
 //   node scripts/setup.mjs --bench         same as --test (the benchmark uses the test photos)
 //   node scripts/setup.mjs --force-build   rebuild native addon, TypeScript and models even if up to date
@@ -150,11 +150,22 @@ function npmDeps() {
   run('npm', ['ci'], { ONNXRUNTIME_NODE_INSTALL: 'skip' });
 }
 
-// ------------------------------------------------------------------ c. native addon
-function nativeAddon() {
+// ------------------------------------------------------------------ c. onnxruntime headers
+async function onnxRuntimeHeaders() {
+  const { ensureOnnxRuntimeHeaders } = await import('./onnxruntime.mjs');
+  const { StepError } = await import('./private-apt.mjs');
+  try {
+    return ensureOnnxRuntimeHeaders({ root: ROOT });
+  } catch (e) {
+    fail(e instanceof StepError ? e.message : e.stack);
+  }
+}
+
+// ------------------------------------------------------------------ d. native addon
+function nativeAddon(ortInclude) {
   const cmakeLists = path.join(ROOT, 'CMakeLists.txt');
   const addon = path.join(ROOT, 'build', 'Release', 'edgecv.node');
-  const inputs = [cmakeLists, ...walk(path.join(ROOT, 'native'))];
+  const inputs = [cmakeLists, ...walk(path.join(ROOT, 'native')), ...walk(ortInclude)];
   if (!FORCE && mtime(addon) >= newest(inputs)) {
     log('native addon: build/Release/edgecv.node up to date');
     return;
@@ -166,7 +177,7 @@ function nativeAddon() {
   touch(addon); // cmake may not relink when only non-source files changed
 }
 
-// ------------------------------------------------------------------ d. TypeScript
+// ------------------------------------------------------------------ e. TypeScript
 function typescript() {
   const stamp = path.join(ROOT, 'dist', '.tsc-stamp');
   const inputs = ['src', 'models', 'bench']
@@ -189,7 +200,7 @@ function typescript() {
   fs.writeFileSync(stamp, list);
 }
 
-// ------------------------------------------------------------------ e. models
+// ------------------------------------------------------------------ f. models
 function models() {
   const builder = path.join(ROOT, 'dist', 'models', 'build-models.js');
   const out = path.join(ROOT, 'models', 'onnx', 'manifest.json');
@@ -222,7 +233,7 @@ function models() {
   fs.writeFileSync(stamp, want);
 }
 
-// ------------------------------------------------------------------ f. test photos
+// ------------------------------------------------------------------ g. test photos
 async function testPhotos() {
   const { ensureTestData, StepError } = await import('./test-data.mjs');
   try {
@@ -234,7 +245,7 @@ async function testPhotos() {
 
 systemPackages();
 npmDeps();
-nativeAddon();
+nativeAddon(await onnxRuntimeHeaders());
 typescript();
 models();
 if (WANT_TEST) await testPhotos();

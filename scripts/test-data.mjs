@@ -9,11 +9,11 @@
 // from the URIs of the system's configured `deb` sources, so nothing under /etc/apt or /var/lib/apt is
 // touched and no root is needed.
 
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cachedDeb, PrivateApt, run as runStep, StepError } from './private-apt.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -47,31 +47,12 @@ export const SOURCES = [
 
 const log = (msg) => console.log(`[test-data] ${msg}`);
 
-class StepError extends Error {}
-
 function sha256File(file) {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
 
-function quote(a) {
-  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
-}
-
 /** Runs a command; on failure throws with the exact command line. */
-function run(cmd, args, opts = {}) {
-  const line = [cmd, ...args].map(quote).join(' ');
-  if (!opts.quiet) log(`$ ${opts.label ?? line}`);
-  const r = spawnSync(cmd, args, {
-    stdio: opts.capture ? ['ignore', 'pipe', 'inherit'] : opts.input ? ['pipe', 'inherit', 'inherit'] : 'inherit',
-    maxBuffer: 1 << 30,
-    ...opts,
-  });
-  if (r.error || r.status !== 0) {
-    const why = r.error ? r.error.message : `exit ${r.status ?? r.signal}`;
-    throw new StepError(`command failed (${why}): ${opts.cwd ? `(cd ${quote(opts.cwd)} && ${line})` : line}`);
-  }
-  return r;
-}
+const run = (cmd, args, opts = {}) => runStep(cmd, args, { log, ...opts });
 
 function walkFiles(dir, base = dir, out = []) {
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -82,185 +63,10 @@ function walkFiles(dir, base = dir, out = []) {
   return out.sort();
 }
 
-// ---------------------------------------------------------------- private apt state
-
-/** Parses one-line (.list) and deb822 (.sources) apt source files into {types, uris, suites, components, signedBy}. */
-export function parseAptSources(files) {
-  const entries = [];
-  for (const file of files) {
-    let text;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    if (file.endsWith('.sources')) {
-      for (const stanza of text.split(/\n\s*\n/)) {
-        const fields = {};
-        let last = null;
-        for (const raw of stanza.split('\n')) {
-          if (/^\s*#/.test(raw) || raw.trim() === '') continue;
-          if (/^\s/.test(raw) && last) {
-            fields[last] += '\n' + raw.trim();
-            continue;
-          }
-          const m = /^([\w-]+):\s*(.*)$/.exec(raw);
-          if (m) {
-            last = m[1].toLowerCase();
-            fields[last] = m[2].trim();
-          }
-        }
-        if (!fields.types || !fields.uris || !fields.suites) continue;
-        if (fields.enabled && /^(no|false|0)$/i.test(fields.enabled)) continue;
-        const signedBy = fields['signed-by'] && !fields['signed-by'].includes('\n') ? fields['signed-by'] : undefined;
-        entries.push({
-          types: fields.types.split(/\s+/),
-          uris: fields.uris.split(/\s+/),
-          suites: fields.suites.split(/\s+/),
-          components: (fields.components ?? '').split(/\s+/).filter(Boolean),
-          signedBy,
-        });
-      }
-    } else {
-      for (const raw of text.split('\n')) {
-        const line = raw.replace(/#.*/, '').trim();
-        const m = /^(deb|deb-src)\s+(?:\[([^\]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)$/.exec(line);
-        if (!m) continue;
-        const opts = Object.fromEntries(
-          (m[2] ?? '').split(/\s+/).filter(Boolean).map((o) => {
-            const i = o.indexOf('=');
-            return [o.slice(0, i).toLowerCase(), o.slice(i + 1)];
-          }),
-        );
-        entries.push({
-          types: [m[1]],
-          uris: [m[3]],
-          suites: [m[4]],
-          components: m[5].split(/\s+/).filter(Boolean),
-          signedBy: opts['signed-by'],
-        });
-      }
-    }
-  }
-  return entries;
-}
-
-function systemSourceFiles() {
-  const files = ['/etc/apt/sources.list'];
-  try {
-    for (const f of fs.readdirSync('/etc/apt/sources.list.d').sort()) {
-      if (f.endsWith('.list') || f.endsWith('.sources')) files.push(path.join('/etc/apt/sources.list.d', f));
-    }
-  } catch {
-    /* none */
-  }
-  return files;
-}
-
-function osCodename() {
-  try {
-    const m = /^VERSION_CODENAME=["']?([^"'\n]+)/m.exec(fs.readFileSync('/etc/os-release', 'utf8'));
-    return m?.[1];
-  } catch {
-    return undefined;
-  }
-}
-
-/** The system's main Debian suite as a private source list with deb and deb-src lines. */
-export function buildPrivateSourceList() {
-  const entries = parseAptSources(systemSourceFiles()).filter((e) => e.types.includes('deb'));
-  const codename = osCodename();
-  const candidates = [];
-  for (const e of entries) {
-    for (const suite of e.suites) {
-      if (suite.includes('/')) continue; // flat repositories
-      let score = 0;
-      if (codename && suite === codename) score += 4;
-      if (!suite.includes('-')) score += 2; // not -updates / -security / -backports
-      if (e.components.includes('main')) score += 1;
-      if (/security/i.test(e.uris[0])) score -= 8;
-      candidates.push({ score, uri: e.uris[0], suite, components: e.components, signedBy: e.signedBy });
-    }
-  }
-  candidates.sort((a, b) => b.score - a.score);
-  const best = candidates[0];
-  if (!best) throw new StepError('no `deb` source found in /etc/apt/sources.list or /etc/apt/sources.list.d/');
-  const comps = best.components.includes('main') ? ['main'] : best.components;
-  const opt = best.signedBy ? `[signed-by=${best.signedBy}] ` : '';
-  return ['deb', 'deb-src'].map((t) => `${t} ${opt}${best.uri} ${best.suite} ${comps.join(' ')}`).join('\n') + '\n';
-}
-
-class PrivateApt {
-  constructor(cacheDir) {
-    this.dir = cacheDir;
-    this.list = path.join(cacheDir, 'src.list');
-    this.lists = path.join(cacheDir, 'lists');
-    this.updated = false;
-    fs.mkdirSync(path.join(this.lists, 'partial'), { recursive: true });
-    fs.mkdirSync(path.join(cacheDir, 'pkgcache'), { recursive: true });
-    const want = buildPrivateSourceList();
-    let have = '';
-    try {
-      have = fs.readFileSync(this.list, 'utf8');
-    } catch {
-      /* first time */
-    }
-    if (have !== want) {
-      fs.writeFileSync(this.list, want);
-      // stale indexes of another source list are useless
-      for (const f of fs.readdirSync(this.lists)) if (f !== 'partial' && f !== 'lock') fs.rmSync(path.join(this.lists, f), { force: true });
-    }
-    this.opts = [
-      '-o', `Dir::Etc::SourceList=${this.list}`,
-      '-o', 'Dir::Etc::SourceParts=/dev/null',
-      '-o', `Dir::State::Lists=${this.lists}`,
-      '-o', `Dir::Cache=${path.join(cacheDir, 'pkgcache')}`,
-      '-o', 'Dir::Cache::pkgcache=',
-      '-o', 'Dir::Cache::srcpkgcache=',
-    ];
-    if (process.getuid?.() === 0) this.opts.push('-o', 'APT::Sandbox::User=root');
-  }
-
-  hasLists() {
-    return fs.readdirSync(this.lists).some((f) => /_(Sources|Packages)(\.\w+)?$/.test(f));
-  }
-
-  update() {
-    if (this.updated) return;
-    run('apt-get', [...this.opts, '-q', 'update'], { label: 'apt-get [private state in .cache/apt] update' });
-    this.updated = true;
-  }
-
-  /** Runs an apt-get command; on failure with stale (or no) lists, updates once and retries. */
-  aptGet(args, opts = {}) {
-    opts = { label: `apt-get [private state in .cache/apt] ${args.join(' ')}`, ...opts };
-    if (!this.hasLists()) this.update();
-    try {
-      return run('apt-get', [...this.opts, ...args], opts);
-    } catch (e) {
-      if (this.updated) throw e;
-      log('retrying after refreshing the package lists');
-      this.update();
-      return run('apt-get', [...this.opts, ...args], opts);
-    }
-  }
-}
-
 // ---------------------------------------------------------------- fetching
 
 function extractDeb(apt, src, cacheDir, tmp) {
-  const debDir = path.join(cacheDir, 'debs');
-  fs.mkdirSync(debDir, { recursive: true });
-  const findDeb = () => fs.readdirSync(debDir).find((f) => f.startsWith(`${src.pkg}_`) && f.endsWith('.deb'));
-  let deb = findDeb();
-  if (!deb) {
-    apt.aptGet(['-q', 'download', src.pkg], { cwd: debDir });
-    deb = findDeb();
-    if (!deb) throw new StepError(`apt-get download ${src.pkg} left no ${src.pkg}_*.deb in ${debDir}`);
-  } else {
-    log(`using cached ${path.join('.cache/apt/debs', deb)}`);
-  }
-  const debPath = path.join(debDir, deb);
+  const debPath = cachedDeb(apt, src.pkg, path.join(cacheDir, 'debs'));
   const tarStream = run('dpkg-deb', ['--fsys-tarfile', debPath], { capture: true, quiet: true });
   const members = src.files.map((f) => `./${src.from}/${f}`);
   try {
@@ -379,7 +185,7 @@ export async function ensureTestData(opts = {}) {
   if (need.size > 0) {
     log(`test photos: fetching ${[...need].map((s) => `${s.kind === 'source' ? 'source package ' : ''}${s.pkg}`).join(', ')}`);
     fs.mkdirSync(cacheDir, { recursive: true });
-    const apt = new PrivateApt(cacheDir);
+    const apt = new PrivateApt(cacheDir, { log });
     for (const src of need) {
       const tmp = fs.mkdtempSync(path.join(cacheDir, `extract-${src.id}-`));
       try {

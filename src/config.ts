@@ -2,6 +2,7 @@
 
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { BACKENDS, RUNTIMES, type BackendChoice, type RuntimeChoice } from './engine.js';
 
 export interface ServerConfig {
   port: number;
@@ -14,6 +15,10 @@ export interface ServerConfig {
   bodyLimit: number;
   /** Passed to the engine; undefined = engine default. */
   modelDir?: string;
+  /** Which runtime runs the models (engine option `runtime`); undefined = engine default ('auto'). */
+  runtime?: RuntimeChoice;
+  /** cpu, cuda or auto (engine option `backend`); undefined = engine default (EDGECV_BACKEND, else auto). */
+  backend?: BackendChoice;
   maxPixels?: number;
   /** Passed to the engine: longer/shorter side limit and shortest side (undefined = engine default). */
   maxAspectRatio?: number;
@@ -49,6 +54,10 @@ export interface ServerConfig {
   tokenTtl?: number;
   /** Key that gallery-changing routes require (Bearer or X-API-Key); without it, only loopback clients may. */
   adminKey?: string;
+  /** Key every DeepStack-compatible /v1/vision/* route requires (form field api_key, X-API-Key or Bearer). */
+  apiKey?: string;
+  /** Port of a plain-HTTP listener serving only the DeepStack-compatible routes; none by default. */
+  httpPort?: number;
   /** 'sqlite' (default: <dataDir>/gallery.db) or a redis://host:port/db URL shared by a fleet. */
   gallery?: string;
   /** true: do not keep face crops with enrolled samples (then a model change cannot re-embed them). */
@@ -66,13 +75,15 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery' | 'metricsAccess';
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery' | 'choice';
 
 interface OptionSpec {
   flag: string;
   env: string;
   kind: Kind;
   help: string;
+  /** The accepted values of a 'choice'. */
+  choices?: readonly string[];
 }
 
 /** Every server option: flag, environment variable, how it is parsed. The order is the --help order. */
@@ -84,6 +95,8 @@ export const SERVER_OPTIONS = {
   tlsKey: { flag: 'tls-key', env: 'EDGECV_TLS_KEY', kind: 'path', help: 'PEM private key for --tls-cert' },
   bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: 'largest request body, bytes; K/M/G suffixes allowed (default 20M)' },
   modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', kind: 'path', help: 'folder of converted models (default: engine default)' },
+  runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
+  backend: { flag: 'backend', env: 'EDGECV_BACKEND', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
   maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', help: 'largest image, width*height (default: engine default)' },
   maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', kind: 'count', help: 'refuse images whose longer side is over N times the shorter (default 32)' },
   minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', kind: 'count', help: 'refuse images with a side shorter than this, pixels (default 8)' },
@@ -91,7 +104,7 @@ export const SERVER_OPTIONS = {
   handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', kind: 'duration', help: 'time a connection has to finish the TLS handshake (default 10s)' },
   requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', kind: 'duration', help: 'time a client has to send a whole request, body included (default 120s)' },
   minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: 'slowest request body after a 5 s grace, bytes/s (default 8K)' },
-  metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'metricsAccess', help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
+  metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
   queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
@@ -109,6 +122,8 @@ export const SERVER_OPTIONS = {
   metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', kind: 'duration', help: 'how long metrics samples are kept, e.g. 48h (default 48h)' },
   tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: 'lifetime of a login token, e.g. 24h (default 24h)' },
   adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
+  apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
+  httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
   noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
@@ -156,8 +171,8 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
     case 'gallery':
       if (v !== 'sqlite' && !/^rediss?:\/\/[^\s/]+(\/\d{1,2})?$/.test(v)) bad("expected 'sqlite' or redis://host:port/db");
       return v;
-    case 'metricsAccess':
-      if (!(METRICS_ACCESS as readonly string[]).includes(v)) bad(`expected one of ${METRICS_ACCESS.join(', ')}`);
+    case 'choice':
+      if (!spec.choices?.includes(v)) bad(`expected one of ${spec.choices?.join(', ')}`);
       return v;
     case 'string':
     case 'path':
@@ -203,18 +218,20 @@ export function parseServerConfig(
     dataDir: (out.dataDir as string | undefined) ?? path.resolve(cwd, 'data'),
     bodyLimit: (out.bodyLimit as number | undefined) ?? DEFAULT_BODY_LIMIT,
   };
-  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'gallery'] as const) {
+  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'apiKey', 'gallery'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
   for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
   for (const key of [
-    'maxPixels', 'maxAspectRatio', 'minImageSide', 'headersTimeout', 'handshakeTimeout', 'requestTimeout', 'minBodyRate',
+    'httpPort', 'maxPixels', 'maxAspectRatio', 'minImageSide', 'headersTimeout', 'handshakeTimeout', 'requestTimeout', 'minBodyRate',
     'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl',
   ] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
+  if (out.runtime !== undefined) config.runtime = out.runtime as RuntimeChoice;
+  if (out.backend !== undefined) config.backend = out.backend as BackendChoice;
   if (out.metricsAccess !== undefined) config.metricsAccess = out.metricsAccess as MetricsAccess;
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
   if (out.noStoreCrops === true) config.noStoreCrops = true;

@@ -1,4 +1,4 @@
-// The engine: OpenCV DNN on the addon's own worker threads, behind a small promise API.
+// The engine: onnxruntime or OpenCV DNN on the addon's own worker threads, behind a small promise API.
 //
 //   const engine = await Engine.open();
 //   const { faces } = await engine.detectFaces(jpegBytes);
@@ -38,13 +38,22 @@ import {
   type NativeObjectDetectorSpec,
   type NativePoseEstimatorSpec,
   type NativeRawModelSpec,
+  type NativeRuntime,
+  type NativeRuntimeChoice,
   type NativeStats,
 } from './native.js';
+import { findOnnxRuntimeLibrary } from './onnxruntime-library.js';
+
+export const RUNTIMES = ['auto', 'onnxruntime', 'opencv'] as const;
+export type RuntimeChoice = NativeRuntimeChoice;
+export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
+export type BackendChoice = (typeof BACKENDS)[number];
 
 export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
 export type FaceDetectorModel = (typeof FACE_DETECTOR_MODELS)[number];
 
-export const POSE_MODELS = ['movenet-multipose'] as const;
+/** MoveNet MultiPose at its exported 256 px input, and converted at larger inputs (small people in wide frames). */
+export const POSE_MODELS = ['movenet-multipose', 'movenet-multipose-384', 'movenet-multipose-512'] as const;
 export type PoseModel = (typeof POSE_MODELS)[number];
 
 /** centernet at its exported 512 px input, and converted at smaller inputs (faster, fewer small objects). */
@@ -53,6 +62,9 @@ export type ObjectDetectorModel = (typeof OBJECT_DETECTOR_MODELS)[number];
 
 /** Defaults; workers/threadsPerWorker are for a 2-core box and are to be tuned by the bench. */
 export const ENGINE_DEFAULTS = {
+  // 'auto': onnxruntime where it loaded (3-4x faster than OpenCV 4.6 DNN on every model here, README), else OpenCV.
+  runtime: 'auto' as RuntimeChoice,
+  backend: 'auto' as BackendChoice,
   workers: 2,
   threadsPerWorker: 1,
   queueLimit: 64,
@@ -115,11 +127,20 @@ export interface EngineModels {
 export interface EngineOptions {
   /** Directory with manifest.json and the converted models. Default: <package root>/models/onnx. */
   modelDir?: string;
+  /**
+   * Which runtime runs the models: 'onnxruntime' (fails when it cannot load), 'opencv' (OpenCV DNN), or 'auto'
+   * (default): onnxruntime when its library loads and can drive the device, else OpenCV.
+   */
+  runtime?: RuntimeChoice;
+  /** 'cpu', 'cuda' (fails without a usable CUDA device) or 'auto' (default: EDGECV_BACKEND, else CUDA when usable). */
+  backend?: BackendChoice;
+  /** The onnxruntime library to load; default: EDGECV_ONNXRUNTIME_LIB, else the one onnxruntime-node ships. */
+  onnxRuntimeLibrary?: string;
   /** Worker threads, each with its own copy of every model. Default 2. */
   workers?: number;
   /**
-   * OpenCV threads. cv::setNumThreads is process-wide in OpenCV, so compute threads in use are about
-   * workers x threadsPerWorker. Default 1.
+   * Compute threads of one inference: onnxruntime's intra-op threads per worker session, and OpenCV's threads
+   * (cv::setNumThreads is process-wide). Threads in use are about workers x threadsPerWorker. Default 1.
    */
   threadsPerWorker?: number;
   /** Jobs allowed to wait for a worker; beyond that calls reject at once with OVERLOADED. Default 64. */
@@ -249,7 +270,7 @@ export interface FaceDetection {
   timings: DetectionTimings;
 }
 
-/** The DNN backend in use: 'cuda' only if OpenCV was built with CUDA and a device is present. */
+/** The device in use ('cuda' only where a runtime can drive one) and the runtime of each model. */
 export type BackendInfo = NativeBackendInfo;
 
 /** Queue and job counters of the engine's worker pool. */
@@ -299,6 +320,21 @@ function unitOption(value: unknown, name: string, fallback: number): number {
     throw invalidArgument(`${name} must be a number from 0 to 1 (got ${String(value)})`);
   }
   return value;
+}
+
+/** `value` if it is one of `choices`, the default for undefined; INVALID_ARGUMENT otherwise. */
+function choiceOption<T extends string>(value: unknown, name: string, choices: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !(choices as readonly string[]).includes(value)) {
+    throw invalidArgument(`${name} must be one of ${choices.join(', ')} (got ${String(value)})`);
+  }
+  return value as T;
+}
+
+/** EDGECV_BACKEND, the override the addon has always honoured; undefined when unset or empty. */
+function envBackend(): string | undefined {
+  const value = process.env['EDGECV_BACKEND'];
+  return value === undefined || value === '' ? undefined : value;
 }
 
 function isFaceDetectorModel(value: unknown): value is FaceDetectorModel {
@@ -355,7 +391,7 @@ async function readManifest(modelDir: string): Promise<LoadedManifest> {
 }
 
 /** A raw-tensor spec (file, input shape, output names) for any manifest model; null if `name` is not there. */
-function rawModelSpec(manifest: LoadedManifest, modelDir: string, name: string): NativeRawModelSpec | null {
+function rawModelSpec(manifest: LoadedManifest, modelDir: string, name: string, runtime: NativeRuntime): NativeRawModelSpec | null {
   const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
   if (!isRecord(entry)) return null;
   const input = entry['input'];
@@ -363,24 +399,28 @@ function rawModelSpec(manifest: LoadedManifest, modelDir: string, name: string):
   const shape = isRecord(input) ? input['shape'] : undefined;
   if (
     typeof entry['file'] !== 'string' ||
+    typeof entry['ortFile'] !== 'string' ||
     !Array.isArray(shape) ||
     !shape.every((d) => Number.isInteger(d) && d > 0) ||
     !Array.isArray(outputs) ||
     !outputs.every((o) => isRecord(o) && typeof o['name'] === 'string')
   ) {
-    throw manifestError(manifest.file, `model "${name}" lacks file, input.shape or outputs[].name`);
+    throw manifestError(manifest.file, `model "${name}" lacks file, ortFile, input.shape or outputs[].name`);
   }
   return {
-    path: path.join(modelDir, entry['file']),
+    path: path.join(modelDir, runtime === 'onnxruntime' ? entry['ortFile'] : entry['file']),
+    runtime,
     inputShape: shape as number[],
     outputs: outputs.map((o) => (o as Record<string, string>)['name']!),
   };
 }
 
-/** What every image model's spec needs: its file, square input side and input normalization. */
+/** What every image model's spec needs: its files and runtime, square input side and input normalization. */
 interface SquareImageModel {
   entry: Record<string, unknown>;
   path: string;
+  ortPath: string;
+  runtime: RuntimeChoice;
   inputSize: number;
   meanValue: number;
   scale: number;
@@ -388,14 +428,20 @@ interface SquareImageModel {
 }
 
 /** Reads and checks a manifest model with a square NCHW image input [1,3,S,S]; `role` names its extra settings key. */
-async function squareImageModel(manifest: LoadedManifest, modelDir: string, model: string, role: string): Promise<SquareImageModel> {
+async function squareImageModel(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: string,
+  role: string,
+  runtime: RuntimeChoice,
+): Promise<SquareImageModel> {
   const file = manifest.file;
   const entry = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
   if (!isRecord(entry)) throw setupError(`model "${model}" is not in ${file}`);
 
   const input = entry['input'];
-  if (typeof entry['file'] !== 'string' || !isRecord(input) || !isRecord(entry[role])) {
-    throw manifestError(file, `model "${model}" lacks file, input or ${role}`);
+  if (typeof entry['file'] !== 'string' || typeof entry['ortFile'] !== 'string' || !isRecord(input) || !isRecord(entry[role])) {
+    throw manifestError(file, `model "${model}" lacks file, ortFile, input or ${role}`);
   }
   const shape = input['shape'];
   if (
@@ -415,13 +461,16 @@ async function squareImageModel(manifest: LoadedManifest, modelDir: string, mode
     throw manifestError(file, `model "${model}": input needs numeric mean/scale and color RGB or BGR`);
   }
   const modelPath = path.join(modelDir, entry['file']);
-  try {
-    await fs.access(modelPath);
-  } catch (e) {
-    throw setupError(`model file ${modelPath} not found`, e);
+  const ortPath = path.join(modelDir, entry['ortFile']);
+  for (const f of [modelPath, ortPath]) {
+    try {
+      await fs.access(f);
+    } catch (e) {
+      throw setupError(`model file ${f} not found`, e);
+    }
   }
   // decoded images are BGR
-  return { entry, path: modelPath, inputSize: shape[2] as number, meanValue: mean, scale, swapRB: color === 'RGB' };
+  return { entry, path: modelPath, ortPath, runtime, inputSize: shape[2] as number, meanValue: mean, scale, swapRB: color === 'RGB' };
 }
 
 /** The native face detector spec for `model`. */
@@ -429,9 +478,10 @@ async function faceDetectorSpec(
   manifest: LoadedManifest,
   modelDir: string,
   model: FaceDetectorModel,
+  runtime: RuntimeChoice,
 ): Promise<NativeFaceDetectorSpec> {
   const file = manifest.file;
-  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'detector');
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'detector', runtime);
   const detector = entry['detector'] as Record<string, unknown>;
   const layers = detector['anchorLayers'];
   if (
@@ -455,8 +505,13 @@ async function faceDetectorSpec(
 }
 
 /** The native pose estimator spec for `model` (its manifest entry's `pose.outputs`: the 6 heads in decoder order). */
-async function poseEstimatorSpec(manifest: LoadedManifest, modelDir: string, model: PoseModel): Promise<NativePoseEstimatorSpec> {
-  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'pose');
+async function poseEstimatorSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: PoseModel,
+  runtime: RuntimeChoice,
+): Promise<NativePoseEstimatorSpec> {
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'pose', runtime);
   const outputs = (entry['pose'] as Record<string, unknown>)['outputs'];
   if (!stringArray(outputs) || outputs.length !== 6) {
     throw manifestError(manifest.file, `model "${model}": pose.outputs must name the 6 heads`);
@@ -465,8 +520,13 @@ async function poseEstimatorSpec(manifest: LoadedManifest, modelDir: string, mod
 }
 
 /** The native object detector spec for `model` (its manifest entry's `objects`: output names and class count). */
-async function objectDetectorSpec(manifest: LoadedManifest, modelDir: string, model: ObjectDetectorModel): Promise<NativeObjectDetectorSpec> {
-  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'objects');
+async function objectDetectorSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: ObjectDetectorModel,
+  runtime: RuntimeChoice,
+): Promise<NativeObjectDetectorSpec> {
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'objects', runtime);
   const objects = entry['objects'] as Record<string, unknown>;
   const { heatmapOutput, boxOutput, classes } = objects;
   if (typeof heatmapOutput !== 'string' || typeof boxOutput !== 'string' || classes !== COCO_CLASSES.length) {
@@ -531,21 +591,33 @@ export class Engine {
       throw invalidArgument(`faceEmbedder must be null or one of ${FACE_EMBEDDER_MODELS.join(', ')} (got ${String(faceEmbedder)})`);
     }
     const modelDir = path.resolve(opts.modelDir ?? path.join(packageRoot(), 'models', 'onnx'));
+    const runtime = choiceOption(opts.runtime, 'runtime', RUNTIMES, ENGINE_DEFAULTS.runtime);
+    const backend = choiceOption(opts.backend ?? envBackend(), 'backend', BACKENDS, ENGINE_DEFAULTS.backend);
+    if (opts.onnxRuntimeLibrary !== undefined && (typeof opts.onnxRuntimeLibrary !== 'string' || opts.onnxRuntimeLibrary === '')) {
+      throw invalidArgument('onnxRuntimeLibrary must be a non-empty string');
+    }
+    // OpenCV alone needs no onnxruntime: do not load it then.
+    const library = runtime === 'opencv' ? null : opts.onnxRuntimeLibrary ? { path: opts.onnxRuntimeLibrary } : findOnnxRuntimeLibrary();
+    if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
+      throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
+    }
 
     const manifest = await readManifest(modelDir);
-    const spec = await faceDetectorSpec(manifest, modelDir, faceDetector);
-    const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel);
-    const objectDetector = objectModel === null ? undefined : await objectDetectorSpec(manifest, modelDir, objectModel);
+    const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
+    const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime);
+    const objectDetector = objectModel === null ? undefined : await objectDetectorSpec(manifest, modelDir, objectModel, runtime);
     const embedder =
       faceEmbedder === null
         ? null
-        : faceEmbedderFromManifest(manifest.models[faceEmbedder], faceEmbedder, (f) => path.join(modelDir, f), manifest.file);
+        : faceEmbedderFromManifest(manifest.models[faceEmbedder], faceEmbedder, (f) => path.join(modelDir, f), manifest.file, runtime);
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({
       workers,
       threadsPerWorker,
       queueLimit,
+      backend,
+      ...(library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {}),
       faceDetector: spec,
       poseEstimator,
       objectDetector,
@@ -700,11 +772,13 @@ export class Engine {
    * returning its outputs in manifest order. For checking converted models (parity tests); goes through the
    * same queue and workers as detection, each worker loading the model on first use.
    */
-  async runModel(name: string, input: Float32Array): Promise<Float32Array[]> {
+  async runModel(name: string, input: Float32Array, opts: { runtime?: NativeRuntime } = {}): Promise<Float32Array[]> {
     if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
     if (typeof name !== 'string') throw invalidArgument('model name must be a string');
     if (!(input instanceof Float32Array)) throw invalidArgument('input must be a Float32Array');
-    const spec = rawModelSpec(this.#manifest, this.#modelDir, name);
+    if (typeof opts !== 'object' || opts === null) throw invalidArgument('runModel options must be an object');
+    const runtime = choiceOption(opts.runtime, 'runtime', ['onnxruntime', 'opencv'] as const, this.#backend.onnxRuntime ? 'onnxruntime' : 'opencv');
+    const spec = rawModelSpec(this.#manifest, this.#modelDir, name, runtime);
     if (spec === null) {
       throw invalidArgument(`unknown model "${name}" (known: ${Object.keys(this.#manifest.models).join(', ')})`);
     }
@@ -719,7 +793,7 @@ export class Engine {
     }
   }
 
-  /** The DNN backend in use: the single source of "gpu_support". */
+  /** The device in use (the single source of "gpu_support") and the runtime of each model. */
   backend(): BackendInfo {
     return { ...this.#backend };
   }

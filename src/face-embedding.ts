@@ -2,7 +2,7 @@
 // options of Engine.embedFace() and their validation, and the calibrated distance itself.
 
 import { EngineError } from './errors.js';
-import type { NativeFaceEmbedderSpec } from './native.js';
+import type { NativeFaceEmbedderSpec, NativeRuntimeChoice } from './native.js';
 
 export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
 export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
@@ -120,14 +120,21 @@ export function faceEmbedderFromManifest(
   model: FaceEmbedderModel,
   modelPath: (file: string) => string,
   manifestFile: string,
+  runtime: NativeRuntimeChoice,
 ): { spec: NativeFaceEmbedderSpec; info: Omit<FaceEmbedderInfo, 'dim'> } {
   const fail = (what: string) => new Error(`${manifestFile}: model "${model}": ${what}; run \`npm run setup\` to regenerate it`);
   if (!isRecord(entry)) throw fail('not in the manifest');
   const input = entry['input'];
   const outputs = entry['outputs'];
   const recognition = entry['recognition'];
-  if (typeof entry['file'] !== 'string' || typeof entry['sha256'] !== 'string' || !isRecord(input) || !Array.isArray(outputs)) {
-    throw fail('lacks file, sha256, input or outputs');
+  if (
+    typeof entry['file'] !== 'string' ||
+    typeof entry['ortFile'] !== 'string' ||
+    typeof entry['sha256'] !== 'string' ||
+    !isRecord(input) ||
+    !Array.isArray(outputs)
+  ) {
+    throw fail('lacks file, ortFile, sha256, input or outputs');
   }
   const shape = input['shape'];
   if (!Array.isArray(shape) || shape.length !== 4 || shape[1] !== 3 || shape[2] !== shape[3] || !Number.isInteger(shape[2])) {
@@ -150,6 +157,8 @@ export function faceEmbedderFromManifest(
   return {
     spec: {
       path: modelPath(entry['file']),
+      ortPath: modelPath(entry['ortFile']),
+      runtime,
       inputSize: shape[2] as number,
       output: 'embedding',
       meanValue: mean,

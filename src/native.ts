@@ -11,33 +11,33 @@ export interface NativeAnchorLayer {
   anchors: number;
 }
 
-export interface NativeFaceDetectorSpec {
-  /** ONNX file with an NCHW input. */
+/**
+ * Which runtime runs a model: 'opencv' (OpenCV DNN, `path`), 'onnxruntime' (`ortPath`), or 'auto': onnxruntime
+ * when the engine loaded it and it can drive the backend's device, else OpenCV.
+ */
+export type NativeRuntimeChoice = 'auto' | 'opencv' | 'onnxruntime';
+
+/** A model's files and runtime, and the input normalization of an image model: input = (pixel - meanValue) * scale, RGB when swapRB. */
+export interface NativeImageInput {
+  /** ONNX file with an NCHW input, as written for OpenCV's importer. */
   path: string;
+  /** The same graph as standard ONNX, for onnxruntime. */
+  ortPath?: string;
+  runtime: NativeRuntimeChoice;
   /** Square input side in pixels. */
   inputSize: number;
-  anchorLayers: NativeAnchorLayer[];
-  /** Output names in anchor order: logits, one per anchor. */
-  scoreOutputs: string[];
-  /** Output names in anchor order: 16 regressors per anchor. */
-  boxOutputs: string[];
-  /** Input = (pixel - meanValue) * scale. */
   meanValue: number;
   scale: number;
   /** true: feed RGB (decoded images are BGR). */
   swapRB: boolean;
 }
 
-/** Input normalization of an image model: input = (pixel - meanValue) * scale, RGB when swapRB. */
-export interface NativeImageInput {
-  /** ONNX file with an NCHW input. */
-  path: string;
-  /** Square input side in pixels. */
-  inputSize: number;
-  meanValue: number;
-  scale: number;
-  /** true: feed RGB (decoded images are BGR). */
-  swapRB: boolean;
+export interface NativeFaceDetectorSpec extends NativeImageInput {
+  anchorLayers: NativeAnchorLayer[];
+  /** Output names in anchor order: logits, one per anchor. */
+  scoreOutputs: string[];
+  /** Output names in anchor order: 16 regressors per anchor. */
+  boxOutputs: string[];
 }
 
 export interface NativePoseEstimatorSpec extends NativeImageInput {
@@ -140,8 +140,12 @@ export interface NativeGallery {
 
 export interface NativeEngineOptions {
   workers: number;
-  /** Passed to cv::setNumThreads, which is process-wide. */
+  /** onnxruntime intra-op threads of each worker's sessions; also cv::setNumThreads, which is process-wide. */
   threadsPerWorker: number;
+  /** 'auto': CUDA when a runtime can drive a device, else CPU; 'cuda' fails without one. */
+  backend: 'auto' | 'cpu' | 'cuda';
+  /** libonnxruntime to dlopen; absent: models run on OpenCV. */
+  onnxRuntimeLibrary?: string;
   /** Jobs allowed to wait; more are rejected with OVERLOADED. */
   queueLimit: number;
   faceDetector?: NativeFaceDetectorSpec;
@@ -180,11 +184,19 @@ export interface NativeFaceDetection {
   timings: NativeTimings;
 }
 
+export type NativeRuntime = 'opencv' | 'onnxruntime';
+
 export interface NativeBackendInfo {
-  /** 'cuda' only if OpenCV was built with CUDA and a device is present (EDGECV_BACKEND=cpu forces 'cpu'). */
+  /** 'cuda' only if a runtime can drive a CUDA device (OpenCV built with CUDA, or an onnxruntime with its CUDA provider). */
   backend: 'cpu' | 'cuda';
   /** CPU model name or CUDA device name. */
   device: string;
+  /** The runtime that runs each loaded model, by spec key (faceDetector, poseEstimator, objectDetector, faceEmbedder). */
+  runtimes: Record<string, NativeRuntime>;
+  /** The onnxruntime library the process loaded, or null. */
+  onnxRuntime: { version: string; path: string; cuda: boolean } | null;
+  /** Why onnxruntime is not loaded, when it is not. */
+  onnxRuntimeMissing?: string;
 }
 
 export interface NativeStats {
@@ -204,8 +216,9 @@ export interface NativeStats {
 }
 
 export interface NativeRawModelSpec {
-  /** ONNX file. */
+  /** ONNX file for `runtime`. */
   path: string;
+  runtime: NativeRuntime;
   /** Input tensor shape, e.g. [1, 3, 256, 256]; the product must equal the input length. */
   inputShape: number[];
   /** Output names; the result arrays come in this order. */
@@ -237,6 +250,8 @@ export interface NativeBinding {
   /** new Gallery(dim) */
   Gallery: new (dim: number) => NativeGallery;
   opencvVersion: string;
+  /** false when the addon was built without the onnxruntime headers. */
+  onnxRuntimeCompiledIn: boolean;
 }
 
 let cachedRoot: string | undefined;

@@ -38,6 +38,7 @@ describe('configuration', () => {
       [
         '--port', '9443', '--data-dir', 'state', '--tls-cert', 'c.pem', '--tls-key', '/k.pem', '--body-limit', '5M',
         '--max-pixels', '1000000', '--threads-per-worker', '2', '--queue-limit', '8', '--model-dir', 'm',
+        '--runtime', 'opencv', '--backend', 'cpu',
       ],
       env,
       '/w',
@@ -50,6 +51,8 @@ describe('configuration', () => {
       tlsKey: '/k.pem',
       bodyLimit: 5 * 1024 * 1024,
       modelDir: '/w/m',
+      runtime: 'opencv',
+      backend: 'cpu',
       maxPixels: 1_000_000,
       workers: 3,
       threadsPerWorker: 2,
@@ -67,6 +70,8 @@ describe('configuration', () => {
       [['--nope'], {}, /nope/],
       [['--tls-cert', 'a.pem'], {}, /--tls-key/],
       [['--host', ''], {}, /--host/],
+      [['--runtime', 'tensorrt'], {}, /--runtime.*"tensorrt".*auto, onnxruntime, opencv/],
+      [[], { EDGECV_BACKEND: 'gpu' }, /EDGECV_BACKEND.*auto, cpu, cuda/],
     ];
     for (const [args, env, re] of bad) {
       expect(() => parseServerConfig(args, env, '/w')).toThrow(ConfigError);
@@ -369,14 +374,22 @@ describe('HTTP API (real engine, real photos)', () => {
     }
   });
 
-  it('GET /server/capabilities/ tells whether the GPU is used', async () => {
+  it('GET /server/capabilities/ tells whether the GPU is used, and which runtime runs which model', async () => {
     const res = await app.request('/server/capabilities/');
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
-    expect(Object.keys(body)).toEqual(['success', 'gpu_support']);
+    // The original two keys come first, unchanged; the rest is added after them.
+    expect(Object.keys(body).slice(0, 2)).toEqual(['success', 'gpu_support']);
     expect(body.success).toBe('true');
     expect(body.gpu_support).toBe(engine.backend().backend === 'cuda');
     expect(typeof body.gpu_support).toBe('boolean');
+    const backend = engine.backend();
+    expect(body.backend).toBe(backend.backend);
+    expect(body.onnxruntime).toBe(backend.onnxRuntime?.version ?? null);
+    const models = body.models as Record<string, { name: string; runtime: string }>;
+    expect(models.face_detection).toEqual({ name: engine.models.faceDetector, runtime: backend.runtimes['faceDetector'] });
+    expect(Object.keys(models).length).toBe(Object.keys(backend.runtimes).length);
+    for (const m of Object.values(models)) expect(['onnxruntime', 'opencv']).toContain(m.runtime);
   });
 });
 

@@ -57,6 +57,13 @@ export type Prediction = (
   timings: FaceEmbeddingResult['timings'];
 };
 
+/** One face of a photo and its nearest enrolled sample (null when nobody is enrolled). */
+export interface IdentifiedFace {
+  rect: Rect;
+  score: number;
+  match: { subject: string; sampleId: number; distance: number } | null;
+}
+
 export interface Enrolment {
   id: number;
   subject: string;
@@ -253,6 +260,26 @@ export class RecognitionService {
       distance: calibratedDistance(r.match.cosine, this.#embedder.distanceScale),
       timings: r.timings,
     };
+  }
+
+  /**
+   * Every face of the photo (highest detection score first) with its nearest enrolled sample; an empty gallery is
+   * no error here (every match is null). Faces after the first are embedded one by one from their boxes, so that a
+   * crowded photo holds one worker at a time rather than flooding the queue.
+   */
+  async identify(image: Uint8Array): Promise<{ faces: IdentifiedFace[]; timings: FaceEmbeddingResult['timings'] }> {
+    if (this.updating) throw new GalleryBusyError();
+    const scale = this.#embedder.distanceScale;
+    const matchOf = (m: { subject: string; id: number; cosine: number } | null) =>
+      m ? { subject: m.subject, sampleId: m.id, distance: calibratedDistance(m.cosine, scale) } : null;
+    const first = await this.#engine.recognizeFace(image, this.#index);
+    if (!first.face) return { faces: [], timings: first.timings };
+    const out: IdentifiedFace[] = [{ rect: first.face.rect, score: first.face.score, match: matchOf(first.match) }];
+    for (const face of first.faces.slice(1)) {
+      const r = await this.#engine.recognizeFace(image, this.#index, { rect: face.rect });
+      out.push({ rect: face.rect, score: face.score, match: matchOf(r.match) });
+    }
+    return { faces: out, timings: first.timings };
   }
 
   async #sampleFromPhoto(subject: string, image: Uint8Array): Promise<{ sample: NewSample; rect: Rect }> {

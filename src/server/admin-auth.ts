@@ -10,8 +10,14 @@ import { HttpError } from './errors.js';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
-/** The key the request presents, if any. */
-function presentedKey(c: Context): string | undefined {
+/** A constant-time test of a presented key against `secret`. */
+export function keyMatcher(secret: string): (presented: string) => boolean {
+  const expected = digest(secret);
+  return (presented) => timingSafeEqual(digest(presented), expected);
+}
+
+/** The key the request presents in a header (Bearer or X-API-Key), if any. */
+export function presentedKey(c: Context): string | undefined {
   const auth = c.req.header('authorization');
   const bearer = auth ? /^Bearer\s+(.+)$/i.exec(auth.trim()) : null;
   if (bearer) return bearer[1]!.trim();
@@ -37,18 +43,19 @@ export function clientAddress(c: Context): string | undefined {
 /**
  * A check to run first in every gallery-changing handler (and on /metrics with --metrics-access admin):
  * throws HttpError 401/403 unless the caller is the admin. `what` names the guarded thing in the errors.
+ * `formKey` is a key the request's form carries (the DeepStack routes' api_key / admin_key), used when no header does.
  */
-export function adminCheck(adminKey: string | undefined, what = 'gallery changes'): (c: Context) => void {
-  const expected = adminKey ? digest(adminKey) : undefined;
-  return (c) => {
-    if (expected) {
-      const key = presentedKey(c);
+export function adminCheck(adminKey: string | undefined, what = 'gallery changes'): (c: Context, formKey?: string) => void {
+  const matches = adminKey ? keyMatcher(adminKey) : undefined;
+  return (c, formKey) => {
+    if (matches) {
+      const key = presentedKey(c) || formKey?.trim();
       if (key === undefined || key === '') {
         throw new HttpError(401, `${what} need the admin key: send it as "Authorization: Bearer <key>" or "X-API-Key: <key>"`, {
           'WWW-Authenticate': 'Bearer',
         });
       }
-      if (!timingSafeEqual(digest(key), expected)) throw new HttpError(401, 'wrong admin key', { 'WWW-Authenticate': 'Bearer' });
+      if (!matches(key)) throw new HttpError(401, 'wrong admin key', { 'WWW-Authenticate': 'Bearer' });
     } else if (!isLoopback(clientAddress(c))) {
       throw new HttpError(403, `${what} are allowed from this machine only (loopback), unless the server is started with --admin-key`);
     }

@@ -1,4 +1,5 @@
-// The HTTP application, without a socket: tests call app.request(), src/server/server.ts serves it over TLS.
+// The HTTP applications, without a socket: tests call app.request(), src/server/server.ts serves them. createApp()
+// is the whole API (the HTTPS port); createDeepStackApp() only the DeepStack-compatible routes (--http-port).
 
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -10,6 +11,7 @@ import { clientAbortError } from './client-abort.js';
 import { refuseContentEncoding } from './content-encoding.js';
 import { errorResponse, onError } from './errors.js';
 import { bodyTooLargeMessage } from './http-guards.js';
+import { registerDeepStackRoutes } from './deepstack/index.js';
 import type { OpsDeps } from './ops.js';
 import { requestTrace } from './request-trace.js';
 import { registerAuditRoutes } from './routes/audit.js';
@@ -27,20 +29,20 @@ import { securityHeaders } from './security-headers.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'adminKey' | 'metricsAccess'>;
+  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'adminKey' | 'apiKey' | 'metricsAccess'>;
   /** Login, the metrics query and the audit trail; without it those routes are absent. */
   ops?: OpsDeps;
   /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */
   recognition?: RecognitionService;
 }
 
-export function createApp(deps: AppDeps): Hono {
+/** An app with the middleware every answer goes through: trace id, metrics, audit line, body-size limit. */
+function baseApp(deps: Pick<AppDeps, 'config' | 'ops'>): Hono {
   const app = new Hono();
   const limit = deps.config.bodyLimit;
-  const ops = deps.ops;
 
   // First, so that every answer (413s and 404s included) gets a tracid, request metrics and an audit line.
-  app.use('*', requestTrace({ audit: ops?.audit }));
+  app.use('*', requestTrace({ audit: deps.ops?.audit }));
   app.use('*', securityHeaders());
   app.use('*', refuseContentEncoding());
 
@@ -53,6 +55,19 @@ export function createApp(deps: AppDeps): Hono {
         errorResponse(c, 413, bodyTooLargeMessage(limit), { Connection: 'close' }),
     }),
   );
+  return app;
+}
+
+function finish(app: Hono): Hono {
+  app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
+  // A body read that failed because the client left (or was cut for slowness) is the client's doing.
+  app.onError((err, c) => onError(clientAbortError(c) ?? err, c));
+  return app;
+}
+
+export function createApp(deps: AppDeps): Hono {
+  const app = baseApp(deps);
+  const ops = deps.ops;
 
   registerTestRoutes(app);
   registerCapabilitiesRoutes(app, deps);
@@ -63,6 +78,7 @@ export function createApp(deps: AppDeps): Hono {
   }
   registerPoseRoutes(app, deps);
   registerObjectRoutes(app, deps);
+  registerDeepStackRoutes(app, deps);
   registerPrometheusRoutes(app, { access: deps.config.metricsAccess, adminKey: deps.config.adminKey });
   if (ops) {
     registerLoginRoutes(app, ops);
@@ -70,9 +86,12 @@ export function createApp(deps: AppDeps): Hono {
     registerMetricsAppRoutes(app, ops);
     if (ops.audit) registerAuditRoutes(app, { audit: ops.audit, identity: ops.identity });
   }
+  return finish(app);
+}
 
-  app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
-  // A body read that failed because the client left (or was cut for slowness) is the client's doing.
-  app.onError((err, c) => onError(clientAbortError(c) ?? err, c));
-  return app;
+/** Only the DeepStack-compatible /v1/vision/* routes, for the plain-HTTP listener. */
+export function createDeepStackApp(deps: AppDeps): Hono {
+  const app = baseApp(deps);
+  registerDeepStackRoutes(app, deps);
+  return finish(app);
 }

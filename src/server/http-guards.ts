@@ -9,6 +9,7 @@
 //  - slow clients are cut: headers and the TLS handshake within seconds, a body that arrives slower than
 //    a minimum rate (after a grace period), and any request after a total time.
 
+import type http from 'node:http';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type https from 'node:https';
 import type { Socket } from 'node:net';
@@ -180,7 +181,7 @@ function writeRawAnswer(socket: Socket, status: number, reason: string, message:
  * 'checkContinue', and a wrapper around its request listener. Create the server with
  * guardedServerOptions() so that Node leaves the Host check to the wrapper.
  */
-export function installHttpGuards(server: https.Server, opts: HttpGuardOptions): void {
+export function installHttpGuards(server: http.Server | https.Server, opts: HttpGuardOptions): void {
   server.headersTimeout = opts.headersTimeoutMs;
   server.requestTimeout = opts.requestTimeoutMs;
   const listeners = server.listeners('request') as RequestListener[];
@@ -209,7 +210,7 @@ export function installHttpGuards(server: https.Server, opts: HttpGuardOptions):
     writeRawAnswer(socket, 405, 'Method Not Allowed', 'CONNECT is not supported here', opts, 'CONNECT', ''));
 }
 
-/** Options for https.createServer that the guards rely on. */
+/** Options for http(s).createServer that the guards rely on (the handshake timeout only matters with TLS). */
 export function guardedServerOptions(handshakeTimeoutMs: number): https.ServerOptions {
   // Node checks the header and request timeouts only every connectionsCheckingInterval (default 30 s).
   return { requireHostHeader: false, handshakeTimeout: handshakeTimeoutMs, connectionsCheckingInterval: 1000 };

@@ -61,7 +61,20 @@ export function decodeBase64Image(text: string, where: string): Buffer {
   return Buffer.from(s, 'base64');
 }
 
-async function fromMultipart(c: Context): Promise<ImageInput> {
+/** A file part of a multipart form. */
+export interface FormFile {
+  name: string;
+  bytes: Buffer;
+}
+
+/** The parts of a form body: text fields (the first value of a name wins) and file parts, in order. */
+export interface FormParts {
+  via: 'multipart' | 'urlencoded';
+  fields: Map<string, string>;
+  files: FormFile[];
+}
+
+async function multipartParts(c: Context): Promise<FormParts> {
   let form: FormData;
   try {
     form = await c.req.raw.formData();
@@ -69,23 +82,12 @@ async function fromMultipart(c: Context): Promise<ImageInput> {
     throw new HttpError(400, `malformed multipart/form-data body: ${(e as Error).message}`);
   }
   const fields = new Map<string, string>();
-  let bytes: Buffer | undefined;
-  let sawImage = false;
+  const files: FormFile[] = [];
   for (const [name, value] of form.entries()) {
-    if (name === IMAGE_FIELD && !sawImage) {
-      sawImage = true;
-      if (typeof value === 'string') {
-        bytes = decodeBase64Image(value, `form field '${IMAGE_FIELD}'`);
-      } else {
-        bytes = Buffer.from(await value.arrayBuffer());
-        if (bytes.length === 0) throw missing(`the '${IMAGE_FIELD}' part is empty`);
-      }
-    } else if (typeof value === 'string' && !fields.has(name)) {
-      fields.set(name, value);
-    }
+    if (typeof value !== 'string') files.push({ name, bytes: Buffer.from(await value.arrayBuffer()) });
+    else if (!fields.has(name)) fields.set(name, value);
   }
-  if (!bytes) throw missing(`the form has no '${IMAGE_FIELD}' part`);
-  return { bytes, via: 'multipart', fields };
+  return { via: 'multipart', fields, files };
 }
 
 function decodeComponent(s: string): string {
@@ -96,24 +98,40 @@ function decodeComponent(s: string): string {
   }
 }
 
-async function fromUrlencoded(c: Context): Promise<ImageInput> {
+async function urlencodedParts(c: Context): Promise<FormParts> {
   const text = (await readBody(c)).toString('latin1');
   const fields = new Map<string, string>();
-  let image: string | undefined;
   for (const pair of text.split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
     const key = decodeComponent(eq < 0 ? pair : pair.slice(0, eq));
-    const value = eq < 0 ? '' : pair.slice(eq + 1);
-    if (key === IMAGE_FIELD) {
-      // decodeComponent turns '+' into ' '; decodeBase64Image turns it back.
-      if (image === undefined) image = decodeComponent(value);
-    } else if (!fields.has(key)) {
-      fields.set(key, decodeComponent(value));
-    }
+    // a base64 image's '+' becomes ' ' here; decodeBase64Image turns it back
+    if (!fields.has(key)) fields.set(key, decodeComponent(eq < 0 ? '' : pair.slice(eq + 1)));
   }
-  if (image === undefined) throw missing(`no '${IMAGE_FIELD}' parameter in the form`);
-  return { bytes: decodeBase64Image(image, `parameter '${IMAGE_FIELD}'`), via: 'urlencoded', fields };
+  return { via: 'urlencoded', fields, files: [] };
+}
+
+/** The fields and files of a multipart/form-data or urlencoded body; null for any other Content-Type. */
+export async function readFormParts(c: Context): Promise<FormParts | null> {
+  const type = mediaType(c.req.header('content-type'));
+  if (type === 'multipart/form-data') return multipartParts(c);
+  if (type === 'application/x-www-form-urlencoded') return urlencodedParts(c);
+  return null;
+}
+
+/**
+ * The image of a form: its first file part named `image`, else a base64 `image` text field; undefined when it
+ * has neither. Throws HttpError 400 for an empty part or bad base64.
+ */
+export function formImage(parts: FormParts): Buffer | undefined {
+  const file = parts.files.find((f) => f.name === IMAGE_FIELD);
+  if (file) {
+    if (file.bytes.length === 0) throw missing(`the '${IMAGE_FIELD}' part is empty`);
+    return file.bytes;
+  }
+  const text = parts.fields.get(IMAGE_FIELD);
+  if (text === undefined) return undefined;
+  return decodeBase64Image(text, parts.via === 'multipart' ? `form field '${IMAGE_FIELD}'` : `parameter '${IMAGE_FIELD}'`);
 }
 
 /**
@@ -130,8 +148,14 @@ export async function readImageInput(c: Context): Promise<ImageInput> {
     if (bytes.length === 0) throw missing('the request body is empty');
     return { bytes, via: 'raw', fields: new Map() };
   }
-  if (type === 'multipart/form-data') return fromMultipart(c);
-  if (type === 'application/x-www-form-urlencoded') return fromUrlencoded(c);
+  const parts = await readFormParts(c);
+  if (parts) {
+    const bytes = formImage(parts);
+    if (!bytes) throw missing(parts.via === 'multipart' ? `the form has no '${IMAGE_FIELD}' part` : `no '${IMAGE_FIELD}' parameter in the form`);
+    const fields = new Map(parts.fields);
+    fields.delete(IMAGE_FIELD);
+    return { bytes, via: parts.via, fields };
+  }
 
   if (type === '') {
     const bytes = c.req.raw.body ? await readBody(c) : Buffer.alloc(0);

@@ -22,8 +22,8 @@ export interface OpsDeps {
 /** The operator services of a running server, opened from its data folder. */
 export interface OpsRuntime {
   ops: OpsDeps;
-  /** Starts counting a listening server's traffic and sampling the metrics. */
-  start(server: Server): void;
+  /** Starts counting the listening servers' traffic and sampling the metrics. */
+  start(...servers: Server[]): void;
   /** Stops sampling, closes the store and flushes the audit trail. */
   close(): Promise<void>;
 }
@@ -49,8 +49,8 @@ export function openOps(config: ServerConfig): OpsRuntime {
   };
   return {
     ops,
-    start(server) {
-      traffic.attach(server);
+    start(...servers) {
+      for (const server of servers) traffic.attach(server);
       collector.start();
     },
     async close() {

@@ -19,3 +19,12 @@ export function recognitionHttpError(e: unknown): unknown {
   }
   return e;
 }
+
+/** Runs a recognition-service call, its errors turned into HttpErrors. */
+export async function recognitionCall<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    throw recognitionHttpError(e);
+  }
+}

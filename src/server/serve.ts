@@ -2,10 +2,10 @@
 
 import type { ServerConfig } from '../config.js';
 import { openRecognition } from '../gallery/open.js';
-import { createApp } from './app.js';
+import { createApp, createDeepStackApp } from './app.js';
 import { openOps, type OpsRuntime } from './ops.js';
 import { unwatchEngine, unwatchGallery, watchEngine, watchGallery } from './prometheus.js';
-import { startServer } from './server.js';
+import { startServer, type RunningServer } from './server.js';
 import { loadTls, TlsError } from './tls.js';
 
 /** Runs the server until SIGINT/SIGTERM. Resolves with the process exit code. */
@@ -24,6 +24,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
   try {
     engine = await Engine.open({
       modelDir: config.modelDir,
+      runtime: config.runtime,
+      backend: config.backend,
       workers: config.workers,
       threadsPerWorker: config.threadsPerWorker,
       queueLimit: config.queueLimit,
@@ -57,37 +59,49 @@ export async function runServe(config: ServerConfig): Promise<number> {
   // The gallery loads (and re-embeds after a model change) in the background: predictions answer 503 meanwhile.
   recognition.ready.catch((e: unknown) => console.error(`edgecv: loading the gallery failed: ${(e as Error).message}`));
 
-  let running;
+  const deps = { engine, config, ops: ops.ops, recognition };
+  let running: RunningServer;
+  let plain: RunningServer | undefined;
   try {
-    running = await startServer({
-      app: createApp({ engine, config, ops: ops.ops, recognition }),
-      tls,
-      port: config.port,
-      host: config.host,
-      guards: {
-        bodyLimit: config.bodyLimit,
-        audit: ops.ops.audit,
-        headersTimeoutMs: config.headersTimeout,
-        handshakeTimeoutMs: config.handshakeTimeout,
-        requestTimeoutMs: config.requestTimeout,
-        minBodyBytesPerSec: config.minBodyRate,
-      },
-    });
+    const guards = {
+      bodyLimit: config.bodyLimit,
+      audit: ops.ops.audit,
+      headersTimeoutMs: config.headersTimeout,
+      handshakeTimeoutMs: config.handshakeTimeout,
+      requestTimeoutMs: config.requestTimeout,
+      minBodyBytesPerSec: config.minBodyRate,
+    };
+    running = await startServer({ app: createApp(deps), tls, port: config.port, host: config.host, guards });
+    try {
+      // DeepStack clients speak plain HTTP on a LAN: only the /v1/vision/* routes, never the rest, without TLS.
+      if (config.httpPort !== undefined) {
+        plain = await startServer({ app: createDeepStackApp(deps), port: config.httpPort, host: config.host, guards });
+      }
+    } catch (e) {
+      await running.close();
+      throw e;
+    }
   } catch (e) {
-    console.error(`edgecv: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+    console.error(`edgecv: cannot listen on ${config.host}: ${(e as Error).message}`);
     await recognition.close();
     await ops.close();
     await engine.close();
     return 1;
   }
-  ops.start(running.server);
+  ops.start(running.server, ...(plain ? [plain.server] : []));
   watchEngine(engine);
   watchGallery(recognition);
   if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
     console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
   }
-  const { backend, device } = engine.backend();
+  const { backend, device, runtimes, onnxRuntime, onnxRuntimeMissing } = engine.backend();
+  if (plain) console.log(`edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${plain.url}`);
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
+  const models = Object.entries(runtimes).map(([role, runtime]) => `${role} on ${runtime}`);
+  console.log(
+    `edgecv: models: ${models.join(', ')}; ` +
+      (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
+  );
 
   return new Promise<number>((resolve) => {
     let stopping = false;
@@ -101,7 +115,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
       void (async () => {
         let code = 0;
         try {
-          await running.close();
+          await Promise.all([running.close(), plain?.close()]);
           unwatchGallery(recognition);
           await recognition.close();
           await ops.close();

@@ -1,5 +1,6 @@
-// Serving the app over HTTPS with @hono/node-server.
+// Serving an app with @hono/node-server: over HTTPS, or plain HTTP when no certificate is given (--http-port).
 
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import https from 'node:https';
 import { serve } from '@hono/node-server';
@@ -9,10 +10,10 @@ import { guardedServerOptions, HTTP_GUARD_DEFAULTS, installHttpGuards, type Http
 import { TLS_HARDENING } from './tls.js';
 
 export interface RunningServer {
-  server: https.Server;
+  server: https.Server | http.Server;
   /** The bound port (useful with port 0). */
   port: number;
-  /** https://<host>:<port>/ */
+  /** https://<host>:<port>/, or http:// without TLS */
   url: string;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
   close(graceMs?: number): Promise<void>;
@@ -20,7 +21,8 @@ export interface RunningServer {
 
 export interface ListenOptions {
   app: Hono;
-  tls: { cert: string; key: string };
+  /** Without it: plain HTTP. */
+  tls?: { cert: string; key: string };
   port: number;
   host: string;
   /** Body limit, audit trail, timeouts (src/server/http-guards.ts); defaults where left out. */
@@ -34,18 +36,17 @@ function urlHost(host: string): string {
 
 export function startServer(opts: ListenOptions): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
-    const server = serve({
-      fetch: opts.app.fetch,
-      port: opts.port,
-      hostname: opts.host,
-      createServer: https.createServer,
-      serverOptions: {
-        cert: opts.tls.cert,
-        key: opts.tls.key,
-        ...TLS_HARDENING,
-        ...guardedServerOptions(opts.guards?.handshakeTimeoutMs ?? HTTP_GUARD_DEFAULTS.handshakeTimeoutMs),
-      },
-    }) as https.Server;
+    const listen = { fetch: opts.app.fetch, port: opts.port, hostname: opts.host };
+    const guardServerOptions = guardedServerOptions(opts.guards?.handshakeTimeoutMs ?? HTTP_GUARD_DEFAULTS.handshakeTimeoutMs);
+    const server = (
+      opts.tls
+        ? serve({
+            ...listen,
+            createServer: https.createServer,
+            serverOptions: { cert: opts.tls.cert, key: opts.tls.key, ...TLS_HARDENING, ...guardServerOptions },
+          })
+        : serve({ ...listen, createServer: http.createServer, serverOptions: guardServerOptions })
+    ) as https.Server | http.Server;
     const given = Object.fromEntries(Object.entries(opts.guards ?? {}).filter(([, v]) => v !== undefined));
     installHttpGuards(server, { ...HTTP_GUARD_DEFAULTS, bodyLimit: DEFAULT_BODY_LIMIT, ...given });
     const onError = (err: Error) => reject(err);
@@ -57,7 +58,7 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
       resolve({
         server,
         port,
-        url: `https://${urlHost(opts.host)}:${port}/`,
+        url: `${opts.tls ? 'https' : 'http'}://${urlHost(opts.host)}:${port}/`,
         close: (graceMs = 5000) =>
           new Promise<void>((done) => {
             const timer = setTimeout(() => server.closeAllConnections(), graceMs);

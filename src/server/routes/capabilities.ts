@@ -1,11 +1,37 @@
-// GET /server/capabilities/ : what this server can do.
+// GET /server/capabilities/ : what this server can do. The original answer was {"success":"true","gpu_support":..};
+// those two keys stay first and unchanged, and the device and each model with the runtime that runs it follow.
 
 import type { Hono } from 'hono';
 import type { FaceEngine } from '../engine-types.js';
 import { resource } from '../routing.js';
 
+/** Capability name -> [name in engine.models, key in backend().runtimes]. */
+const ROLES = {
+  face_detection: ['faceDetector', 'faceDetector'],
+  face_recognition: ['faceEmbedder', 'faceEmbedder'],
+  pose: ['pose', 'poseEstimator'],
+  objects: ['objects', 'objectDetector'],
+} as const;
+
 export function registerCapabilitiesRoutes(app: Hono, deps: { engine: FaceEngine }): void {
   resource(app, '/server/capabilities/', {
-    GET: (c) => c.json({ success: 'true', gpu_support: deps.engine.backend().backend === 'cuda' }),
+    GET: (c) => {
+      const { backend, device, runtimes, onnxRuntime } = deps.engine.backend();
+      const loaded = deps.engine.models;
+      const models: Record<string, { name: string; runtime: string }> = {};
+      for (const [role, [modelKey, runtimeKey]] of Object.entries(ROLES)) {
+        const name = loaded?.[modelKey];
+        const runtime = runtimes[runtimeKey];
+        if (name && runtime) models[role] = { name, runtime };
+      }
+      return c.json({
+        success: 'true',
+        gpu_support: backend === 'cuda',
+        backend,
+        device,
+        onnxruntime: onnxRuntime?.version ?? null,
+        models,
+      });
+    },
   });
 }

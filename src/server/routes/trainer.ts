@@ -15,18 +15,10 @@ import type { RecognitionService } from '../../gallery/recognition-service.js';
 import { adminCheck } from '../admin-auth.js';
 import { HttpError } from '../errors.js';
 import { mediaType, readImageInput } from '../image-input.js';
-import { recognitionHttpError } from '../recognition-errors.js';
+import { recognitionCall } from '../recognition-errors.js';
 import { resource } from '../routing.js';
 
 const JSONL_TYPES = new Set([JSONL_MEDIA_TYPE, 'application/jsonl', 'application/json-lines', 'application/x-jsonlines', 'text/plain']);
-
-async function recognitionCall<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (e) {
-    throw recognitionHttpError(e);
-  }
-}
 
 /** Text fields of a request without an image: query string, then the body (urlencoded, multipart or JSON) wins. */
 async function readFields(c: Context): Promise<Map<string, string>> {

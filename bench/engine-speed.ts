@@ -1,0 +1,162 @@
+// Bench sections for the engine's speed: every manifest model's forward pass in the addon (onnxruntime and
+// OpenCV DNN) against onnxruntime-node on the same file, interleaved in one run; face-detection throughput by
+// worker count; and each route's latency over HTTPS on loopback with a 640x480 photo.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import * as ort from 'onnxruntime-node';
+import type { ConvertedManifest } from '../models/model-manifest.js';
+import { Engine, type EngineOptions } from '../src/index.js';
+import { RecognitionService } from '../src/gallery/recognition-service.js';
+import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
+import { createApp } from '../src/server/app.js';
+import { startServer } from '../src/server/server.js';
+import { generateSelfSigned } from '../src/server/tls.js';
+import { loadRow } from './load-row.js';
+import type { BenchContext } from './pose-objects.js';
+import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './vga-photos.js';
+
+type Row = Record<string, string | number>;
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Models slower than this (ms per forward pass on OpenCV) get fewer OpenCV samples, so the section stays short. */
+const SLOW_OPENCV_MS = 60;
+
+/**
+ * Forward pass only, same input, same file, same threads (1 worker x 2 threads in the addon, 2 intra-op threads in
+ * onnxruntime-node), the three runtimes interleaved sample by sample so a busy moment hits them all alike.
+ * ratio = onnxruntime-node p50 / edgecv p50 (>= 1: edgecv at least as fast).
+ */
+export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: ConvertedManifest): Promise<{ rows: Row[]; summary: Row }> {
+  const threads = 2;
+  const engine = await Engine.open({ workers: 1, threadsPerWorker: threads, poseModel: null, objectDetector: null, faceEmbedder: null });
+  const rows: Row[] = [];
+  try {
+    for (const [name, model] of Object.entries(manifest.models)) {
+      const size = model.input.shape.reduce((a, b) => a * b, 1);
+      const input = new Float32Array(size).map((_, i) => Math.sin(i) * 0.9);
+      const session = await ort.InferenceSession.create(join(ctx.root, 'models', 'onnx', model.ortFile), {
+        intraOpNumThreads: threads,
+        interOpNumThreads: 1,
+        executionMode: 'sequential',
+      });
+      const feeds = { [model.input.name]: new ort.Tensor('float32', input, model.input.shape) };
+      const runs = {
+        edgecv: () => engine.runModel(name, input, { runtime: 'onnxruntime' }),
+        'edgecv opencv': () => engine.runModel(name, input, { runtime: 'opencv' }),
+        'onnxruntime-node': () => session.run(feeds),
+      };
+      const samples: Record<keyof typeof runs, number[]> = { edgecv: [], 'edgecv opencv': [], 'onnxruntime-node': [] };
+      for (const run of Object.values(runs)) await ctx.timeIt(3, run);
+      const openCvEvery = (await ctx.timeIt(1, runs['edgecv opencv']))[0]! > SLOW_OPENCV_MS ? 4 : 1;
+      for (let i = 0; i < ctx.iterations; i++) {
+        samples.edgecv.push(...(await ctx.timeIt(1, runs.edgecv)));
+        samples['onnxruntime-node'].push(...(await ctx.timeIt(1, runs['onnxruntime-node'])));
+        if (i % openCvEvery === 0) samples['edgecv opencv'].push(...(await ctx.timeIt(1, runs['edgecv opencv'])));
+      }
+      await session.release();
+      const p50 = (k: keyof typeof runs) => ctx.stats(samples[k]).p50;
+      rows.push({
+        model: name,
+        input: model.input.shape.slice(1).join('x'),
+        'edgecv (onnxruntime) p50 ms': p50('edgecv'),
+        'edgecv (opencv) p50 ms': p50('edgecv opencv'),
+        'onnxruntime-node p50 ms': p50('onnxruntime-node'),
+        'ratio ort-node/edgecv': p50('onnxruntime-node') / p50('edgecv'),
+        'ratio vs opencv': p50('edgecv opencv') / p50('edgecv'),
+      });
+    }
+  } finally {
+    await engine.close();
+  }
+  const ratios = rows.map((r) => r['ratio ort-node/edgecv'] as number);
+  const summary = { models: rows.length, 'median ratio': median(ratios), 'min ratio': Math.min(...ratios) };
+  return { rows, summary };
+}
+
+/** Images per second with `workers` x 1 thread, two calls per worker in flight, on the 640x480 face photo. */
+async function imagesPerSecond(layout: Required<Pick<EngineOptions, 'workers' | 'threadsPerWorker'>>, image: Buffer, total: number) {
+  const engine = await Engine.open({ ...layout, poseModel: null, objectDetector: null, faceEmbedder: null });
+  try {
+    for (let i = 0; i < 10; i++) await engine.detectFaces(image);
+    let next = 0;
+    const t = performance.now();
+    await Promise.all(
+      Array.from({ length: layout.workers * 2 }, async () => {
+        while (next++ < total) await engine.detectFaces(image);
+      }),
+    );
+    return total / ((performance.now() - t) / 1000);
+  } finally {
+    await engine.close();
+  }
+}
+
+/** Face-detection throughput by layout, and what a second worker adds over one (the engine API, no HTTP). */
+export async function benchWorkerScaling(ctx: BenchContext): Promise<{ rows: Row[]; scaling: number }> {
+  const image = vgaJpeg(ctx.root, VGA_FACE_PHOTO);
+  const total = ctx.quick ? 200 : 1000;
+  const rows: Row[] = [];
+  for (const layout of [
+    { workers: 1, threadsPerWorker: 1 },
+    { workers: 2, threadsPerWorker: 1 },
+    { workers: 1, threadsPerWorker: 2 },
+  ]) {
+    rows.push({ workers: layout.workers, threads: layout.threadsPerWorker, 'images/s': await imagesPerSecond(layout, image, total) });
+  }
+  const scaling = (rows[1]!['images/s'] as number) / (rows[0]!['images/s'] as number);
+  return { rows, scaling };
+}
+
+/**
+ * Every route over HTTPS on loopback with a 640x480 JPEG, default engine (the server's defaults): p50 at one
+ * connection, and face detection at 1 and 4 connections. Recognition runs against a gallery of one enrolled face.
+ */
+export async function benchRouteLatency(ctx: BenchContext): Promise<{ rows: Row[]; httpScaling: number }> {
+  const face = vgaJpeg(ctx.root, VGA_FACE_PHOTO);
+  const scene = vgaJpeg(ctx.root, VGA_SCENE_PHOTO);
+  const engine = await Engine.open();
+  const dir = mkdtempSync(join(tmpdir(), 'edgecv-bench-'));
+  const recognition = await RecognitionService.open(engine, SqliteGalleryStore.open(dir), { log: () => {} });
+  await recognition.ready;
+  await recognition.enrol('astronaut', face);
+  const app = createApp({ engine, config: { bodyLimit: 20 * 1024 * 1024 }, recognition });
+  const server = await startServer({ app, tls: await generateSelfSigned(), port: 0, host: '127.0.0.1' });
+  const { runtimes } = engine.backend();
+  const routes = [
+    { route: '/detector/detect/', body: face, runtime: runtimes['faceDetector'], model: engine.models.faceDetector, connections: [1, 4] },
+    { route: '/recognizer/predict/', body: face, runtime: runtimes['faceEmbedder'], model: `${engine.models.faceDetector} + ${engine.models.faceEmbedder}`, connections: [1] },
+    { route: '/pose/detect/', body: scene, runtime: runtimes['poseEstimator'], model: engine.models.pose ?? '', connections: [1] },
+    { route: '/object/detect/', body: scene, runtime: runtimes['objectDetector'], model: engine.models.objects ?? '', connections: [1] },
+  ];
+  const rows: Row[] = [];
+  try {
+    for (const r of routes) {
+      for (const connections of r.connections) {
+        const result = await autocannon({
+          url: `https://127.0.0.1:${server.port}${r.route}`,
+          method: 'POST',
+          headers: { 'content-type': 'image/jpeg' },
+          body: r.body,
+          connections,
+          duration: ctx.quick ? 3 : 10,
+        });
+        rows.push({ route: r.route, model: r.model, runtime: r.runtime ?? '', connections, ...loadRow(result) });
+      }
+    }
+  } finally {
+    await server.close();
+    await recognition.close();
+    await engine.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const detector = rows.filter((r) => r.route === '/detector/detect/');
+  const httpScaling = (detector[1]!['req/s'] as number) / (detector[0]!['req/s'] as number);
+  return { rows, httpScaling };
+}

@@ -1,0 +1,63 @@
+// One loaded network behind the runtime that runs it (OpenCV DNN or onnxruntime): the only thing the model
+// classes (face detector, embedder, pose, objects) know about inference. They preprocess into an NCHW float
+// blob, call Run(), and decode the named outputs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "backend.h"
+
+namespace edgecv {
+
+enum class RuntimeKind { kOpenCv, kOnnxRuntime };
+
+inline const char* RuntimeName(RuntimeKind kind) {
+  return kind == RuntimeKind::kOnnxRuntime ? "onnxruntime" : "opencv";
+}
+
+// A model file and the runtime that is to run it (the converter writes one file per runtime).
+struct ModelSource {
+  std::string path;
+  RuntimeKind runtime = RuntimeKind::kOpenCv;
+};
+
+// How one worker runs its models: the device, and its compute threads per inference.
+struct RuntimeOptions {
+  BackendInfo backend;
+  int threads = 1;
+};
+
+// Not thread-safe: one instance per worker thread.
+class InferenceModel {
+ public:
+  virtual ~InferenceModel() = default;
+  // Runs one float32 input (the blob's shape is the input shape) and returns the outputs named at load time,
+  // in that order, as dense float32 Mats. They stay valid until the next Run() of this model.
+  virtual std::vector<cv::Mat> Run(const cv::Mat& input) = 0;
+  virtual RuntimeKind runtime() const = 0;
+  // True when the runtime may hold on to the input Mat after Run() and reuses its output buffers in the next
+  // Run(): a caller that outlives one Run() must then copy both ways. False: the input is only read during
+  // Run(), and every output Mat is freshly allocated and owned by the caller alone.
+  virtual bool SharesBuffers() const = 0;
+};
+
+// Loads `source` and checks that every name in `outputs` is an output of it. Throws std::runtime_error with a
+// message that starts with `what` (e.g. "pose model x.onnx: ").
+std::unique_ptr<InferenceModel> LoadInferenceModel(const ModelSource& source, const std::vector<std::string>& outputs,
+                                                   const RuntimeOptions& options, const std::string& what);
+
+// One run of a zero image [1,3,S,S]: allocates the buffers now rather than on the first request, and returns
+// the outputs so the caller can check the shapes its decoder relies on.
+std::vector<cv::Mat> WarmUp(InferenceModel& model, int inputSize, const std::string& what);
+
+// "[1,64,64,17]"
+std::string ShapeString(const cv::Mat& m);
+
+// True when `m` is a dense float32 NHWC tensor [1, h, w, channels].
+bool IsNhwc(const cv::Mat& m, int h, int w, int channels);
+
+}  // namespace edgecv

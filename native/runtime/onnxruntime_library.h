@@ -1,0 +1,38 @@
+// The onnxruntime shared library, opened at run time with dlopen() from a path the host gives (the
+// libonnxruntime.so.1 inside the onnxruntime-node package, or the user's own build, e.g. one with CUDA).
+// Nothing links against it at build time, so the addon loads and runs on OpenCV alone when it is absent.
+//
+// Built against the C API headers of version ORT_API_VERSION; any library of that version or newer serves
+// (OrtGetApiBase()->GetApi(ORT_API_VERSION)). Compiled out when CMake found no headers (EDGECV_WITH_ONNXRUNTIME=0).
+#pragma once
+
+#include <string>
+
+namespace Ort {
+struct Env;
+}
+
+namespace edgecv {
+
+struct OnnxRuntimeInfo {
+  std::string path;     // the file that was opened
+  std::string version;  // the library's own version string, e.g. "1.30.0"
+  bool cuda = false;    // its CUDA execution provider is available
+};
+
+// Opens the library once per process and initializes the C++ API. Later calls return the library already
+// open, whatever path they name (one onnxruntime per process). Throws std::runtime_error with the reason
+// (file missing, not an onnxruntime library, older than the headers, or support compiled out).
+// Thread-safe.
+const OnnxRuntimeInfo& LoadOnnxRuntime(const std::string& path);
+
+// The library opened by LoadOnnxRuntime(), or null.
+const OnnxRuntimeInfo* LoadedOnnxRuntime();
+
+// True when this addon was compiled with onnxruntime support.
+bool OnnxRuntimeCompiledIn();
+
+// The process's one Ort::Env (logging, shared state). Only after LoadOnnxRuntime() succeeded.
+Ort::Env& OnnxRuntimeEnv();
+
+}  // namespace edgecv

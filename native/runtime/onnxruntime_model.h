@@ -1,0 +1,30 @@
+// InferenceModel on onnxruntime (CPU execution provider, or CUDA when the engine's backend is CUDA and the
+// loaded library has that provider). One session per worker, its intra-op threads = the worker's threads, so
+// with one thread a run executes on the worker thread itself and workers scale without sharing a pool.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/inference_model.h"
+
+namespace edgecv {
+
+class OnnxRuntimeModel : public InferenceModel {
+ public:
+  // Needs LoadOnnxRuntime() to have succeeded. Throws std::runtime_error starting with `what`.
+  OnnxRuntimeModel(const std::string& path, const std::vector<std::string>& outputs, const RuntimeOptions& options,
+                   const std::string& what);
+  ~OnnxRuntimeModel() override;
+
+  std::vector<cv::Mat> Run(const cv::Mat& input) override;
+  RuntimeKind runtime() const override { return RuntimeKind::kOnnxRuntime; }
+  bool SharesBuffers() const override { return false; }
+
+ private:
+  struct Session;  // keeps the onnxruntime types out of this header
+  std::unique_ptr<Session> session_;
+};
+
+}  // namespace edgecv

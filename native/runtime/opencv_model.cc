@@ -1,0 +1,43 @@
+#include "runtime/opencv_model.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace edgecv {
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::ostringstream out;
+  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << '"' << names[i] << '"';
+  return out.str();
+}
+
+}  // namespace
+
+OpenCvModel::OpenCvModel(const std::string& path, const std::vector<std::string>& outputs,
+                         const RuntimeOptions& options, const std::string& what)
+    : outputs_(outputs) {
+  try {
+    net_ = cv::dnn::readNetFromONNX(path);
+  } catch (const cv::Exception& e) {
+    throw std::runtime_error(what + "OpenCV could not load it: " + e.what());
+  }
+  if (net_.empty()) throw std::runtime_error(what + "OpenCV loaded an empty network");
+  net_.setPreferableBackend(options.backend.dnnBackend);
+  net_.setPreferableTarget(options.backend.dnnTarget);
+  for (const std::string& name : outputs_) {
+    if (net_.getLayerId(name) < 0) {
+      throw std::runtime_error(what + "output \"" + name + "\" is not a layer of the network (unconnected outputs: " +
+                               JoinNames(net_.getUnconnectedOutLayersNames()) + ")");
+    }
+  }
+}
+
+std::vector<cv::Mat> OpenCvModel::Run(const cv::Mat& input) {
+  net_.setInput(input);
+  std::vector<cv::Mat> results;
+  net_.forward(results, outputs_);  // views of the net's own buffers, reused by the next forward()
+  return results;
+}
+
+}  // namespace edgecv

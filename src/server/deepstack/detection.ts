@@ -1,0 +1,90 @@
+// DeepStack object detection:
+//   POST /v1/vision/detection      image, min_confidence (default 0.40), limit (default 20)
+//   POST /v1/vision/custom/<model> the same, with a model by name (404 for a name the server does not have)
+//   POST /v1/vision/custom/list    -> {"success":true,"models":["centernet-384"],"duration":0}
+// -> {"success":true,"predictions":[{"label":"dog","confidence":0.87,"x_min":..,"y_min":..,"x_max":..,"y_max":..}],"duration":0}
+// Predictions are sorted by confidence, highest first (Frigate stops at the first one under its threshold and has
+// room for 20), boxes are integer pixels of the posted image clipped to it, labels are COCO names in lower case
+// with spaces ("traffic light").
+
+import type { Context, Hono } from 'hono';
+import type { ObjectDetection } from '../../engine.js';
+import type { PoseObjectEngine } from '../engine-types.js';
+import { HttpError } from '../errors.js';
+import { observeInference } from '../prometheus.js';
+import { resource } from '../routing.js';
+import { customModels, hasObjectModel, type ObjectModelRun } from './models.js';
+import { dsHandler, dsReply } from './reply.js';
+import { limitField, minConfidence, readDeepStackRequest, requestImage, type DeepStackRequest } from './request.js';
+
+export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: 1000 } as const;
+
+export interface ObjectPrediction {
+  label: string;
+  confidence: number;
+  x_min: number;
+  y_min: number;
+  x_max: number;
+  y_max: number;
+}
+
+const clip = (v: number, max: number) => Math.min(max, Math.max(0, Math.round(v)));
+
+export function objectPredictions(result: ObjectDetection, limit: number): ObjectPrediction[] {
+  return [...result.objects]
+    .sort((a, b) => b.score - a.score)
+    .slice(0, limit)
+    .map((o) => ({
+      label: o.className,
+      confidence: o.score,
+      x_min: clip(o.rect[0], result.width),
+      y_min: clip(o.rect[1], result.height),
+      x_max: clip(o.rect[2], result.width),
+      y_max: clip(o.rect[3], result.height),
+    }));
+}
+
+export function registerDeepStackDetectionRoutes(
+  app: Hono,
+  deps: { engine: PoseObjectEngine; guard: (c: Context, req: DeepStackRequest) => void },
+): void {
+  const { engine, guard } = deps;
+
+  const detect = async (c: Context, req: DeepStackRequest, model: string, run: ObjectModelRun) => {
+    const image = requestImage(req);
+    const scoreThreshold = minConfidence(req, DETECTION_DEFAULTS.minConfidence);
+    const limit = limitField(req, DETECTION_DEFAULTS.limit, DETECTION_DEFAULTS.maxLimit);
+    const result = await run(image, { scoreThreshold, maxObjects: limit });
+    observeInference(model, engine.backend().backend, result.timings);
+    return dsReply(c, { success: true, predictions: objectPredictions(result, limit) });
+  };
+
+  resource(app, '/v1/vision/detection', {
+    POST: dsHandler(async (c) => {
+      const req = await readDeepStackRequest(c);
+      guard(c, req);
+      if (!hasObjectModel(engine)) throw new HttpError(403, 'object detection is not enabled on this server');
+      return detect(c, req, engine.models?.objects ?? 'objects', (image, opts) => engine.detectObjects(image, opts));
+    }),
+  });
+
+  // Before /custom/:model, which would otherwise take "list" for a model name.
+  resource(app, '/v1/vision/custom/list', {
+    POST: dsHandler(async (c) => {
+      guard(c, await readDeepStackRequest(c));
+      return dsReply(c, { success: true, models: [...customModels(engine).keys()] });
+    }),
+  });
+
+  resource(app, '/v1/vision/custom/:model', {
+    POST: dsHandler(async (c) => {
+      const req = await readDeepStackRequest(c);
+      guard(c, req);
+      const name = c.req.param('model') ?? '';
+      if (!/^[A-Za-z0-9._-]{1,128}$/.test(name)) throw new HttpError(400, 'invalid model name');
+      const run = customModels(engine).get(name);
+      if (!run) throw new HttpError(404, `no custom model '${name}' on this server: POST /v1/vision/custom/list lists them`);
+      return detect(c, req, name, run);
+    }),
+  });
+}
