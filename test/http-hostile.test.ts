@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig } from '../src/config.js';
 import { createApp } from '../src/server/app.js';
 import { httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
-import { startServerProcess, type ServerProcess } from './support/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
 
 const LIMIT = 1024 * 1024;
 const KEY = 'http-hostile-admin-key-0123';
@@ -22,10 +22,13 @@ const newTmpDir = useTempDirs();
 let server: ServerProcess;
 let dataDir: string;
 let port: number;
+let httpPort: number;
 
 beforeAll(async () => {
   dataDir = newTmpDir('edgecv-http-hostile-');
+  httpPort = await freePort();
   server = await startServerProcess([
+    '--http-port', String(httpPort),
     '--data-dir', dataDir, '--workers', '1', '--body-limit', String(LIMIT), '--admin-key', KEY,
     '--headers-timeout', '2s', '--handshake-timeout', '2s', '--request-timeout', '30s', '--min-body-rate', '4K',
   ]);
@@ -163,6 +166,24 @@ describe('requests the HTTP parser refuses (defect 5)', () => {
     await new Promise((r) => setTimeout(r, 300));
     const lines = auditLines().slice(before);
     expect(lines.map((l) => [l.route, l.status])).toEqual([['/detector/detect', 400]]);
+  });
+});
+
+describe('the plain-HTTP DeepStack listener (--http-port)', () => {
+  it('has the same guards: parser rejects and compressed bodies answer JSON', async () => {
+    const ask = (wire: string) =>
+      new Promise<string>((resolve) => {
+        let text = '';
+        const s = net.connect(httpPort, '127.0.0.1', () => s.write(wire));
+        s.on('data', (d: Buffer) => (text += d.toString('latin1')));
+        s.on('error', () => {});
+        s.on('close', () => resolve(text));
+        setTimeout(() => s.destroy(), 5000).unref();
+      });
+    expectJsonError(parse(await ask('POST /v1/vision/detection HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n')), 400);
+    const gz = zlib.gzipSync(PNG);
+    const a = parse(await ask(`POST /v1/vision/detection HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Type: image/png\r\nContent-Encoding: gzip\r\nContent-Length: ${gz.length}\r\n\r\n${gz.toString('latin1')}`));
+    expectJsonError(a, 415, /Content-Encoding/);
   });
 });
 

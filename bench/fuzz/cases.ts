@@ -48,7 +48,18 @@ export interface FuzzContext {
   adminKey: string;
 }
 
-const IMAGE_ROUTES = ['/detector/detect/', '/recognizer/predict/', '/pose/detect/', '/object/detect/', '/trainer/add/?subject=fuzz'] as const;
+const IMAGE_ROUTES = [
+  '/detector/detect/',
+  '/recognizer/predict/',
+  '/pose/detect/',
+  '/object/detect/',
+  '/trainer/add/?subject=fuzz',
+  // the DeepStack-compatible API
+  '/v1/vision/detection',
+  '/v1/vision/face/',
+  '/v1/vision/face/recognize',
+  '/v1/vision/custom/openlogo',
+] as const;
 
 type Form = 'raw' | 'multipart' | 'multipart-base64' | 'urlencoded';
 const FORMS: readonly Form[] = ['raw', 'multipart', 'multipart-base64', 'urlencoded'];
