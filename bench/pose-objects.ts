@@ -61,7 +61,7 @@ export async function benchPoseObjectLatency(ctx: BenchContext): Promise<Row[]> 
   return rows;
 }
 
-/** centernet at each converted input size: latency on a 768x576 photo, and the expected objects it finds. */
+/** Every object model (centernet and YOLOv5s at each converted input size): latency on a 768x576 photo, and the expected objects it finds. */
 export async function benchObjectSizes(ctx: BenchContext): Promise<Row[]> {
   const expectedCount = EXPECTED_OBJECTS.reduce((n, [, e]) => n + e.length, 0);
   const dog = readFileSync(join(ctx.root, 'test', 'data', 'darknet', 'dog.jpg'));

@@ -18,6 +18,9 @@ import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from '.
 import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
+import { benchObjectAccuracy, labelsSummary, loadObjectLabels } from './object-accuracy.js';
+import { benchPoseAccuracy, MIN_KEYPOINTS } from './pose-accuracy.js';
+import { table } from './table.js';
 
 function findRoot(): string {
   // dist/bench/run.js -> repo root
@@ -59,17 +62,6 @@ async function timeIt(n: number, fn: () => Promise<unknown>): Promise<number[]> 
     out.push(performance.now() - t);
   }
   return out;
-}
-
-function table(title: string, rows: Record<string, string | number>[]): void {
-  if (!rows.length) return; // a section that was not run
-  console.log(`\n## ${title}`);
-  const cols = Object.keys(rows[0]);
-  const cell = (v: string | number) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : v);
-  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  console.log(`| ${cols.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`);
-  console.log(`| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`);
-  for (const r of rows) console.log(`| ${cols.map((c, i) => cell(r[c]).padEnd(widths[i])).join(' | ')} |`);
 }
 
 const DETECT_IMAGES = [
@@ -199,6 +191,10 @@ async function main(): Promise<void> {
   table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
   const objectSizes = onlyEngineSpeed ? [] : await benchObjectSizes(ctx);
   table('Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', objectSizes);
+  const objectAccuracy = onlyEngineSpeed ? [] : await benchObjectAccuracy(root, { quick });
+  table(`Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`, objectAccuracy);
+  const poseAccuracy = onlyEngineSpeed ? [] : await benchPoseAccuracy(root, { quick });
+  table(`Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`, poseAccuracy);
   const poseObjects = onlyEngineSpeed ? [] : await benchPoseObjectLatency(ctx);
   table('Pose and object detection per image (default models and options)', poseObjects);
   const poseObjectHttp = onlyEngineSpeed ? [] : await benchPoseObjectHttp(ctx);
@@ -226,6 +222,7 @@ async function main(): Promise<void> {
     layouts,
     http,
     objectSizes,
+    objectAccuracy,
     poseObjects,
     poseObjectHttp,
     metricsStore,

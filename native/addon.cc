@@ -26,6 +26,7 @@
 #include "js_errors.h"
 #include "object_detect_job.h"
 #include "object_detector.h"
+#include "yolo_detector.h"
 #include "pose_detect_job.h"
 #include "pose_estimator.h"
 #include "run_model_job.h"
@@ -179,6 +180,58 @@ ObjectDetectorSpec ReadObjectDetectorSpec(Napi::Object obj, const RuntimeAvailab
   spec.boxOutput = ReadString(obj, "boxOutput", where);
   spec.classes = static_cast<int>(ReadNumber(obj, "classes", where, 0, 1, 100000, true, true));
   ReadInputNormalization(obj, where, &spec);
+  return spec;
+}
+
+// `objectDetector` is a YOLO spec when its `kind` is "yolo", a centernet spec when absent or "centernet".
+bool IsYoloSpec(Napi::Value value) {
+  if (!value.IsObject()) return false;  // absent, or rejected by ReadOptionalSpec
+  Napi::Value kind = value.As<Napi::Object>().Get("kind");
+  if (IsMissing(kind)) return false;
+  const std::string name = kind.IsString() ? kind.As<Napi::String>().Utf8Value() : "";
+  if (name != "centernet" && name != "yolo") ThrowInvalid(value.Env(), "objectDetector.kind must be \"centernet\" or \"yolo\"");
+  return name == "yolo";
+}
+
+// The YOLO spec: `objectDetector` with kind "yolo" (layout "grid" or "decoded").
+YoloDetectorSpec ReadYoloDetectorSpec(Napi::Object obj, const RuntimeAvailability& available) {
+  const std::string where = "objectDetector";
+  Napi::Env env = obj.Env();
+  YoloDetectorSpec spec;
+  spec.model = ReadModelSource(obj, where, available);
+  spec.inputSize = static_cast<int>(ReadNumber(obj, "inputSize", where, 0, 32, 4096, true, true));
+  const std::string layout = ReadString(obj, "layout", where);
+  if (layout != "grid" && layout != "decoded") ThrowInvalid(env, where + ".layout must be \"grid\" or \"decoded\"");
+  spec.layout = layout == "grid" ? YoloDetectorSpec::Layout::kGrid : YoloDetectorSpec::Layout::kDecoded;
+  spec.outputs = ReadStrings(obj, "outputs", where);
+  spec.classes = static_cast<int>(ReadNumber(obj, "classes", where, 0, 1, 100000, true, true));
+  if (spec.layout == YoloDetectorSpec::Layout::kGrid) {
+    Napi::Value strides = obj.Get("strides");
+    Napi::Value anchors = obj.Get("anchors");
+    if (!strides.IsArray() || !anchors.IsArray()) ThrowInvalid(env, where + ".strides and .anchors must be arrays");
+    Napi::Array s = strides.As<Napi::Array>();
+    Napi::Array a = anchors.As<Napi::Array>();
+    for (uint32_t i = 0; i < s.Length(); ++i) {
+      Napi::Value v = s.Get(i);
+      if (!v.IsNumber()) ThrowInvalid(env, where + ".strides must be numbers");
+      spec.strides.push_back(v.As<Napi::Number>().Int32Value());
+    }
+    for (uint32_t i = 0; i < a.Length(); ++i) {
+      Napi::Value list = a.Get(i);
+      if (!list.IsArray()) ThrowInvalid(env, where + ".anchors must be arrays of (w, h) pairs");
+      Napi::Array pairs = list.As<Napi::Array>();
+      std::vector<float> values;
+      for (uint32_t k = 0; k < pairs.Length(); ++k) {
+        Napi::Value v = pairs.Get(k);
+        if (!v.IsNumber()) ThrowInvalid(env, where + ".anchors must be numbers");
+        values.push_back(v.As<Napi::Number>().FloatValue());
+      }
+      if (values.empty() || values.size() % 2 != 0) ThrowInvalid(env, where + ".anchors lists must hold (w, h) pairs");
+      spec.anchors.push_back(std::move(values));
+    }
+  }
+  ReadInputNormalization(obj, where, &spec);
+  spec.padValue = ReadNumber(obj, "padValue", where, spec.padValue, 0, 255, false);
   return spec;
 }
 
@@ -366,13 +419,19 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
 
   std::unique_ptr<FaceDetectorSpec> faceSpec = ReadOptionalSpec(options, "faceDetector", available, &ReadFaceDetectorSpec);
   std::unique_ptr<PoseEstimatorSpec> poseSpec = ReadOptionalSpec(options, "poseEstimator", available, &ReadPoseEstimatorSpec);
-  std::unique_ptr<ObjectDetectorSpec> objectSpec =
-      ReadOptionalSpec(options, "objectDetector", available, &ReadObjectDetectorSpec);
+  std::unique_ptr<ObjectDetectorSpec> objectSpec;
+  std::unique_ptr<YoloDetectorSpec> yoloSpec;
+  if (IsYoloSpec(options.Get("objectDetector"))) {
+    yoloSpec = ReadOptionalSpec(options, "objectDetector", available, &ReadYoloDetectorSpec);
+  } else {
+    objectSpec = ReadOptionalSpec(options, "objectDetector", available, &ReadObjectDetectorSpec);
+  }
   std::unique_ptr<FaceEmbedderSpec> embedderSpec =
       ReadOptionalSpec(options, "faceEmbedder", available, &ReadFaceEmbedderSpec);
   if (faceSpec) modelRuntimes_.emplace_back("faceDetector", faceSpec->model.runtime);
   if (poseSpec) modelRuntimes_.emplace_back("poseEstimator", poseSpec->model.runtime);
   if (objectSpec) modelRuntimes_.emplace_back("objectDetector", objectSpec->model.runtime);
+  if (yoloSpec) modelRuntimes_.emplace_back("objectDetector", yoloSpec->model.runtime);
   if (embedderSpec) modelRuntimes_.emplace_back("faceEmbedder", embedderSpec->model.runtime);
 
   // Load one copy of every model per worker, here on the JS thread, so a bad
@@ -387,6 +446,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       if (faceSpec) ctx->faceDetector = std::make_unique<FaceDetector>(*faceSpec, runtime);
       if (poseSpec) ctx->poseEstimator = std::make_unique<PoseEstimator>(*poseSpec, runtime);
       if (objectSpec) ctx->objectDetector = std::make_unique<ObjectDetector>(*objectSpec, runtime);
+      if (yoloSpec) ctx->yoloDetector = std::make_unique<YoloDetector>(*yoloSpec, runtime);
       if (embedderSpec) {
         ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*embedderSpec, runtime);
         embeddingSize_ = ctx->faceEmbedder->dim();
@@ -398,7 +458,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   }
   hasFaceDetector_ = static_cast<bool>(faceSpec);
   hasPoseEstimator_ = static_cast<bool>(poseSpec);
-  hasObjectDetector_ = static_cast<bool>(objectSpec);
+  hasObjectDetector_ = objectSpec || yoloSpec;
 
   // Unlimited TSFN queue: workers never block on the JS thread. Unref'd while
   // idle so an open engine alone doesn't keep the process alive.

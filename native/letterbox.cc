@@ -8,7 +8,8 @@
 
 namespace edgecv {
 
-Letterbox LetterboxBlob(const cv::Mat& bgr, int size, double mean, double scale, bool swapRB, cv::Mat* blob) {
+Letterbox LetterboxBlob(const cv::Mat& bgr, int size, double mean, double scale, bool swapRB, cv::Mat* blob,
+                        double padValue) {
   const double fit = std::min(static_cast<double>(size) / bgr.cols, static_cast<double>(size) / bgr.rows);
   const int w = std::max(1, std::min(size, static_cast<int>(std::lround(bgr.cols * fit))));
   const int h = std::max(1, std::min(size, static_cast<int>(std::lround(bgr.rows * fit))));
@@ -20,7 +21,7 @@ Letterbox LetterboxBlob(const cv::Mat& bgr, int size, double mean, double scale,
   cv::resize(bgr, resized, cv::Size(w, h), 0, 0, w < bgr.cols ? cv::INTER_AREA : cv::INTER_LINEAR);
   cv::Mat padded;
   cv::copyMakeBorder(resized, padded, top, size - h - top, left, size - w - left, cv::BORDER_CONSTANT,
-                     cv::Scalar::all(0));
+                     cv::Scalar::all(padValue));
   cv::dnn::blobFromImage(padded, *blob, scale, cv::Size(), cv::Scalar::all(mean), swapRB, false, CV_32F);
 
   Letterbox box;

@@ -16,8 +16,10 @@ struct Letterbox {
   float ToImageY(float inputY) const { return (inputY - padY) / scale; }
 };
 
-// Scales `bgr` to fit size x size, centres it on black, and writes the NCHW float blob
-// ((pixel - mean) * scale, RGB when swapRB). Stretching instead would distort people and objects.
-Letterbox LetterboxBlob(const cv::Mat& bgr, int size, double mean, double scale, bool swapRB, cv::Mat* blob);
+// Scales `bgr` to fit size x size, centres it on a `padValue` border (black by default; YOLO trains on 114),
+// and writes the NCHW float blob ((pixel - mean) * scale, RGB when swapRB). Stretching instead would distort
+// people and objects.
+Letterbox LetterboxBlob(const cv::Mat& bgr, int size, double mean, double scale, bool swapRB, cv::Mat* blob,
+                        double padValue = 0);
 
 }  // namespace edgecv

@@ -9,9 +9,10 @@ ObjectDetectJob::ObjectDetectJob(Napi::Env env, Napi::Uint8Array bytes, const Ob
     : ImageJob(env, bytes), options_(options) {}
 
 void ObjectDetectJob::Execute(WorkerContext& ctx) {
-  if (!ctx.objectDetector) throw JobError(ErrorCode::kInternal, "engine has no object model");
+  if (!ctx.objectDetector && !ctx.yoloDetector) throw JobError(ErrorCode::kInternal, "engine has no object model");
   const cv::Mat image = DecodeImage();
-  objects_ = ctx.objectDetector->Detect(image, options_, &timings_);
+  objects_ = ctx.yoloDetector ? ctx.yoloDetector->Detect(image, options_, &timings_)
+                              : ctx.objectDetector->Detect(image, options_, &timings_);
 }
 
 Napi::Value ObjectDetectJob::Result(Napi::Env env) {

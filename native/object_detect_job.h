@@ -1,4 +1,4 @@
-// detectObjects(): decode + ObjectDetector::Detect on a worker, result object on the JS thread.
+// detectObjects(): decode + the worker's object model (YoloDetector or centernet's ObjectDetector) on a worker, result object on the JS thread.
 #pragma once
 
 #include <napi.h>

@@ -15,6 +15,7 @@
 #include "object_detector.h"
 #include "pose_estimator.h"
 #include "runtime/inference_model.h"
+#include "yolo_detector.h"
 
 namespace edgecv {
 
@@ -23,7 +24,8 @@ struct WorkerContext {
   RuntimeOptions runtime;
   std::unique_ptr<FaceDetector> faceDetector;      // null if the engine has no face model
   std::unique_ptr<PoseEstimator> poseEstimator;    // null if the engine has no pose model
-  std::unique_ptr<ObjectDetector> objectDetector;  // null if the engine has no object model
+  std::unique_ptr<ObjectDetector> objectDetector;  // centernet; null if the engine has no such object model
+  std::unique_ptr<YoloDetector> yoloDetector;      // null if the engine's object model is not a YOLO
   std::unique_ptr<FaceEmbedder> faceEmbedder;      // null if the engine has no embedding model
 
   // Raw-tensor models for runModel(), loaded on first use by this worker (one per file, runtime and outputs).

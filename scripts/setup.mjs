@@ -233,6 +233,16 @@ function models() {
   fs.writeFileSync(stamp, want);
 }
 
+// ------------------------------------------------------------------ f0. model packages that are not npm dependencies
+async function modelPackages() {
+  const { ensureModelPackages, PackageError } = await import('./model-packages.mjs');
+  try {
+    await ensureModelPackages({ root: ROOT });
+  } catch (e) {
+    fail(e instanceof PackageError ? e.message : e.stack);
+  }
+}
+
 // ------------------------------------------------------------------ g. test photos
 async function testPhotos() {
   const { ensureTestData, StepError } = await import('./test-data.mjs');
@@ -247,5 +257,6 @@ systemPackages();
 npmDeps();
 nativeAddon(await onnxRuntimeHeaders());
 typescript();
+await modelPackages();
 models();
 if (WANT_TEST) await testPhotos();

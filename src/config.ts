@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { BACKENDS, RUNTIMES, type BackendChoice, type RuntimeChoice } from './engine.js';
+import { isModelPath, OBJECT_DETECTOR_MODELS } from './object-model.js';
 
 export interface ServerConfig {
   port: number;
@@ -34,6 +35,12 @@ export interface ServerConfig {
   workers?: number;
   threadsPerWorker?: number;
   queueLimit?: number;
+  /** Object model: a built-in name (OBJECT_DETECTOR_MODELS) or an absolute path to an own YOLO .onnx. */
+  objectModel?: string;
+  /** Labels file of an own object model (one class per line). */
+  objectLabels?: string;
+  /** Square input side of an own object model. */
+  objectInputSize?: number;
   /** The original server's behaviour: pose answers 501 when the engine is not on a GPU. Default false. */
   poseRequiresGpu?: boolean;
   // Instance identity (src/metrics/identity.ts fills in the defaults).
@@ -75,7 +82,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery' | 'choice';
+type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery' | 'choice' | 'model';
 
 interface OptionSpec {
   flag: string;
@@ -108,6 +115,9 @@ export const SERVER_OPTIONS = {
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
   queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
+  objectModel: { flag: 'object-model', env: 'EDGECV_OBJECT_MODEL', kind: 'model', help: `object model: ${OBJECT_DETECTOR_MODELS.join(', ')}, or an own YOLO export /path/model.onnx (default: engine default)` },
+  objectLabels: { flag: 'object-labels', env: 'EDGECV_OBJECT_LABELS', kind: 'path', help: 'class names of an own --object-model, one per line (default: the 80 COCO classes)' },
+  objectInputSize: { flag: 'object-input-size', env: 'EDGECV_OBJECT_INPUT_SIZE', kind: 'count', help: 'input side of an own --object-model, a multiple of 32 (default 640)' },
   poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
   region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: 'region of this instance (default local)' },
   appOrg: { flag: 'app-org', env: 'EDGECV_APP_ORG', kind: 'string', help: 'organization owning the app (default local)' },
@@ -174,6 +184,11 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
     case 'choice':
       if (!spec.choices?.includes(v)) bad(`expected one of ${spec.choices?.join(', ')}`);
       return v;
+    case 'model':
+      if (!isModelPath(v) && !(OBJECT_DETECTOR_MODELS as readonly string[]).includes(v)) {
+        bad(`expected one of ${OBJECT_DETECTOR_MODELS.join(', ')} or a path to an .onnx file`);
+      }
+      return v;
     case 'string':
     case 'path':
       if (v === '') bad('must not be empty');
@@ -208,7 +223,7 @@ export function parseServerConfig(
     if (typeof flagValue === 'boolean') v = flagValue;
     else if (typeof flagValue === 'string') v = parseValue(spec, flagValue, `--${spec.flag}`);
     else if (envValue !== undefined && envValue !== '') v = parseValue(spec, envValue, spec.env);
-    if (spec.kind === 'path' && typeof v === 'string') v = path.resolve(cwd, v);
+    if ((spec.kind === 'path' || (spec.kind === 'model' && isModelPath(String(v)))) && typeof v === 'string') v = path.resolve(cwd, v);
     out[key] = v;
   }
 
@@ -218,7 +233,7 @@ export function parseServerConfig(
     dataDir: (out.dataDir as string | undefined) ?? path.resolve(cwd, 'data'),
     bodyLimit: (out.bodyLimit as number | undefined) ?? DEFAULT_BODY_LIMIT,
   };
-  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'apiKey', 'gallery'] as const) {
+  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'apiKey', 'gallery', 'objectModel', 'objectLabels'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
   for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
@@ -226,7 +241,7 @@ export function parseServerConfig(
   }
   for (const key of [
     'httpPort', 'maxPixels', 'maxAspectRatio', 'minImageSide', 'headersTimeout', 'handshakeTimeout', 'requestTimeout', 'minBodyRate',
-    'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl',
+    'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl', 'objectInputSize',
   ] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
@@ -235,6 +250,9 @@ export function parseServerConfig(
   if (out.metricsAccess !== undefined) config.metricsAccess = out.metricsAccess as MetricsAccess;
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
   if (out.noStoreCrops === true) config.noStoreCrops = true;
+  if ((config.objectLabels !== undefined || config.objectInputSize !== undefined) && !isModelPath(config.objectModel ?? '')) {
+    throw new ConfigError('--object-labels and --object-input-size go with an own --object-model /path/model.onnx');
+  }
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }

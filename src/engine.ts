@@ -27,7 +27,16 @@ import {
 import { GalleryIndex, nativeGallery } from './gallery-index.js';
 import { admitImage, IMAGE_LIMIT_DEFAULTS, type AdmittedImage, type ImageLimits } from './image-admission.js';
 import type { ImageFormat, ImageHeader } from './image-header.js';
-import { COCO_CLASSES, type CocoClass } from './objects.js';
+import {
+  checkModelFile,
+  CUSTOM_OBJECT_INPUT_SIZE,
+  isModelPath,
+  objectLabels,
+  OBJECT_DETECTOR_MODELS,
+  type ObjectDetectorModel,
+  type ObjectModelInfo,
+} from './object-model.js';
+import { COCO_CLASSES } from './objects.js';
 import { cocoToBody25, MAX_POSES, type Body25Point } from './pose.js';
 import {
   loadNative,
@@ -36,6 +45,7 @@ import {
   type NativeEngine,
   type NativeFaceDetectorSpec,
   type NativeObjectDetectorSpec,
+  type NativeYoloDetectorSpec,
   type NativePoseEstimatorSpec,
   type NativeRawModelSpec,
   type NativeRuntime,
@@ -56,9 +66,7 @@ export type FaceDetectorModel = (typeof FACE_DETECTOR_MODELS)[number];
 export const POSE_MODELS = ['movenet-multipose', 'movenet-multipose-384', 'movenet-multipose-512'] as const;
 export type PoseModel = (typeof POSE_MODELS)[number];
 
-/** centernet at its exported 512 px input, and converted at smaller inputs (faster, fewer small objects). */
-export const OBJECT_DETECTOR_MODELS = ['centernet-320', 'centernet-384', 'centernet-448', 'centernet'] as const;
-export type ObjectDetectorModel = (typeof OBJECT_DETECTOR_MODELS)[number];
+export { OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo };
 
 /** Defaults; workers/threadsPerWorker are for a 2-core box and are to be tuned by the bench. */
 export const ENGINE_DEFAULTS = {
@@ -120,7 +128,8 @@ export const MAX_TILES = 8;
 export interface EngineModels {
   faceDetector: FaceDetectorModel;
   pose: PoseModel | null;
-  objects: ObjectDetectorModel | null;
+  /** A built-in model's name, or the file name of an operator's own model. */
+  objects: string | null;
   faceEmbedder: FaceEmbedderModel | null;
 }
 
@@ -157,8 +166,15 @@ export interface EngineOptions {
   faceEmbedder?: FaceEmbedderModel | null;
   /** Pose model, or null to load none (detectPoses then rejects). Default 'movenet-multipose'. */
   poseModel?: PoseModel | null;
-  /** Object detection model, or null to load none (detectObjects then rejects). Default 'centernet-384'. */
-  objectDetector?: ObjectDetectorModel | null;
+  /**
+   * Object detection model, or null to load none (detectObjects then rejects). Default 'centernet-384'.
+   * A path to an .onnx file loads an operator's own YOLO export (YOLOv5 output layout [1,N,5+classes]).
+   */
+  objectDetector?: ObjectDetectorModel | string | null;
+  /** With an own model: its class names, one per line (default: the 80 COCO classes). */
+  objectLabels?: string;
+  /** With an own model: its square input side, a multiple of 32. Default 640. */
+  objectInputSize?: number;
 }
 
 export interface DetectPosesOptions {
@@ -208,8 +224,9 @@ export interface DetectObjectsOptions {
 export interface DetectedObject {
   /** [left, top, right, bottom] in image pixels, not clipped: a box crossing the image edge goes past it. */
   rect: [number, number, number, number];
-  className: CocoClass;
-  /** Index in COCO_CLASSES. */
+  /** A COCO class name (COCO_CLASSES), or a label of an operator's own model. */
+  className: string;
+  /** Index in COCO_CLASSES (or in the own model's labels). */
   classId: number;
   /** 0..1 */
   score: number;
@@ -519,14 +536,50 @@ async function poseEstimatorSpec(
   return { ...common, outputs };
 }
 
-/** The native object detector spec for `model` (its manifest entry's `objects`: output names and class count). */
+interface ObjectDetectorChoice {
+  spec: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
+  info: ObjectModelInfo;
+  labels: readonly string[];
+}
+
+/**
+ * The native object detector spec for built-in `model`: its manifest entry's `objects` (centernet: output
+ * names, class count) or `yolo` (layout, outputs, strides, anchors).
+ */
 async function objectDetectorSpec(
   manifest: LoadedManifest,
   modelDir: string,
   model: ObjectDetectorModel,
   runtime: RuntimeChoice,
-): Promise<NativeObjectDetectorSpec> {
-  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'objects', runtime);
+): Promise<ObjectDetectorChoice> {
+  const raw = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
+  const isYolo = isRecord(raw) && isRecord(raw['yolo']);
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, isYolo ? 'yolo' : 'objects', runtime);
+  const source = entry['source'];
+  const licence = isRecord(source) && typeof source['licence'] === 'string' ? source['licence'] : 'unknown';
+  const info = { name: model, inputSize: common.inputSize, licence, classes: COCO_CLASSES.length };
+  if (isYolo) {
+    const yolo = entry['yolo'] as Record<string, unknown>;
+    const { layout, outputs, strides, anchors, classes } = yolo;
+    const numbers = (v: unknown): v is number[] => Array.isArray(v) && v.every((n) => typeof n === 'number');
+    if (
+      (layout !== 'grid' && layout !== 'decoded') ||
+      !stringArray(outputs) ||
+      classes !== COCO_CLASSES.length ||
+      (layout === 'grid' && (!numbers(strides) || !Array.isArray(anchors) || !anchors.every(numbers)))
+    ) {
+      throw manifestError(manifest.file, `model "${model}": yolo needs layout, outputs, strides, anchors and classes = ${COCO_CLASSES.length}`);
+    }
+    const spec: NativeYoloDetectorSpec = {
+      ...common,
+      kind: 'yolo',
+      layout,
+      outputs,
+      classes,
+      ...(layout === 'grid' ? { strides: strides as number[], anchors: anchors as number[][] } : {}),
+    };
+    return { spec, info: { ...info, kind: 'yolo' }, labels: COCO_CLASSES };
+  }
   const objects = entry['objects'] as Record<string, unknown>;
   const { heatmapOutput, boxOutput, classes } = objects;
   if (typeof heatmapOutput !== 'string' || typeof boxOutput !== 'string' || classes !== COCO_CLASSES.length) {
@@ -535,7 +588,69 @@ async function objectDetectorSpec(
       `model "${model}": objects needs heatmapOutput, boxOutput and classes = ${COCO_CLASSES.length} (the COCO classes)`,
     );
   }
-  return { ...common, heatmapOutput, boxOutput, classes };
+  return { spec: { ...common, heatmapOutput, boxOutput, classes }, info: { ...info, kind: 'centernet' }, labels: COCO_CLASSES };
+}
+
+/**
+ * An operator's own YOLO export: one output [1,N,5+classes] named by the file (OpenCV names it), RGB 0..1
+ * input letterboxed on grey 114 as YOLOv5 trains. The class count comes from the labels; the native
+ * warm-up checks it against the output.
+ */
+async function customObjectDetectorSpec(
+  file: string,
+  labelsFile: string | undefined,
+  inputSize: number,
+  runtime: RuntimeChoice,
+): Promise<ObjectDetectorChoice> {
+  const modelPath = path.resolve(file);
+  await checkModelFile(modelPath);
+  const labels = await objectLabels(labelsFile);
+  const spec: NativeYoloDetectorSpec = {
+    kind: 'yolo',
+    // An operator's export is standard ONNX: the same file serves both runtimes.
+    path: modelPath,
+    ortPath: modelPath,
+    runtime,
+    inputSize,
+    layout: 'decoded',
+    outputs: [],
+    classes: labels.length,
+    meanValue: 0,
+    scale: 1 / 255,
+    swapRB: true,
+  };
+  const info: ObjectModelInfo = {
+    name: path.basename(modelPath),
+    kind: 'yolo',
+    inputSize,
+    licence: "operator's own model (licence not known to edgecv)",
+    classes: labels.length,
+  };
+  return { spec, info, labels };
+}
+
+/** Resolves the objectDetector / objectLabels / objectInputSize options (null: no object model). */
+async function chooseObjectDetector(
+  opts: EngineOptions,
+  manifest: LoadedManifest,
+  modelDir: string,
+  runtime: RuntimeChoice,
+): Promise<ObjectDetectorChoice | null> {
+  const value: unknown = opts.objectDetector;
+  const custom = typeof value === 'string' && isModelPath(value);
+  if (!custom && (opts.objectLabels !== undefined || opts.objectInputSize !== undefined)) {
+    throw invalidArgument('objectLabels and objectInputSize apply only to an own model (objectDetector = a path to an .onnx file)');
+  }
+  if (custom) {
+    if (opts.objectLabels !== undefined && (typeof opts.objectLabels !== 'string' || opts.objectLabels.length === 0)) {
+      throw invalidArgument('objectLabels must be a path to a labels file');
+    }
+    const inputSize = intOption(opts.objectInputSize, 'objectInputSize', CUSTOM_OBJECT_INPUT_SIZE, 32, 4096);
+    if (inputSize % 32 !== 0) throw invalidArgument(`objectInputSize must be a multiple of 32 (got ${inputSize})`);
+    return customObjectDetectorSpec(value, opts.objectLabels, inputSize, runtime);
+  }
+  const model = modelOption(value, 'objectDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.objectDetector);
+  return model === null ? null : objectDetectorSpec(manifest, modelDir, model, runtime);
 }
 
 // ------------------------------------------------------------------ the engine
@@ -550,6 +665,7 @@ export class Engine {
   #closed = false;
   #closing: Promise<void> | undefined;
   #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null, faceEmbedder: null };
+  #objects: { info: ObjectModelInfo; labels: readonly string[] } | null = null;
 
   private constructor(
     native: NativeEngine,
@@ -582,7 +698,6 @@ export class Engine {
       throw invalidArgument(`faceDetector must be one of ${FACE_DETECTOR_MODELS.join(', ')} (got ${String(faceDetector)})`);
     }
     const poseModel = modelOption(opts.poseModel, 'poseModel', POSE_MODELS, ENGINE_DEFAULTS.poseModel);
-    const objectModel = modelOption(opts.objectDetector, 'objectDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.objectDetector);
     if (opts.modelDir !== undefined && (typeof opts.modelDir !== 'string' || opts.modelDir.length === 0)) {
       throw invalidArgument('modelDir must be a non-empty string');
     }
@@ -605,7 +720,7 @@ export class Engine {
     const manifest = await readManifest(modelDir);
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
     const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime);
-    const objectDetector = objectModel === null ? undefined : await objectDetectorSpec(manifest, modelDir, objectModel, runtime);
+    const objects = await chooseObjectDetector(opts, manifest, modelDir, runtime);
     const embedder =
       faceEmbedder === null
         ? null
@@ -620,13 +735,19 @@ export class Engine {
       ...(library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {}),
       faceDetector: spec,
       poseEstimator,
-      objectDetector,
+      ...(objects ? { objectDetector: objects.spec } : {}),
       ...(embedder ? { faceEmbedder: embedder.spec } : {}),
     });
     const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
     const engine = new Engine(native, manifest, modelDir, limits, embedderInfo);
-    engine.#models = { faceDetector, pose: poseModel, objects: objectModel, faceEmbedder };
+    engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, faceEmbedder };
+    engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;
     return engine;
+  }
+
+  /** The object model (name, kind, input size, licence), or null when none is loaded. */
+  get objectModel(): ObjectModelInfo | null {
+    return this.#objects ? { ...this.#objects.info } : null;
   }
 
   /** The models this engine loaded (labels for metrics and logs); null where a model was left out. */
@@ -749,7 +870,7 @@ export class Engine {
       const result = await this.#native.detectObjects(bytes, { scoreThreshold, maxObjects });
       const objects = result.objects.map((o) => ({
         rect: o.rect,
-        className: COCO_CLASSES[o.classId]!,
+        className: this.#objects?.labels[o.classId] ?? String(o.classId),
         classId: o.classId,
         score: o.score,
       }));

@@ -18,6 +18,7 @@ export {
   type DetectPosesOptions,
   type ObjectDetection,
   type ObjectDetectorModel,
+  type ObjectModelInfo,
   type Pose,
   type PoseDetection,
   type PoseKeypoint,

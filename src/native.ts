@@ -53,6 +53,21 @@ export interface NativeObjectDetectorSpec extends NativeImageInput {
   classes: number;
 }
 
+/** An object detector of the YOLOv5 family (native/yolo_detector.h). */
+export interface NativeYoloDetectorSpec extends NativeImageInput {
+  kind: 'yolo';
+  /** 'grid': raw head convolutions [1,H,W,anchors*(5+classes)] per stride; 'decoded': one [1,N,5+classes]. */
+  layout: 'grid' | 'decoded';
+  /** Output names; empty for 'decoded' means the network's own (unconnected) output. */
+  outputs: string[];
+  /** 'grid' only: input pixels per cell of each output, and its anchors as [w, h, w, h, ...] in input pixels. */
+  strides?: number[];
+  anchors?: number[][];
+  classes: number;
+  /** Letterbox border value. Default 114. */
+  padValue?: number;
+}
+
 export interface NativePoseOptions {
   scoreThreshold: number;
   maxPoses: number;
@@ -150,7 +165,7 @@ export interface NativeEngineOptions {
   queueLimit: number;
   faceDetector?: NativeFaceDetectorSpec;
   poseEstimator?: NativePoseEstimatorSpec;
-  objectDetector?: NativeObjectDetectorSpec;
+  objectDetector?: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
   faceEmbedder?: NativeFaceEmbedderSpec;
 }
 

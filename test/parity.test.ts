@@ -45,6 +45,7 @@ describe('converted models match TF.js', () => {
         model.input.tfNode,
         model.outputs.map((o) => o.tfNode),
         [1, h, w, c],
+        model.source.package,
       );
       const expected = await reference.run(input.nhwc, [1, h, w, c]);
       const errors: string[] = [];

@@ -374,12 +374,15 @@ describe('HTTP API (real engine, real photos)', () => {
     }
   });
 
-  it('GET /server/capabilities/ tells whether the GPU is used, and which runtime runs which model', async () => {
+  it('GET /server/capabilities/ tells whether the GPU is used, which runtime runs which model, and the object model', async () => {
     const res = await app.request('/server/capabilities/');
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
     // The original two keys come first, unchanged; the rest is added after them.
     expect(Object.keys(body).slice(0, 2)).toEqual(['success', 'gpu_support']);
+    const model = engine.objectModel!;
+    expect(body.object_model).toEqual({ name: model.name, kind: model.kind, input_size: model.inputSize, classes: 80, licence: model.licence });
+    expect(model.licence).toMatch(/MIT|GPL/);
     expect(body.success).toBe('true');
     expect(body.gpu_support).toBe(engine.backend().backend === 'cuda');
     expect(typeof body.gpu_support).toBe('boolean');

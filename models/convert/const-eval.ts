@@ -64,12 +64,37 @@ export function stridedSliceSpec(
   end: number[],
   step: number[],
 ): { starts: number[]; ends: number[]; steps: number[]; outShape: number[]; keptShape: number[] } {
-  if (attrInt(node, 'ellipsis_mask') || attrInt(node, 'new_axis_mask')) {
-    throw new Error(`${node.name}: StridedSlice ellipsis/new_axis masks are not supported`);
+  if (attrInt(node, 'new_axis_mask')) throw new Error(`${node.name}: StridedSlice new_axis_mask is not supported`);
+  let beginMask = attrInt(node, 'begin_mask');
+  let endMask = attrInt(node, 'end_mask');
+  let shrinkMask = attrInt(node, 'shrink_axis_mask');
+  const ellipsisMask = attrInt(node, 'ellipsis_mask');
+  if (ellipsisMask) {
+    // `x[..., a:b]` (YOLO heads): expand the ellipsis into full-range entries so the spec covers every axis.
+    const at = Math.log2(ellipsisMask);
+    if (!Number.isInteger(at)) throw new Error(`${node.name}: StridedSlice with more than one ellipsis`);
+    const fill = shape.length - (begin.length - 1);
+    const remap = (mask: number, full: boolean): number => {
+      let out = 0;
+      for (let i = 0; i < begin.length; i++) {
+        if (i < at && mask & (1 << i)) out |= 1 << i;
+        if (i > at && mask & (1 << i)) out |= 1 << (i + fill - 1);
+      }
+      if (full) for (let i = at; i < at + fill; i++) out |= 1 << i;
+      return out;
+    };
+    const expand = (values: number[], filler: number): number[] => [
+      ...values.slice(0, at),
+      ...new Array<number>(fill).fill(filler),
+      ...values.slice(at + 1),
+    ];
+    beginMask = remap(beginMask, true);
+    endMask = remap(endMask, true);
+    shrinkMask = remap(shrinkMask, false);
+    begin = expand(begin, 0);
+    end = expand(end, 0);
+    step = expand(step, 1);
   }
-  const beginMask = attrInt(node, 'begin_mask');
-  const endMask = attrInt(node, 'end_mask');
-  const shrinkMask = attrInt(node, 'shrink_axis_mask');
   const starts: number[] = [];
   const ends: number[] = [];
   const steps: number[] = [];

@@ -104,6 +104,21 @@ function transposeTensor(t: Tensor, perm: number[]): Tensor {
   return { dtype: t.dtype, shape: outShape, data };
 }
 
+/** `t` repeated to `shape` by numpy broadcasting rules. */
+function broadcastTensor(t: Tensor, shape: number[]): Tensor {
+  const src = [...new Array<number>(shape.length - t.shape.length).fill(1), ...t.shape];
+  const srcStrides = src.map((_, i) => sizeOf(src.slice(i + 1)));
+  const outStrides = shape.map((_, i) => sizeOf(shape.slice(i + 1)));
+  const n = sizeOf(shape);
+  const data = t.dtype === 'float32' ? new Float32Array(n) : new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    let from = 0;
+    for (let d = 0; d < shape.length; d++) if (src[d] !== 1) from += (Math.floor(i / outStrides[d]) % shape[d]) * srcStrides[d];
+    data[i] = t.data[from];
+  }
+  return { dtype: t.dtype, shape: [...shape], data };
+}
+
 function samePads(inSize: number, kernel: number, stride: number, dilation: number): [number, number] {
   const effective = (kernel - 1) * dilation + 1;
   const out = Math.ceil(inSize / stride);
@@ -381,6 +396,17 @@ class Converter {
         return this.mean(node, inputs, name);
       case 'StridedSlice':
         return this.slice(node, inputs, name);
+      case 'Transpose': {
+        // In TF's own layout: YOLO heads permute 5-D [n, anchors, outputs, h, w] tensors.
+        const x = this.dyn(node, inputs[0]);
+        const perm = [...this.constOf(node, inputs[1]).data];
+        const out = b.node('Transpose', [b.tfLayout(x, node.name)], name, { perm: ints(perm) });
+        return this.out(node, perm.map((p) => x.shape[p]), false, out);
+      }
+      case 'Square': {
+        const x = this.dyn(node, inputs[0]);
+        return this.out(node, x.shape, x.nchw, b.node('Mul', [x.name, x.name], name));
+      }
       default:
         if (ELEMENTWISE[node.op]) return this.elementwise(node, inputs, name);
         if (UNARY[node.op]) {
@@ -636,6 +662,11 @@ class Converter {
     const names = inputs.map((v, i) => {
       if (v.kind === 'dyn') return useNchw ? b.nchw(v) : b.tfLayout(v, node.name);
       const t = v.tensor;
+      if (!useNchw && b.target === 'opencv' && sizeOf(t.shape) > 1 && t.shape.join() !== shape.join()) {
+        // OpenCV 4.6 turns a constant operand into a Scale/Shift layer that only broadcasts over the batch
+        // axis (YOLO grids [1,1,N,2] against [1,3,N,2]): give it the full shape.
+        return b.constant(broadcastTensor(t, shape), `${name}/in${i}`);
+      }
       if (!useNchw || sizeOf(t.shape) === 1) {
         // Scalars broadcast the same in either layout; keep them rank 0 so OpenCV treats them as scalars.
         const scalar = sizeOf(t.shape) === 1 && useNchw ? { ...t, shape: [] } : t;

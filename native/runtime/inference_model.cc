@@ -12,7 +12,6 @@ namespace edgecv {
 std::unique_ptr<InferenceModel> LoadInferenceModel(const ModelSource& source, const std::vector<std::string>& outputs,
                                                    const RuntimeOptions& options, const std::string& what) {
   if (!std::ifstream(source.path).good()) throw std::runtime_error(what + "file not found or unreadable");
-  if (outputs.empty()) throw std::runtime_error(what + "no outputs named");
   if (source.runtime == RuntimeKind::kOnnxRuntime) {
     return std::make_unique<OnnxRuntimeModel>(source.path, outputs, options, what);
   }

@@ -39,13 +39,16 @@ class InferenceModel {
   // in that order, as dense float32 Mats. They stay valid until the next Run() of this model.
   virtual std::vector<cv::Mat> Run(const cv::Mat& input) = 0;
   virtual RuntimeKind runtime() const = 0;
+  // The outputs Run() returns, in order: those named at load, or all of the graph's when none were.
+  virtual const std::vector<std::string>& outputNames() const = 0;
   // True when the runtime may hold on to the input Mat after Run() and reuses its output buffers in the next
   // Run(): a caller that outlives one Run() must then copy both ways. False: the input is only read during
   // Run(), and every output Mat is freshly allocated and owned by the caller alone.
   virtual bool SharesBuffers() const = 0;
 };
 
-// Loads `source` and checks that every name in `outputs` is an output of it. Throws std::runtime_error with a
+// Loads `source` and checks that every name in `outputs` is an output of it; no names = every output of the
+// graph (an operator's own export, whatever its exporter named them). Throws std::runtime_error with a
 // message that starts with `what` (e.g. "pose model x.onnx: ").
 std::unique_ptr<InferenceModel> LoadInferenceModel(const ModelSource& source, const std::vector<std::string>& outputs,
                                                    const RuntimeOptions& options, const std::string& what);

@@ -63,7 +63,8 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
       graphOutputs.push_back(s.session.GetOutputNameAllocated(i, allocator).get());
     }
     bool allFixed = true;
-    for (const std::string& name : outputs) {
+    s.outputNames = outputs.empty() ? graphOutputs : outputs;
+    for (const std::string& name : s.outputNames) {
       size_t index = 0;
       while (index < graphOutputs.size() && graphOutputs[index] != name) ++index;
       if (index == graphOutputs.size()) {
@@ -83,7 +84,6 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
       s.fixedShapes.push_back(std::move(shape));
     }
     if (!allFixed) s.fixedShapes.clear();
-    s.outputNames = outputs;
     for (const std::string& name : s.outputNames) s.outputNamePtrs.push_back(name.c_str());
   } catch (const Ort::Exception& e) {
     throw std::runtime_error(what + "onnxruntime could not load it: " + e.what());
@@ -91,6 +91,8 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
 }
 
 OnnxRuntimeModel::~OnnxRuntimeModel() = default;
+
+const std::vector<std::string>& OnnxRuntimeModel::outputNames() const { return session_->outputNames; }
 
 std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   Session& s = *session_;
@@ -134,6 +136,11 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
 }
 
 OnnxRuntimeModel::~OnnxRuntimeModel() = default;
+
+const std::vector<std::string>& OnnxRuntimeModel::outputNames() const {
+  static const std::vector<std::string> none;
+  return none;
+}
 
 std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) { return {}; }
 

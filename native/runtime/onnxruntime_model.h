@@ -21,6 +21,7 @@ class OnnxRuntimeModel : public InferenceModel {
   std::vector<cv::Mat> Run(const cv::Mat& input) override;
   RuntimeKind runtime() const override { return RuntimeKind::kOnnxRuntime; }
   bool SharesBuffers() const override { return false; }
+  const std::vector<std::string>& outputNames() const override;
 
  private:
   struct Session;  // keeps the onnxruntime types out of this header

@@ -25,6 +25,7 @@ OpenCvModel::OpenCvModel(const std::string& path, const std::vector<std::string>
   if (net_.empty()) throw std::runtime_error(what + "OpenCV loaded an empty network");
   net_.setPreferableBackend(options.backend.dnnBackend);
   net_.setPreferableTarget(options.backend.dnnTarget);
+  if (outputs_.empty()) outputs_ = net_.getUnconnectedOutLayersNames();
   for (const std::string& name : outputs_) {
     if (net_.getLayerId(name) < 0) {
       throw std::runtime_error(what + "output \"" + name + "\" is not a layer of the network (unconnected outputs: " +

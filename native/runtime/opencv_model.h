@@ -19,6 +19,7 @@ class OpenCvModel : public InferenceModel {
   std::vector<cv::Mat> Run(const cv::Mat& input) override;
   RuntimeKind runtime() const override { return RuntimeKind::kOpenCv; }
   bool SharesBuffers() const override { return true; }  // setInput() keeps the Mat; forward() reuses its blobs
+  const std::vector<std::string>& outputNames() const override { return outputs_; }
 
  private:
   cv::dnn::Net net_;

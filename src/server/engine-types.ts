@@ -3,7 +3,7 @@
 import type { Engine } from '../engine.js';
 import { isEngineErrorCode, type EngineErrorCode } from '../errors.js';
 
-export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'> & Partial<Pick<Engine, 'models'>>;
+export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'> & Partial<Pick<Engine, 'models' | 'objectModel'>>;
 export type PoseObjectEngine = Pick<Engine, 'detectPoses' | 'detectObjects' | 'backend'> & Partial<Pick<Engine, 'models'>>;
 
 /** The EngineErrorCode of an error thrown by the engine, if it is one. */

@@ -32,6 +32,9 @@ export async function runServe(config: ServerConfig): Promise<number> {
       maxPixels: config.maxPixels,
       maxAspectRatio: config.maxAspectRatio,
       minImageSide: config.minImageSide,
+      ...(config.objectModel !== undefined ? { objectDetector: config.objectModel } : {}),
+      ...(config.objectLabels !== undefined ? { objectLabels: config.objectLabels } : {}),
+      ...(config.objectInputSize !== undefined ? { objectInputSize: config.objectInputSize } : {}),
     });
   } catch (e) {
     console.error(`edgecv: cannot start the engine: ${(e as Error).message}`);
@@ -93,6 +96,10 @@ export async function runServe(config: ServerConfig): Promise<number> {
   watchGallery(recognition);
   if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
     console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
+  }
+  const objectModel = engine.objectModel;
+  if (objectModel) {
+    console.log(`edgecv: object model ${objectModel.name} (${objectModel.kind}, ${objectModel.inputSize} px, ${objectModel.classes} classes; weights licence: ${objectModel.licence})`);
   }
   const { backend, device, runtimes, onnxRuntime, onnxRuntimeMissing } = engine.backend();
   if (plain) console.log(`edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${plain.url}`);

@@ -1,5 +1,7 @@
 // GET /server/capabilities/ : what this server can do. The original answer was {"success":"true","gpu_support":..};
-// those two keys stay first and unchanged, and the device and each model with the runtime that runs it follow.
+// those two keys stay first and unchanged; the device, each model with the runtime that runs it, and the object
+// model's details (name, input size, licence of its weights: an operator who needs permissive weights can check)
+// follow.
 
 import type { Hono } from 'hono';
 import type { FaceEngine } from '../engine-types.js';
@@ -24,6 +26,7 @@ export function registerCapabilitiesRoutes(app: Hono, deps: { engine: FaceEngine
         const runtime = runtimes[runtimeKey];
         if (name && runtime) models[role] = { name, runtime };
       }
+      const model = deps.engine.objectModel;
       return c.json({
         success: 'true',
         gpu_support: backend === 'cuda',
@@ -31,6 +34,9 @@ export function registerCapabilitiesRoutes(app: Hono, deps: { engine: FaceEngine
         device,
         onnxruntime: onnxRuntime?.version ?? null,
         models,
+        ...(model
+          ? { object_model: { name: model.name, kind: model.kind, input_size: model.inputSize, classes: model.classes, licence: model.licence } }
+          : {}),
       });
     },
   });

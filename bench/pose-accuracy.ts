@@ -1,0 +1,132 @@
+// Pose accuracy on the hand-checked person boxes (bench/labels/objects.json, photos with `personsComplete`):
+// per pose model and person limit, the labelled persons that got a pose, those under 120 px tall among them,
+// poses that belong to no labelled person, and latency.
+//
+// A pose belongs to a person when it has at least MIN_KEYPOINTS confident keypoints (score >= the route's
+// keypoint threshold) and most of them lie inside the person's box (grown by 10% on each side: wrists and
+// ankles stick out of tight boxes). Each person takes at most one pose, greedily by that share.
+//
+//   node dist/bench/pose-accuracy.js [--quick]     the table alone (npm run bench prints it too)
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Engine, POSE_DEFAULTS, POSE_MODELS, type Pose } from '../src/index.js';
+import { findRoot } from '../models/model-packages.js';
+import { iou, loadObjectLabels, type LabelledPhoto, type Rect } from './object-accuracy.js';
+import { table } from './table.js';
+
+export const MIN_KEYPOINTS = 5;
+export const SMALL_PERSON_PX = 120;
+/** Person limits compared: the model's own top-k, and more for crowds. */
+export const POSE_LIMITS = [6, 10, 20] as const;
+
+type Row = Record<string, string | number>;
+
+function grown(r: Rect, by: number): Rect {
+  const dx = (r[2] - r[0]) * by;
+  const dy = (r[3] - r[1]) * by;
+  return [r[0] - dx, r[1] - dy, r[2] + dx, r[3] + dy];
+}
+
+const inside = (r: Rect, x: number, y: number) => x >= r[0] && x <= r[2] && y >= r[1] && y <= r[3];
+
+export interface PoseScore {
+  persons: number;
+  posed: number;
+  small: number;
+  smallPosed: number;
+  /** Poses (with enough keypoints) that belong to no labelled person and lie on no ignore region. */
+  extra: number;
+}
+
+/** Scores the first `limit` poses (best first) against one photo's person boxes. */
+export function scorePoses(photo: LabelledPhoto, poses: readonly Pose[], limit: number): PoseScore {
+  const persons = photo.boxes.filter((b) => b.class === 'person').map((b) => b.rect);
+  const candidates = poses
+    .slice(0, limit)
+    .map((p) => p.keypoints.filter((k) => k.score >= POSE_DEFAULTS.keypointThreshold))
+    .map((kps, i) => ({ kps, box: poses[i]!.box }))
+    .filter((p) => p.kps.length >= MIN_KEYPOINTS);
+  const pairs: { pose: number; person: number; share: number; overlap: number }[] = [];
+  candidates.forEach((p, pose) => {
+    persons.forEach((rect, person) => {
+      const g = grown(rect, 0.1);
+      const share = p.kps.filter((k) => inside(g, k.x, k.y)).length / p.kps.length;
+      if (share > 0.5) pairs.push({ pose, person, share, overlap: iou(p.box, rect) });
+    });
+  });
+  pairs.sort((a, b) => b.share - a.share || b.overlap - a.overlap);
+  const posedPersons = new Set<number>();
+  const usedPoses = new Set<number>();
+  for (const p of pairs) {
+    if (posedPersons.has(p.person) || usedPoses.has(p.pose)) continue;
+    posedPersons.add(p.person);
+    usedPoses.add(p.pose);
+  }
+  const isSmall = (r: Rect) => r[3] - r[1] < SMALL_PERSON_PX;
+  let extra = 0;
+  candidates.forEach((p, i) => {
+    if (usedPoses.has(i)) return;
+    const onIgnore = (photo.ignore ?? []).some((r) => p.kps.filter((k) => inside(r, k.x, k.y)).length > p.kps.length / 2);
+    if (!onIgnore) extra++;
+  });
+  return {
+    persons: persons.length,
+    posed: posedPersons.size,
+    small: persons.filter(isSmall).length,
+    smallPosed: [...posedPersons].filter((i) => isSmall(persons[i]!)).length,
+    extra,
+  };
+}
+
+function median(samples: number[]): number {
+  const s = [...samples].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)]!;
+}
+
+const pct = (n: number, d: number) => `${n}/${d} (${d ? ((100 * n) / d).toFixed(0) : '-'}%)`;
+
+/** Every pose model at every person limit on the photos whose persons are all labelled. */
+export async function benchPoseAccuracy(root: string, opts: { quick?: boolean; threadsPerWorker?: number } = {}): Promise<Row[]> {
+  const labels = loadObjectLabels(root);
+  const photos = Object.entries(labels.photos)
+    .filter(([, p]) => p.personsComplete)
+    .map(([file, photo]) => ({ file, photo, bytes: readFileSync(join(root, 'test', 'data', file)) }));
+  const rows: Row[] = [];
+  for (const model of POSE_MODELS) {
+    const engine = await Engine.open({ workers: 1, threadsPerWorker: opts.threadsPerWorker ?? 2, poseModel: model, objectDetector: null, faceEmbedder: null });
+    try {
+      const results: Pose[][] = [];
+      const ms: number[] = [];
+      await engine.detectPoses(photos[0]!.bytes); // warm up outside the timing
+      for (let pass = 0; pass < (opts.quick ? 1 : 3); pass++) {
+        for (const [i, p] of photos.entries()) {
+          const t = performance.now();
+          results[i] = (await engine.detectPoses(p.bytes, { maxPoses: Math.max(...POSE_LIMITS) })).poses;
+          ms.push(performance.now() - t);
+        }
+      }
+      for (const limit of POSE_LIMITS) {
+        const s = photos.map((p, i) => scorePoses(p.photo, results[i]!, limit));
+        const sum = (k: keyof PoseScore) => s.reduce((n, x) => n + x[k], 0);
+        rows.push({
+          model,
+          'max poses': limit,
+          'persons posed': pct(sum('posed'), sum('persons')),
+          [`under ${SMALL_PERSON_PX} px`]: pct(sum('smallPosed'), sum('small')),
+          [`extra poses (${photos.length} photos)`]: sum('extra'),
+          'p50 ms': median(ms),
+        });
+      }
+    } finally {
+      await engine.close();
+    }
+  }
+  return rows;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const root = findRoot();
+  const rows = await benchPoseAccuracy(root, { quick: process.argv.includes('--quick') });
+  table(`Pose models on the labelled persons of bench/labels/objects.json (>= ${MIN_KEYPOINTS} keypoints, most inside the box)`, rows);
+}
