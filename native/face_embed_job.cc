@@ -26,17 +26,30 @@ FaceEmbedJob::FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedReque
 
 std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
                                                StageTimings* timings) {
-  const int pad = static_cast<int>(std::lround(kTightCropPadding * std::max(bgr.cols, bgr.rows)));
+  // The detector sees the padded image letterboxed to its small square input, so a padded copy larger than
+  // kPaddedPassMaxSide only costs memory: shrink first (a 65500x1 image once became 98250x32751, 9.7 GB).
+  const double paddedSide = (1 + 2 * kTightCropPadding) * std::max(bgr.cols, bgr.rows);
+  const double shrink = std::min(1.0, kPaddedPassMaxSide / paddedSide);
+  cv::Mat source = bgr;
+  if (shrink < 1.0) {
+    const cv::Size size(std::max(1, static_cast<int>(std::lround(bgr.cols * shrink))),
+                        std::max(1, static_cast<int>(std::lround(bgr.rows * shrink))));
+    cv::resize(bgr, source, size, 0, 0, cv::INTER_AREA);
+  }
+  const int pad = static_cast<int>(std::lround(kTightCropPadding * std::max(source.cols, source.rows)));
   cv::Mat padded;
-  cv::copyMakeBorder(bgr, padded, pad, pad, pad, pad, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+  cv::copyMakeBorder(source, padded, pad, pad, pad, pad, cv::BORDER_CONSTANT, cv::Scalar::all(0));
   DetectOptions whole = options;
   whole.tiles = 0;  // the photo is small or one big face: tiles would cut it
+  const auto back = [&](double v, int limit) {
+    return std::clamp(static_cast<int>(std::lround((v - pad) / shrink)), 0, limit);
+  };
   std::vector<Face> faces;
   for (Face face : detector.Detect(padded, whole, timings)) {
-    face.rect = {std::clamp(face.rect[0] - pad, 0, bgr.cols), std::clamp(face.rect[1] - pad, 0, bgr.rows),
-                 std::clamp(face.rect[2] - pad, 0, bgr.cols), std::clamp(face.rect[3] - pad, 0, bgr.rows)};
+    face.rect = {back(face.rect[0], bgr.cols), back(face.rect[1], bgr.rows), back(face.rect[2], bgr.cols),
+                 back(face.rect[3], bgr.rows)};
     if (face.rect[2] <= face.rect[0] || face.rect[3] <= face.rect[1]) continue;
-    for (size_t k = 0; k < face.keypoints.size(); ++k) face.keypoints[k] -= pad;
+    for (size_t k = 0; k < face.keypoints.size(); ++k) face.keypoints[k] = static_cast<float>((face.keypoints[k] - pad) / shrink);
     faces.push_back(face);
   }
   return faces;
@@ -53,7 +66,9 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
     square = small;
   }
   StoredCrop crop;
-  const auto map = [&](int v, int origin) { return static_cast<int>(std::lround((v - origin) * shrink)); };
+  // From region pixels to crop pixels (CutPadded may already have shrunk a very large region).
+  const double scale = static_cast<double>(square.cols) / std::max(1, region.width);
+  const auto map = [&](int v, int origin) { return static_cast<int>(std::lround((v - origin) * scale)); };
   crop.face = {map(face[0], region.x), map(face[1], region.y), map(face[2], region.x), map(face[3], region.y)};
   if (!cv::imencode(".jpg", square, crop.jpeg, {cv::IMWRITE_JPEG_QUALITY, StoredCrop::kJpegQuality})) {
     throw JobError(ErrorCode::kInternal, "could not encode the face crop");

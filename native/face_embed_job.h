@@ -49,6 +49,8 @@ class FaceEmbedJob : public ImageJob {
   // face crop, as people often enrol) low: when the photo gives no face, it is
   // searched again inside a black border of this fraction of its longer side.
   static constexpr double kTightCropPadding = 0.25;
+  // Longest side of that padded image; larger photos are shrunk before padding (same detector input).
+  static constexpr double kPaddedPassMaxSide = 1536;
   static std::vector<Face> DetectInPadded(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
                                           StageTimings* timings);
   static StoredCrop MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face);

@@ -40,7 +40,10 @@ class FaceEmbedder {
   // The square region (image pixels, may extend past the image) that a face box
   // maps to at `cropScale`.
   static cv::Rect SquareAround(const PixelRect& face, double cropScale);
-  // Pixels of `region`, with black where it lies outside the image.
+  // Pixels of `region`, with black where it lies outside the image. A region with a side over
+  // kMaxCutSide comes back shrunk to that side: every caller shrinks it further anyway, and a face rect
+  // as wide as a 35000x1100 image would otherwise cost a 42000x42000 copy.
+  static constexpr int kMaxCutSide = 4096;
   static cv::Mat CutPadded(const cv::Mat& bgr, const cv::Rect& region);
 
   // L2-normalized embedding of the face in `face` (image pixels).

@@ -21,6 +21,17 @@ export interface ServerConfig {
   /** cpu, cuda or auto (engine option `backend`); undefined = engine default (EDGECV_BACKEND, else auto). */
   backend?: BackendChoice;
   maxPixels?: number;
+  /** Passed to the engine: longer/shorter side limit and shortest side (undefined = engine default). */
+  maxAspectRatio?: number;
+  minImageSide?: number;
+  /** Slow clients (undefined = src/server/http-guards.ts defaults): ms for headers, TLS handshake, whole request. */
+  headersTimeout?: number;
+  handshakeTimeout?: number;
+  requestTimeout?: number;
+  /** Slowest accepted request body, bytes per second (after a 5 s grace). */
+  minBodyRate?: number;
+  /** Who may read GET /metrics: 'open' (default), 'loopback', or 'admin' (the admin key, or loopback without one). */
+  metricsAccess?: MetricsAccess;
   workers?: number;
   threadsPerWorker?: number;
   queueLimit?: number;
@@ -62,6 +73,9 @@ export interface ServerConfig {
   noStoreCrops?: boolean;
 }
 
+export const METRICS_ACCESS = ['open', 'loopback', 'admin'] as const;
+export type MetricsAccess = (typeof METRICS_ACCESS)[number];
+
 export const DEFAULT_PORT = 8008;
 export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_BODY_LIMIT = 20 * 1024 * 1024;
@@ -93,6 +107,13 @@ export const SERVER_OPTIONS = {
   runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
   backend: { flag: 'backend', env: 'EDGECV_BACKEND', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
   maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', help: 'largest image, width*height (default: engine default)' },
+  maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', kind: 'count', help: 'refuse images whose longer side is over N times the shorter (default 32)' },
+  minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', kind: 'count', help: 'refuse images with a side shorter than this, pixels (default 8)' },
+  headersTimeout: { flag: 'headers-timeout', env: 'EDGECV_HEADERS_TIMEOUT', kind: 'duration', help: 'time a client has to send the request headers (default 10s)' },
+  handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', kind: 'duration', help: 'time a connection has to finish the TLS handshake (default 10s)' },
+  requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', kind: 'duration', help: 'time a client has to send a whole request, body included (default 120s)' },
+  minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: 'slowest request body after a 5 s grace, bytes/s (default 8K)' },
+  metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
   queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
@@ -221,11 +242,15 @@ export function parseServerConfig(
   for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
     if (out[key] !== undefined) config[key] = out[key] as string;
   }
-  for (const key of ['httpPort', 'maxPixels', 'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl', 'objectInputSize'] as const) {
+  for (const key of [
+    'httpPort', 'maxPixels', 'maxAspectRatio', 'minImageSide', 'headersTimeout', 'handshakeTimeout', 'requestTimeout', 'minBodyRate',
+    'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl', 'objectInputSize',
+  ] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
   if (out.runtime !== undefined) config.runtime = out.runtime as RuntimeChoice;
   if (out.backend !== undefined) config.backend = out.backend as BackendChoice;
+  if (out.metricsAccess !== undefined) config.metricsAccess = out.metricsAccess as MetricsAccess;
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
   if (out.poseMode !== undefined) config.poseMode = out.poseMode as PoseMode;
   if (out.noStoreCrops === true) config.noStoreCrops = true;

@@ -25,7 +25,8 @@ import {
   type GalleryMatch,
 } from './face-embedding.js';
 import { GalleryIndex, nativeGallery } from './gallery-index.js';
-import { readImageHeader, type ImageFormat, type ImageHeader } from './image-header.js';
+import { admitImage, IMAGE_LIMIT_DEFAULTS, type AdmittedImage, type ImageLimits } from './image-admission.js';
+import type { ImageFormat, ImageHeader } from './image-header.js';
 import {
   checkModelFile,
   CUSTOM_OBJECT_INPUT_SIZE,
@@ -75,7 +76,9 @@ export const ENGINE_DEFAULTS = {
   workers: 2,
   threadsPerWorker: 1,
   queueLimit: 64,
-  maxPixels: 40_000_000,
+  maxPixels: IMAGE_LIMIT_DEFAULTS.maxPixels,
+  maxAspectRatio: IMAGE_LIMIT_DEFAULTS.maxAspectRatio,
+  minImageSide: IMAGE_LIMIT_DEFAULTS.minSide,
   // Chosen by measurement (README, `npm run bench`): higher recall and no false positives on faceless photos.
   faceDetector: 'facemesh-detection-full' as FaceDetectorModel,
   // Chosen by measurement (README, "Face recognition"): lowest equal error rate on dlib's johns.
@@ -171,6 +174,10 @@ export interface EngineOptions {
   queueLimit?: number;
   /** Images with more pixels (from the header) are rejected with IMAGE_TOO_LARGE. Default 40,000,000. */
   maxPixels?: number;
+  /** Images whose longer side exceeds this many times the shorter one are rejected with INVALID_IMAGE. Default 32. */
+  maxAspectRatio?: number;
+  /** Images with a side shorter than this are rejected with INVALID_IMAGE. Default 8. */
+  minImageSide?: number;
   /** Face detection model. Default 'facemesh-detection-full'. */
   faceDetector?: FaceDetectorModel;
   /** Face embedding model for recognition, or null for none. Default 'faceres'. */
@@ -676,7 +683,7 @@ export class Engine {
   readonly #native: NativeEngine;
   readonly #manifest: LoadedManifest;
   readonly #modelDir: string;
-  readonly #maxPixels: number;
+  readonly #limits: ImageLimits;
   readonly #backend: BackendInfo;
   readonly #embedder: FaceEmbedderInfo | null;
   #closed = false;
@@ -688,14 +695,14 @@ export class Engine {
     native: NativeEngine,
     manifest: LoadedManifest,
     modelDir: string,
-    maxPixels: number,
+    limits: ImageLimits,
     embedder: FaceEmbedderInfo | null,
   ) {
     this.#embedder = embedder;
     this.#native = native;
     this.#manifest = manifest;
     this.#modelDir = modelDir;
-    this.#maxPixels = maxPixels;
+    this.#limits = limits;
     this.#backend = native.backend();
   }
 
@@ -705,7 +712,11 @@ export class Engine {
     const workers = intOption(opts.workers, 'workers', ENGINE_DEFAULTS.workers, 1, 64);
     const threadsPerWorker = intOption(opts.threadsPerWorker, 'threadsPerWorker', ENGINE_DEFAULTS.threadsPerWorker, 1, 64);
     const queueLimit = intOption(opts.queueLimit, 'queueLimit', ENGINE_DEFAULTS.queueLimit, 1, 1_000_000);
-    const maxPixels = intOption(opts.maxPixels, 'maxPixels', ENGINE_DEFAULTS.maxPixels, 1, Number.MAX_SAFE_INTEGER);
+    const limits: ImageLimits = {
+      maxPixels: intOption(opts.maxPixels, 'maxPixels', ENGINE_DEFAULTS.maxPixels, 1, Number.MAX_SAFE_INTEGER),
+      maxAspectRatio: intOption(opts.maxAspectRatio, 'maxAspectRatio', ENGINE_DEFAULTS.maxAspectRatio, 1, 1_000_000),
+      minSide: intOption(opts.minImageSide, 'minImageSide', ENGINE_DEFAULTS.minImageSide, 1, 65_535),
+    };
     const faceDetector: unknown = opts.faceDetector ?? ENGINE_DEFAULTS.faceDetector;
     if (!isFaceDetectorModel(faceDetector)) {
       throw invalidArgument(`faceDetector must be one of ${FACE_DETECTOR_MODELS.join(', ')} (got ${String(faceDetector)})`);
@@ -752,7 +763,7 @@ export class Engine {
       ...(embedder ? { faceEmbedder: embedder.spec } : {}),
     });
     const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
-    const engine = new Engine(native, manifest, modelDir, maxPixels, embedderInfo);
+    const engine = new Engine(native, manifest, modelDir, limits, embedderInfo);
     engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, faceEmbedder };
     engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;
     return engine;
@@ -770,10 +781,10 @@ export class Engine {
 
   /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */
   async detectFaces(image: Buffer | Uint8Array, opts: DetectFacesOptions = {}): Promise<FaceDetection> {
-    const header = this.#checkImage(image, opts, 'detectFaces');
+    const { header, bytes } = this.#checkImage(image, opts, 'detectFaces');
     const options = resolveTiles(checkDetectOptions(opts), header);
     try {
-      const result = await this.#native.detectFaces(image, options);
+      const result = await this.#native.detectFaces(bytes, options);
       return { ...result, format: header.format };
     } catch (e) {
       throw toEngineError(e);
@@ -814,7 +825,7 @@ export class Engine {
 
   async #embed(image: Buffer | Uint8Array, opts: EmbedFaceOptions, gallery: GalleryIndex | undefined) {
     const embedder = this.#requireEmbedder();
-    const header = this.#checkImage(image, opts, 'embedFace');
+    const { header, bytes } = this.#checkImage(image, opts, 'embedFace');
     const native = gallery === undefined ? undefined : nativeGallery(gallery);
     if (native && native.dim() !== embedder.dim) throw invalidArgument(`gallery has dimension ${native.dim()}, the model ${embedder.dim}`);
     const checked = checkEmbedOptions(opts, (d) => {
@@ -822,7 +833,7 @@ export class Engine {
       return checkDetectOptions(d as DetectFacesOptions);
     });
     try {
-      const result = await this.#native.embedFace(image as Uint8Array, {
+      const result = await this.#native.embedFace(bytes, {
         detect: resolveTiles(checked.detect, header),
         cropScale: checked.cropScale,
         keepCrop: checked.keepCrop,
@@ -852,7 +863,7 @@ export class Engine {
    * Rejects with EngineError (see EngineErrorCode).
    */
   async detectPoses(image: Buffer | Uint8Array, opts: DetectPosesOptions = {}): Promise<PoseDetection> {
-    const header = this.#checkImage(image, opts, 'detectPoses');
+    const { header, bytes } = this.#checkImage(image, opts, 'detectPoses');
     const keypointThreshold = unitOption(opts.keypointThreshold, 'keypointThreshold', POSE_DEFAULTS.keypointThreshold);
     const personClassId = this.#objects?.labels.indexOf('person') ?? -1;
     const mode = choiceOption(opts.mode, 'mode', POSE_MODES, personClassId >= 0 ? POSE_DEFAULTS.mode : 'whole');
@@ -864,7 +875,7 @@ export class Engine {
     const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', defaultScore);
     const maxPoses = intOption(opts.maxPoses, 'maxPoses', defaultMax, 1, MAX_POSES_LIMIT);
     try {
-      const result = await this.#native.detectPoses(image, {
+      const result = await this.#native.detectPoses(bytes, {
         scoreThreshold,
         maxPoses,
         personClassId: mode === 'persons' ? personClassId : -1,
@@ -888,12 +899,12 @@ export class Engine {
 
   /** Finds COCO objects in a PNG or JPEG image, best first. Rejects with EngineError (see EngineErrorCode). */
   async detectObjects(image: Buffer | Uint8Array, opts: DetectObjectsOptions = {}): Promise<ObjectDetection> {
-    const header = this.#checkImage(image, opts, 'detectObjects');
+    const { header, bytes } = this.#checkImage(image, opts, 'detectObjects');
     const kind = this.#objects?.info.kind ?? 'centernet';
     const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', OBJECT_DEFAULTS.scoreThreshold[kind]);
     const maxObjects = intOption(opts.maxObjects, 'maxObjects', OBJECT_DEFAULTS.maxObjects, 1, 1000);
     try {
-      const result = await this.#native.detectObjects(image, { scoreThreshold, maxObjects });
+      const result = await this.#native.detectObjects(bytes, { scoreThreshold, maxObjects });
       const objects = result.objects.map((o) => ({
         rect: o.rect,
         className: this.#objects?.labels[o.classId] ?? String(o.classId),
@@ -906,21 +917,12 @@ export class Engine {
     }
   }
 
-  /** The checks every image call makes before native code: open engine, bytes, options object, format, pixel count. */
-  #checkImage(image: unknown, opts: unknown, method: string): ImageHeader {
+  /** The checks every image call makes before native code: open engine, bytes, options object, then admitImage. */
+  #checkImage(image: unknown, opts: unknown, method: string): AdmittedImage {
     if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
     if (!(image instanceof Uint8Array)) throw invalidArgument('image must be a Buffer or Uint8Array');
     if (typeof opts !== 'object' || opts === null) throw invalidArgument(`${method} options must be an object`);
-    if (image.length === 0) throw new EngineError('INVALID_IMAGE', 'image is empty');
-    const header = readImageHeader(image); // UNSUPPORTED_FORMAT / INVALID_IMAGE
-    const pixels = header.width * header.height;
-    if (pixels > this.#maxPixels) {
-      throw new EngineError(
-        'IMAGE_TOO_LARGE',
-        `image is ${header.width}x${header.height} (${pixels} pixels); the limit is ${this.#maxPixels} pixels`,
-      );
-    }
-    return header;
+    return admitImage(image, this.#limits); // UNSUPPORTED_FORMAT / INVALID_IMAGE / IMAGE_TOO_LARGE
   }
 
   /**

@@ -32,7 +32,7 @@ export function isLoopback(address: string | undefined): boolean {
 }
 
 /** The client's address from the socket; undefined without one (e.g. app.request() in tests). */
-function clientAddress(c: Context): string | undefined {
+export function clientAddress(c: Context): string | undefined {
   try {
     return getConnInfo(c).remote.address;
   } catch {
@@ -41,22 +41,23 @@ function clientAddress(c: Context): string | undefined {
 }
 
 /**
- * A check to run first in every gallery-changing handler: throws HttpError 401/403 unless the caller is the admin.
+ * A check to run first in every gallery-changing handler (and on /metrics with --metrics-access admin):
+ * throws HttpError 401/403 unless the caller is the admin. `what` names the guarded thing in the errors.
  * `formKey` is a key the request's form carries (the DeepStack routes' api_key / admin_key), used when no header does.
  */
-export function adminCheck(adminKey: string | undefined): (c: Context, formKey?: string) => void {
+export function adminCheck(adminKey: string | undefined, what = 'gallery changes'): (c: Context, formKey?: string) => void {
   const matches = adminKey ? keyMatcher(adminKey) : undefined;
   return (c, formKey) => {
     if (matches) {
       const key = presentedKey(c) || formKey?.trim();
       if (key === undefined || key === '') {
-        throw new HttpError(401, 'this route changes the gallery: send the admin key as "Authorization: Bearer <key>" or "X-API-Key: <key>"', {
+        throw new HttpError(401, `${what} need the admin key: send it as "Authorization: Bearer <key>" or "X-API-Key: <key>"`, {
           'WWW-Authenticate': 'Bearer',
         });
       }
       if (!matches(key)) throw new HttpError(401, 'wrong admin key', { 'WWW-Authenticate': 'Bearer' });
     } else if (!isLoopback(clientAddress(c))) {
-      throw new HttpError(403, 'gallery changes are allowed from this machine only (loopback), unless the server is started with --admin-key');
+      throw new HttpError(403, `${what} are allowed from this machine only (loopback), unless the server is started with --admin-key`);
     }
   };
 }

@@ -7,7 +7,10 @@ import type { ServerConfig } from '../config.js';
 import type { RecognitionService } from '../gallery/recognition-service.js';
 import type { FaceEngine, PoseObjectEngine } from './engine-types.js';
 import { requireUser } from './auth-guard.js';
+import { clientAbortError } from './client-abort.js';
+import { refuseContentEncoding } from './content-encoding.js';
 import { errorResponse, onError } from './errors.js';
+import { bodyTooLargeMessage } from './http-guards.js';
 import { registerDeepStackRoutes } from './deepstack/index.js';
 import type { OpsDeps } from './ops.js';
 import { requestTrace } from './request-trace.js';
@@ -22,10 +25,11 @@ import { registerPrometheusRoutes } from './routes/prometheus.js';
 import { registerRecognizerRoutes } from './routes/recognizer.js';
 import { registerTestRoutes } from './routes/test.js';
 import { registerTrainerRoutes } from './routes/trainer.js';
+import { securityHeaders } from './security-headers.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'poseMode' | 'adminKey' | 'apiKey'>;
+  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'poseMode' | 'adminKey' | 'apiKey' | 'metricsAccess'>;
   /** Login, the metrics query and the audit trail; without it those routes are absent. */
   ops?: OpsDeps;
   /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */
@@ -39,6 +43,8 @@ function baseApp(deps: Pick<AppDeps, 'config' | 'ops'>): Hono {
 
   // First, so that every answer (413s and 404s included) gets a tracid, request metrics and an audit line.
   app.use('*', requestTrace({ audit: deps.ops?.audit }));
+  app.use('*', securityHeaders());
+  app.use('*', refuseContentEncoding());
 
   // Bodies over the limit: rejected by Content-Length up front, and counted while streaming otherwise.
   app.use(
@@ -46,7 +52,7 @@ function baseApp(deps: Pick<AppDeps, 'config' | 'ops'>): Hono {
     bodyLimit({
       maxSize: limit,
       onError: (c) =>
-        errorResponse(c, 413, `request body larger than the limit of ${limit} bytes`, { Connection: 'close' }),
+        errorResponse(c, 413, bodyTooLargeMessage(limit), { Connection: 'close' }),
     }),
   );
   return app;
@@ -54,7 +60,8 @@ function baseApp(deps: Pick<AppDeps, 'config' | 'ops'>): Hono {
 
 function finish(app: Hono): Hono {
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
-  app.onError(onError);
+  // A body read that failed because the client left (or was cut for slowness) is the client's doing.
+  app.onError((err, c) => onError(clientAbortError(c) ?? err, c));
   return app;
 }
 
@@ -72,7 +79,7 @@ export function createApp(deps: AppDeps): Hono {
   registerPoseRoutes(app, deps);
   registerObjectRoutes(app, deps);
   registerDeepStackRoutes(app, deps);
-  registerPrometheusRoutes(app);
+  registerPrometheusRoutes(app, { access: deps.config.metricsAccess, adminKey: deps.config.adminKey });
   if (ops) {
     registerLoginRoutes(app, ops);
     app.use('/api/v1/auth/*', requireUser(ops.auth));

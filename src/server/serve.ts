@@ -30,6 +30,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
       threadsPerWorker: config.threadsPerWorker,
       queueLimit: config.queueLimit,
       maxPixels: config.maxPixels,
+      maxAspectRatio: config.maxAspectRatio,
+      minImageSide: config.minImageSide,
       ...(config.objectModel !== undefined ? { objectDetector: config.objectModel } : {}),
       ...(config.objectLabels !== undefined ? { objectLabels: config.objectLabels } : {}),
       ...(config.objectInputSize !== undefined ? { objectInputSize: config.objectInputSize } : {}),
@@ -64,10 +66,20 @@ export async function runServe(config: ServerConfig): Promise<number> {
   let running: RunningServer;
   let plain: RunningServer | undefined;
   try {
-    running = await startServer({ app: createApp(deps), tls, port: config.port, host: config.host });
+    const guards = {
+      bodyLimit: config.bodyLimit,
+      audit: ops.ops.audit,
+      headersTimeoutMs: config.headersTimeout,
+      handshakeTimeoutMs: config.handshakeTimeout,
+      requestTimeoutMs: config.requestTimeout,
+      minBodyBytesPerSec: config.minBodyRate,
+    };
+    running = await startServer({ app: createApp(deps), tls, port: config.port, host: config.host, guards });
     try {
       // DeepStack clients speak plain HTTP on a LAN: only the /v1/vision/* routes, never the rest, without TLS.
-      if (config.httpPort !== undefined) plain = await startServer({ app: createDeepStackApp(deps), port: config.httpPort, host: config.host });
+      if (config.httpPort !== undefined) {
+        plain = await startServer({ app: createDeepStackApp(deps), port: config.httpPort, host: config.host, guards });
+      }
     } catch (e) {
       await running.close();
       throw e;

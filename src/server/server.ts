@@ -5,6 +5,9 @@ import type { AddressInfo } from 'node:net';
 import https from 'node:https';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
+import { DEFAULT_BODY_LIMIT } from '../config.js';
+import { guardedServerOptions, HTTP_GUARD_DEFAULTS, installHttpGuards, type HttpGuardOptions } from './http-guards.js';
+import { TLS_HARDENING } from './tls.js';
 
 export interface RunningServer {
   server: https.Server | http.Server;
@@ -22,6 +25,8 @@ export interface ListenOptions {
   tls?: { cert: string; key: string };
   port: number;
   host: string;
+  /** Body limit, audit trail, timeouts (src/server/http-guards.ts); defaults where left out. */
+  guards?: Partial<HttpGuardOptions> & { handshakeTimeoutMs?: number };
 }
 
 function urlHost(host: string): string {
@@ -32,11 +37,18 @@ function urlHost(host: string): string {
 export function startServer(opts: ListenOptions): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     const listen = { fetch: opts.app.fetch, port: opts.port, hostname: opts.host };
+    const guardServerOptions = guardedServerOptions(opts.guards?.handshakeTimeoutMs ?? HTTP_GUARD_DEFAULTS.handshakeTimeoutMs);
     const server = (
       opts.tls
-        ? serve({ ...listen, createServer: https.createServer, serverOptions: { cert: opts.tls.cert, key: opts.tls.key } })
-        : serve({ ...listen, createServer: http.createServer })
+        ? serve({
+            ...listen,
+            createServer: https.createServer,
+            serverOptions: { cert: opts.tls.cert, key: opts.tls.key, ...TLS_HARDENING, ...guardServerOptions },
+          })
+        : serve({ ...listen, createServer: http.createServer, serverOptions: guardServerOptions })
     ) as https.Server | http.Server;
+    const given = Object.fromEntries(Object.entries(opts.guards ?? {}).filter(([, v]) => v !== undefined));
+    installHttpGuards(server, { ...HTTP_GUARD_DEFAULTS, bodyLimit: DEFAULT_BODY_LIMIT, ...given });
     const onError = (err: Error) => reject(err);
     server.once('error', onError);
     server.once('listening', () => {

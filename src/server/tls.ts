@@ -22,6 +22,26 @@ export interface TlsOptions {
   tlsKey?: string;
 }
 
+/**
+ * TLS 1.2 and 1.3 only, and in TLS 1.2 only ECDHE key exchange with AEAD ciphers (forward secrecy); the
+ * TLS 1.3 suites all have it.
+ */
+export const TLS_HARDENING = {
+  minVersion: 'TLSv1.2',
+  ciphers: [
+    'TLS_AES_128_GCM_SHA256',
+    'TLS_AES_256_GCM_SHA384',
+    'TLS_CHACHA20_POLY1305_SHA256',
+    'ECDHE-ECDSA-AES128-GCM-SHA256',
+    'ECDHE-RSA-AES128-GCM-SHA256',
+    'ECDHE-ECDSA-AES256-GCM-SHA384',
+    'ECDHE-RSA-AES256-GCM-SHA384',
+    'ECDHE-ECDSA-CHACHA20-POLY1305',
+    'ECDHE-RSA-CHACHA20-POLY1305',
+  ].join(':'),
+  honorCipherOrder: true,
+} as const;
+
 export class TlsError extends Error {
   override name = 'TlsError';
 }

@@ -1,0 +1,230 @@
+// The seeded generator of hostile requests for `npm run fuzz` (and its short run in `npm test`). Each case is
+// the exact bytes written on a fresh TLS connection, so malformed HTTP is as easy to send as a good request.
+// Same seed, same photos: same cases.
+
+import zlib from 'node:zlib';
+import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngLengthBomb, pngChunk, PNG_SIGNATURE, rgbIhdr } from './hostile-images.js';
+
+/** mulberry32: small, fast, good enough to pick cases. */
+export class Rng {
+  #s: number;
+  constructor(seed: number) {
+    this.#s = seed >>> 0;
+  }
+  next(): number {
+    let t = (this.#s = (this.#s + 0x6d2b79f5) >>> 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+  pick<T>(items: readonly T[]): T {
+    return items[this.int(items.length)]!;
+  }
+  bytes(n: number): Buffer {
+    const b = Buffer.alloc(n);
+    for (let i = 0; i < n; i++) b[i] = this.int(256);
+    return b;
+  }
+}
+
+export interface FuzzCase {
+  /** The class it belongs to (the report groups by it). */
+  kind: string;
+  /** What exactly, for the log of a failing case. */
+  label: string;
+  /** The request bytes, written as they are. */
+  wire: Buffer;
+  /** HEAD and OPTIONS answers carry no JSON body. */
+  expectsBody: boolean;
+}
+
+export interface FuzzContext {
+  /** Real photos (PNG and JPEG) to mutate. */
+  photos: Buffer[];
+  /** Admin key for /trainer/add/. */
+  adminKey: string;
+}
+
+const IMAGE_ROUTES = [
+  '/detector/detect/',
+  '/recognizer/predict/',
+  '/pose/detect/',
+  '/object/detect/',
+  '/trainer/add/?subject=fuzz',
+  // the DeepStack-compatible API
+  '/v1/vision/detection',
+  '/v1/vision/face/',
+  '/v1/vision/face/recognize',
+  '/v1/vision/custom/openlogo',
+] as const;
+
+type Form = 'raw' | 'multipart' | 'multipart-base64' | 'urlencoded';
+const FORMS: readonly Form[] = ['raw', 'multipart', 'multipart-base64', 'urlencoded'];
+
+function request(method: string, path: string, headers: Record<string, string>, body: Buffer = Buffer.alloc(0), opts: { noLength?: boolean } = {}): Buffer {
+  const all: Record<string, string> = { Host: '127.0.0.1', Connection: 'close', ...headers };
+  if (!opts.noLength && (body.length > 0 || method === 'POST') && all['Transfer-Encoding'] === undefined) all['Content-Length'] ??= String(body.length);
+  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(all).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  return Buffer.concat([Buffer.from(head, 'latin1'), body]);
+}
+
+/** The image in one of the four input forms: [extra headers, body]. */
+function wrap(form: Form, image: Buffer, rng: Rng): [Record<string, string>, Buffer] {
+  switch (form) {
+    case 'raw':
+      return [{ 'Content-Type': rng.pick(['image/png', 'image/jpeg', 'application/octet-stream']) }, image];
+    case 'multipart':
+    case 'multipart-base64': {
+      const boundary = `fuzz${rng.int(1e9)}`;
+      const part =
+        form === 'multipart'
+          ? Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="x"\r\nContent-Type: application/octet-stream\r\n\r\n`), image])
+          : Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"\r\n\r\n${image.toString('base64')}`);
+      return [{ 'Content-Type': `multipart/form-data; boundary=${boundary}` }, Buffer.concat([part, Buffer.from(`\r\n--${boundary}--\r\n`)])];
+    }
+    case 'urlencoded':
+      return [{ 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from(`image=${encodeURIComponent(image.toString('base64'))}`)];
+  }
+}
+
+const auth = (path: string, key: string): Record<string, string> => (path.startsWith('/trainer') ? { Authorization: `Bearer ${key}` } : {});
+
+function imageCase(kind: string, label: string, image: Buffer, rng: Rng, ctx: FuzzContext): FuzzCase {
+  const path = rng.pick(IMAGE_ROUTES);
+  const form = rng.pick(FORMS);
+  const [headers, body] = wrap(form, image, rng);
+  return { kind, label: `${label} via ${form} to ${path}`, wire: request('POST', path, { ...headers, ...auth(path, ctx.adminKey) }, body), expectsBody: true };
+}
+
+function bitFlips(image: Buffer, rng: Rng): Buffer {
+  const out = Buffer.from(image);
+  const flips = 1 + rng.int(32);
+  for (let i = 0; i < flips; i++) {
+    const at = 16 + rng.int(Math.max(1, out.length - 16)); // keep the magic so the decoder gets its chance
+    out[at] = out[at]! ^ (1 << rng.int(8));
+  }
+  return out;
+}
+
+/** A PNG whose IDAT inflates to the full claimed size: legal, big when decoded, within the pixel limit. */
+function zeroPng(side: number): Buffer {
+  const raw = Buffer.alloc((1 + side * 3) * side);
+  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', rgbIhdr(side, side)), pngChunk('IDAT', zlib.deflateSync(raw, { level: 9 })), pngChunk('IEND', Buffer.alloc(0))]);
+}
+
+type CaseMaker = (rng: Rng, ctx: FuzzContext) => FuzzCase;
+
+/** Every class of hostile request, by name. */
+export const GENERATORS: Record<string, CaseMaker> = {
+  valid: (rng, ctx) => imageCase('valid', 'a real photo', rng.pick(ctx.photos), rng, ctx),
+  truncated: (rng, ctx) => {
+    const p = rng.pick(ctx.photos);
+    const cut = rng.int(p.length);
+    return imageCase('truncated', `photo cut at ${cut}/${p.length}`, p.subarray(0, cut), rng, ctx);
+  },
+  bitflip: (rng, ctx) => imageCase('bitflip', 'photo with flipped bits', bitFlips(rng.pick(ctx.photos), rng), rng, ctx),
+  'random-bytes': (rng, ctx) => {
+    const magic = rng.pick([Buffer.alloc(0), PNG_SIGNATURE, Buffer.from([0xff, 0xd8, 0xff])]);
+    return imageCase('random-bytes', `random bytes after ${magic.length} magic bytes`, Buffer.concat([magic, rng.bytes(1 + rng.int(20_000))]), rng, ctx);
+  },
+  shapes: (rng, ctx) => {
+    const [label, make] = rng.pick<[string, () => Buffer]>([
+      ['65500x1 JPEG', () => flatJpeg(65500, 1)],
+      ['8x60000 JPEG', () => flatJpeg(8, 60000)],
+      ['1x1000000 PNG', () => flatPng(1, 1_000_000)],
+      ['4000x64 JPEG (allowed)', () => flatJpeg(4000, 64)],
+      ['9x9 PNG', () => flatPng(9, 9)],
+      ['60000x60000 PNG header', () => Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', rgbIhdr(60000, 60000)), pngChunk('IEND', Buffer.alloc(0))])],
+    ]);
+    return imageCase('shapes', label, make(), rng, ctx);
+  },
+  'chunk-bombs': (rng, ctx) => {
+    const [label, make] = rng.pick<[string, () => Buffer]>([
+      ['PNG zTXt claiming 2 GB', () => pngLengthBomb('zTXt')],
+      ['PNG IDAT claiming 2 GB', () => pngLengthBomb('IDAT')],
+      ['PNG chunk claiming random length', () => pngLengthBomb(rng.pick(['tEXt', 'iCCP', 'eXIf', 'abCD']), rng.int(0x80000000))],
+      ['JPEG APP1 past the end', () => jpegLengthBomb()],
+      ['JPEG with 500 scans', () => flatJpeg(64, 64, { scans: 500 })],
+      ['PNG with iCCP', () => flatPng(64, 48, [iccpChunk()])],
+      ['PNG 3000x3000 of zeros (inflates to 27 MB)', () => zeroPng(3000)],
+    ]);
+    return imageCase('chunk-bombs', label, make(), rng, ctx);
+  },
+  'bad-forms': (rng, ctx) => {
+    const path = rng.pick(IMAGE_ROUTES);
+    const photo = rng.pick(ctx.photos);
+    const [label, headers, body] = rng.pick<[string, Record<string, string>, Buffer]>([
+      ['multipart without boundary', { 'Content-Type': 'multipart/form-data' }, photo.subarray(0, 2000)],
+      ['multipart cut before its end', { 'Content-Type': 'multipart/form-data; boundary=b' }, Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="image"\r\n\r\n'), photo.subarray(0, 5000)])],
+      ['multipart with a header bomb', { 'Content-Type': 'multipart/form-data; boundary=b' }, Buffer.from(`--b\r\n${'X: y\r\n'.repeat(5000)}\r\n\r\n--b--\r\n`)],
+      ['base64 with bad letters', { 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from(`image=${'*!'.repeat(500)}`)],
+      ['base64 with a bad %-escape', { 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from('image=%zz%')],
+      ['data: URL not base64', { 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from('image=data:image/png,abc')],
+      ['base64 of random bytes', { 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from(`image=${rng.bytes(3000).toString('base64url')}`)],
+      ['JSON body', { 'Content-Type': 'application/json' }, Buffer.from('{"image": 1}')],
+      ['no Content-Type', {}, photo],
+    ]);
+    return { kind: 'bad-forms', label: `${label} to ${path}`, wire: request('POST', path, { ...headers, ...auth(path, ctx.adminKey) }, body), expectsBody: true };
+  },
+  encodings: (rng, ctx) => {
+    const photo = rng.pick(ctx.photos);
+    const [encoding, body] = rng.pick<[string, Buffer]>([
+      ['gzip', zlib.gzipSync(photo)],
+      ['deflate', zlib.deflateSync(photo)],
+      ['br', zlib.brotliCompressSync(photo.subarray(0, 50_000))],
+      ['gzip', photo],
+      ['x-unknown', photo],
+      ['gzip, gzip', photo],
+    ]);
+    const path = rng.pick(IMAGE_ROUTES);
+    return { kind: 'encodings', label: `Content-Encoding ${encoding} to ${path}`, wire: request('POST', path, { 'Content-Type': 'image/jpeg', 'Content-Encoding': encoding, ...auth(path, ctx.adminKey) }, body), expectsBody: true };
+  },
+  methods: (rng) => {
+    const method = rng.pick(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'TRACE', 'CONNECT', 'PROPFIND']);
+    const path = rng.pick([...IMAGE_ROUTES, '/metrics', '/', '/no/such', '/trainer/export/', '/api/v1/login']);
+    const target = method === 'CONNECT' ? '127.0.0.1:443' : path;
+    return { kind: 'methods', label: `${method} ${target}`, wire: request(method, target, {}), expectsBody: method !== 'HEAD' && method !== 'OPTIONS' };
+  },
+  'http-garbage': (rng) => {
+    const [label, wire] = rng.pick<[string, Buffer]>([
+      ['bad Content-Length', request('POST', '/detector/detect/', { 'Content-Length': 'abc' }, Buffer.alloc(0), { noLength: true })],
+      ['two Content-Lengths', Buffer.from('POST /detector/detect/ HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef')],
+      ['bad chunk size', request('POST', '/detector/detect/', { 'Transfer-Encoding': 'chunked', 'Content-Type': 'image/png' }, Buffer.from('zz\r\nabc\r\n0\r\n\r\n'))],
+      ['chunked and Content-Length', Buffer.from('POST /detector/detect/ HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')],
+      ['unknown method', Buffer.from('FROB / HTTP/1.1\r\nHost: a\r\n\r\n')],
+      ['missing Host', Buffer.from('GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n')],
+      ['HTTP/2 preface over HTTP/1.1', Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')],
+      ['random bytes', rng.bytes(1 + rng.int(4000))],
+      ['request line only', Buffer.from('GET / HTTP/1.1\r\n\r\n')],
+      ['bare LF', Buffer.from('GET /metrics HTTP/1.1\nHost: a\n\n')],
+    ]);
+    return { kind: 'http-garbage', label, wire, expectsBody: true };
+  },
+  'long-headers': (rng) => {
+    const [label, headers] = rng.pick<[string, Record<string, string>]>([
+      ['one 100 KB header', { 'X-Long': 'a'.repeat(100_000) }],
+      ['one 15 KB header', { 'X-Long': 'a'.repeat(15_000) }],
+      ['2000 headers', Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`X-H${i}`, 'v']))],
+      ['long URL', {}],
+    ]);
+    const path = label === 'long URL' ? `/detector/detect/?${'q'.repeat(70_000)}` : '/detector/detect/';
+    return { kind: 'long-headers', label, wire: request('GET', path, headers), expectsBody: true };
+  },
+  oversize: (rng) => {
+    const claimed = rng.pick([30 * 1024 * 1024, 2 ** 40, 2 ** 53 + 1]);
+    const headers: Record<string, string> = { 'Content-Type': 'image/jpeg', 'Content-Length': String(claimed) };
+    if (rng.next() < 0.5) headers.Expect = '100-continue';
+    return { kind: 'oversize', label: `Content-Length ${claimed}${headers.Expect ? ' + 100-continue' : ''}`, wire: request('POST', '/detector/detect/', headers, rng.bytes(1000), { noLength: true }), expectsBody: true };
+  },
+};
+
+export const KINDS = Object.keys(GENERATORS);
+
+/** `count` cases from `seed`, the classes in turn so that every one is covered even in a short run. */
+export function* generateCases(seed: number, count: number, ctx: FuzzContext): Generator<FuzzCase> {
+  const rng = new Rng(seed);
+  for (let i = 0; i < count; i++) yield GENERATORS[KINDS[i % KINDS.length]!]!(rng, ctx);
+}

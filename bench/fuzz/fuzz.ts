@@ -1,0 +1,55 @@
+// `npm run fuzz -- --cases 10000 --seed 1 --concurrency 4`: starts a real `edgecv serve` on 127.0.0.1 (temporary
+// data folder, self-signed certificate), sends the seeded hostile requests of bench/fuzz/cases.ts, prints
+// statuses and time per class, peak RSS and whether the server survived, and writes bench/results/fuzz.json.
+// Exit code 1 when the server died, answered 5xx (other than 503), or answered something that is not JSON.
+
+import os from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT, withTempServer, writeResult } from '../server-process.js';
+import { numericFlags } from './cli-args.js';
+import { fuzzPhotos, runFuzz } from './run-fuzz.js';
+
+const ADMIN_KEY = 'fuzz-admin-key-0123456789';
+const MB = 1024 * 1024;
+
+async function main(): Promise<number> {
+  const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2 });
+  return withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY], async (server) => {
+    const url = new URL(server.url);
+    console.log(`fuzz: ${flags.cases} cases, seed ${flags.seed}, concurrency ${flags.concurrency}, server pid ${server.child.pid} on ${server.url}`);
+    const report = await runFuzz({
+      host: url.hostname,
+      port: Number(url.port),
+      pid: server.child.pid!,
+      seed: flags.seed,
+      cases: flags.cases,
+      concurrency: flags.concurrency,
+      photos: fuzzPhotos(path.join(REPO_ROOT, 'test', 'data')),
+      adminKey: ADMIN_KEY,
+      onCase: (n) => {
+        if (n % 500 === 0) console.log(`  ${n} cases`);
+      },
+    });
+    const alive = report.alive && server.child.exitCode === null;
+    console.table(
+      Object.fromEntries(
+        Object.entries(report.byKind).map(([k, r]) => [
+          k,
+          { cases: r.cases, 'p50 ms': Math.round(r.p50Ms), 'max ms': Math.round(r.maxMs), statuses: Object.entries(r.statuses).map(([s, n]) => `${s}:${n}`).join(' ') },
+        ]),
+      ),
+    );
+    console.log(`statuses: ${JSON.stringify(report.statuses)}`);
+    console.log(`wall ${(report.wallMs / 1000).toFixed(1)} s; server RSS ${(report.startRssBytes / MB).toFixed(0)} MB at start, peak ${(report.peakRssBytes / MB).toFixed(0)} MB; alive: ${alive}`);
+    const over = report.slowest.filter((s) => s.ms > 2000).length;
+    console.log(`requests over 2 s: ${over}${over === report.slowest.length ? '+' : ''} (timing is only meaningful on a quiet machine)`);
+    console.log(`slowest: ${report.slowest.slice(0, 5).map((s) => `${Math.round(s.ms)} ms ${s.label}`).join('; ')}`);
+    for (const e of report.serverErrors) console.log(`5xx: ${e}`);
+    for (const e of report.notJson) console.log(`not JSON: ${e}`);
+    for (const e of report.noAnswer.slice(0, 20)) console.log(`no answer: ${e}`);
+    writeResult('fuzz', { ...report, alive, when: new Date().toISOString(), cpus: os.cpus().length });
+    return alive && report.serverErrors.length === 0 && report.notJson.length === 0 ? 0 : 1;
+  });
+}
+
+process.exitCode = await main();
