@@ -61,7 +61,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
   let running: RunningServer;
   let plain: RunningServer | undefined;
   try {
-    running = await startServer({ app: createApp(deps), tls, port: config.port, host: config.host });
+    running = await startServer({ app: createApp(deps), tls, port: config.port, host: config.host, webSocketMaxPayload: config.bodyLimit });
     try {
       // DeepStack clients speak plain HTTP on a LAN: only the /v1/vision/* routes, never the rest, without TLS.
       if (config.httpPort !== undefined) plain = await startServer({ app: createDeepStackApp(deps), port: config.httpPort, host: config.host });

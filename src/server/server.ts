@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import https from 'node:https';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
+import { attachWebSocketRoutes, type WebSocketRoutes } from './websocket.js';
 
 export interface RunningServer {
   server: https.Server | http.Server;
@@ -12,6 +13,8 @@ export interface RunningServer {
   port: number;
   /** https://<host>:<port>/, or http:// without TLS */
   url: string;
+  /** The /ws/* routes, when asked for (webSocketMaxPayload). */
+  webSockets?: WebSocketRoutes;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
   close(graceMs?: number): Promise<void>;
 }
@@ -22,6 +25,8 @@ export interface ListenOptions {
   tls?: { cert: string; key: string };
   port: number;
   host: string;
+  /** Serve the /ws/* routes (through `app`), frames up to this many bytes: the body limit. */
+  webSocketMaxPayload?: number;
 }
 
 function urlHost(host: string): string {
@@ -43,12 +48,19 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
       server.off('error', onError);
       server.on('error', (err) => console.error('[edgecv] server error:', err));
       const port = (server.address() as AddressInfo).port;
+      const sockets: WebSocketRoutes | undefined =
+        opts.webSocketMaxPayload === undefined
+          ? undefined
+          : attachWebSocketRoutes(server, { fetch: opts.app.fetch, maxPayload: opts.webSocketMaxPayload });
       resolve({
         server,
         port,
+        webSockets: sockets,
         url: `${opts.tls ? 'https' : 'http'}://${urlHost(opts.host)}:${port}/`,
         close: (graceMs = 5000) =>
           new Promise<void>((done) => {
+            // upgraded sockets are no longer the HTTP server's: close them, or server.close() waits for them
+            void sockets?.close(graceMs);
             const timer = setTimeout(() => server.closeAllConnections(), graceMs);
             timer.unref();
             server.close(() => {
