@@ -26,7 +26,7 @@ function hslHex(h, s, l) {
 const $ = (id) => document.getElementById(id);
 const canvas = $('view');
 const ctx = canvas.getContext('2d');
-const state = { image: null, bytes: null, type: 'image/jpeg', json: null, webcam: null, sockets: new Map() };
+const state = { name: '', image: null, bytes: null, type: 'image/jpeg', json: null, webcam: null, sockets: new Map() };
 
 const mode = () => document.querySelector('input[name=mode]:checked').value;
 const transport = () => document.querySelector('input[name=transport]:checked').value;
@@ -68,8 +68,10 @@ async function sendWs(path, bytes) {
 async function analyse() {
   if (!state.bytes) return;
   const m = mode();
+  const name = state.name;
   const t0 = performance.now();
   $('error').textContent = '';
+  window.edgecvDemo.inFlight++;
   try {
     const json = transport() === 'ws' ? await sendWs(WS_PATHS[m], state.bytes) : await sendRest(REST_PATHS[m], state.bytes, state.type);
     const roundTrip = performance.now() - t0;
@@ -77,9 +79,11 @@ async function analyse() {
     $('stats').textContent = `server ${json.serverprocessingtime ?? '—'} ms · round trip ${roundTrip.toFixed(1)} ms`;
     if (json.error) $('error').textContent = `${json.status ?? ''} ${json.error}`;
     draw();
-    window.edgecvDemo.results.push({ mode: m, transport: transport(), json, roundTripMs: roundTrip });
+    window.edgecvDemo.results.push({ name, mode: m, transport: transport(), json, roundTripMs: roundTrip });
   } catch (e) {
     $('error').textContent = e.message;
+  } finally {
+    window.edgecvDemo.inFlight--;
   }
 }
 
@@ -164,6 +168,7 @@ function drawPoses(poses) {
 async function useFile(file) {
   if (!file) return;
   stopWebcam();
+  state.name = file.name;
   state.bytes = new Uint8Array(await file.arrayBuffer());
   state.type = file.type === 'image/png' ? 'image/png' : 'image/jpeg';
   state.image = await createImageBitmap(new Blob([state.bytes], { type: state.type }));
@@ -192,6 +197,7 @@ async function startWebcam() {
     state.image = await createImageBitmap(grab);
     state.bytes = new Uint8Array(await blob.arrayBuffer());
     state.type = 'image/jpeg';
+    state.name = 'webcam';
     await analyse();
     await new Promise((r) => requestAnimationFrame(r));
   }
@@ -228,4 +234,4 @@ for (const input of document.querySelectorAll('input[name=mode], input[name=tran
 $('threshold').addEventListener('input', draw);
 
 // For the browser test and the curious: every answer drawn, and the colours used.
-window.edgecvDemo = { results: [], COLORS, classColor, BODY_25_BONES };
+window.edgecvDemo = { results: [], inFlight: 0, COLORS, classColor, BODY_25_BONES };
