@@ -118,8 +118,9 @@ function systemPackages() {
   }
   // Servers the tests start on loopback themselves: Prometheus scrapes a running edgecv
   // (test/metrics-server.test.ts), Redis carries the fleet gallery (test/gallery-fleet.test.ts).
-  // Their recommends (node-exporter, ipmitool, ...) are not needed.
-  const testTools = ['prometheus', 'redis-server'];
+  // Their recommends (node-exporter, ipmitool, ...) are not needed. Chromium (/usr/bin/chromium) is the real
+  // browser test/demo-page.test.ts drives with playwright-core.
+  const testTools = ['prometheus', 'redis-server', 'chromium'];
   const missingTestTools = WANT_TEST ? testTools.filter((t) => !has(t)) : [];
   if (missing.length === 0 && missingTestTools.length === 0) {
     log(`system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? `, ${testTools.join(', ')}` : ''} present`);

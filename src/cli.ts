@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // edgecv command line. `edgecv [serve] [flags]` runs the HTTPS server; more subcommands slot into COMMANDS.
 
+import { BENCH_USAGE, runBenchCommand } from './commands/bench.js';
 import { LOGIN_USAGE, LOGOUT_USAGE, runLogin, runLogout } from './commands/login.js';
 import { METRICS_USAGE, runMetrics } from './commands/metrics.js';
 import { runUserCommand, USER_USAGE } from './commands/user.js';
@@ -42,6 +43,11 @@ const COMMANDS: Record<string, Command> = {
     summary: "query a server's application metrics (metrics app)",
     usage: () => METRICS_USAGE,
     run: runMetrics,
+  },
+  bench: {
+    summary: 'measure a server from outside: round trip, server time, latency, FPS (REST or WebSocket)',
+    usage: () => BENCH_USAGE,
+    run: runBenchCommand,
   },
 };
 

@@ -48,7 +48,7 @@ const CERT_ERRORS = new Set([
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EPIPE']);
 
-function describeNetworkError(addr: string, e: NodeJS.ErrnoException): ClientError {
+export function describeNetworkError(addr: string, e: NodeJS.ErrnoException): ClientError {
   const code = e.code ?? '';
   if (CERT_ERRORS.has(code)) {
     return new ClientError(
@@ -60,7 +60,7 @@ function describeNetworkError(addr: string, e: NodeJS.ErrnoException): ClientErr
   return new ClientError(`request to ${addr} failed: ${e.message}`);
 }
 
-function tlsOptions(tls: TlsChoice): { ca?: string; rejectUnauthorized: boolean } {
+export function tlsOptions(tls: TlsChoice): { ca?: string; rejectUnauthorized: boolean } {
   if (tls.insecure) return { rejectUnauthorized: false };
   if (tls.cacert === undefined) return { rejectUnauthorized: true };
   try {

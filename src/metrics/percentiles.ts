@@ -39,6 +39,11 @@ export class LatencyReservoir {
     if (j < this.capacity) this.#values[j] = ms;
   }
 
+  /** The values kept so far, without starting a new interval. */
+  values(): readonly number[] {
+    return this.#values;
+  }
+
   /** The interval's values; starts a new interval. */
   drain(): number[] {
     const out = this.#values;

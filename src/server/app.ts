@@ -16,6 +16,7 @@ import type { OpsDeps } from './ops.js';
 import { requestTrace } from './request-trace.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerCapabilitiesRoutes } from './routes/capabilities.js';
+import { registerDemoRoutes } from './routes/demo.js';
 import { registerDetectorRoutes } from './routes/detector.js';
 import { registerLoginRoutes } from './routes/login.js';
 import { registerMetricsAppRoutes } from './routes/metrics-app.js';
@@ -26,6 +27,7 @@ import { registerRecognizerRoutes } from './routes/recognizer.js';
 import { registerTestRoutes } from './routes/test.js';
 import { registerTrainerRoutes } from './routes/trainer.js';
 import { securityHeaders } from './security-headers.js';
+import { registerUsageRoutes } from './routes/usage.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
@@ -69,8 +71,10 @@ export function createApp(deps: AppDeps): Hono {
   const app = baseApp(deps);
   const ops = deps.ops;
 
+  registerDemoRoutes(app);
   registerTestRoutes(app);
   registerCapabilitiesRoutes(app, deps);
+  registerUsageRoutes(app, deps);
   registerDetectorRoutes(app, deps);
   if (deps.recognition) {
     registerRecognizerRoutes(app, { recognition: deps.recognition, engine: deps.engine });

@@ -1,6 +1,7 @@
 // Prometheus export (prom-client): one registry for the process, served at GET /metrics.
 //   - default process metrics (CPU, memory, event loop, GC, handles)
-//   - edgecv_http_requests_total / edgecv_http_request_duration_seconds per method, route, status
+//   - edgecv_http_requests_total / edgecv_http_request_duration_seconds per method, route, status (a WebSocket
+//     frame counts as a POST of its REST route); edgecv_websocket_connections: open WebSockets
 //   - edgecv_inference_stage_seconds per model, backend, stage: every route that runs a model calls
 //     observeInference() with the timings the engine returned
 //   - engine worker pool: queue depth, running jobs, completed/failed/rejected jobs
@@ -33,6 +34,17 @@ const inferenceStage = new client.Histogram({
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
   registers: [registry],
 });
+
+const webSocketConnections = new client.Gauge({
+  name: 'edgecv_websocket_connections',
+  help: 'Open WebSocket connections (each frame they carry is also counted as a request of its REST route)',
+  registers: [registry],
+});
+
+/** +1 when a WebSocket opens, -1 when it closes. */
+export function observeWebSocketConnection(delta: 1 | -1): void {
+  webSocketConnections.inc(delta);
+}
 
 export function observeHttpRequest(method: string, route: string, status: number, seconds: number): void {
   const labels = { method, route, status: String(status) };

@@ -74,7 +74,14 @@ export async function runServe(config: ServerConfig): Promise<number> {
       requestTimeoutMs: config.requestTimeout,
       minBodyBytesPerSec: config.minBodyRate,
     };
-    running = await startServer({ app: createApp(deps), tls, port: config.port, host: config.host, guards });
+    running = await startServer({
+      app: createApp(deps),
+      tls,
+      port: config.port,
+      host: config.host,
+      guards,
+      webSocketMaxPayload: config.bodyLimit,
+    });
     try {
       // DeepStack clients speak plain HTTP on a LAN: only the /v1/vision/* routes, never the rest, without TLS.
       if (config.httpPort !== undefined) {

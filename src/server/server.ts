@@ -8,6 +8,7 @@ import type { Hono } from 'hono';
 import { DEFAULT_BODY_LIMIT } from '../config.js';
 import { guardedServerOptions, HTTP_GUARD_DEFAULTS, installHttpGuards, type HttpGuardOptions } from './http-guards.js';
 import { TLS_HARDENING } from './tls.js';
+import { attachWebSocketRoutes, type WebSocketRoutes } from './websocket.js';
 
 export interface RunningServer {
   server: https.Server | http.Server;
@@ -15,6 +16,8 @@ export interface RunningServer {
   port: number;
   /** https://<host>:<port>/, or http:// without TLS */
   url: string;
+  /** The /ws/* routes, when asked for (webSocketMaxPayload). */
+  webSockets?: WebSocketRoutes;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
   close(graceMs?: number): Promise<void>;
 }
@@ -27,6 +30,8 @@ export interface ListenOptions {
   host: string;
   /** Body limit, audit trail, timeouts (src/server/http-guards.ts); defaults where left out. */
   guards?: Partial<HttpGuardOptions> & { handshakeTimeoutMs?: number };
+  /** Serve the /ws/* routes (through `app`), frames up to this many bytes: the body limit. */
+  webSocketMaxPayload?: number;
 }
 
 function urlHost(host: string): string {
@@ -55,12 +60,19 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
       server.off('error', onError);
       server.on('error', (err) => console.error('[edgecv] server error:', err));
       const port = (server.address() as AddressInfo).port;
+      const sockets: WebSocketRoutes | undefined =
+        opts.webSocketMaxPayload === undefined
+          ? undefined
+          : attachWebSocketRoutes(server, { fetch: opts.app.fetch, maxPayload: opts.webSocketMaxPayload });
       resolve({
         server,
         port,
+        webSockets: sockets,
         url: `${opts.tls ? 'https' : 'http'}://${urlHost(opts.host)}:${port}/`,
         close: (graceMs = 5000) =>
           new Promise<void>((done) => {
+            // upgraded sockets are no longer the HTTP server's: close them, or server.close() waits for them
+            void sockets?.close(graceMs);
             const timer = setTimeout(() => server.closeAllConnections(), graceMs);
             timer.unref();
             server.close(() => {
