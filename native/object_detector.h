@@ -48,7 +48,6 @@ class ObjectDetector {
   std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings);
 
  private:
-  void Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs);
   std::vector<DetectedObject> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
                                           const ObjectOptions& options) const;
 

@@ -6,7 +6,7 @@
 
 #include "face_embedder.h"  // SquareAround, CutPadded
 #include "runtime/inference_model.h"
-#include "job.h"  // Clock, MillisBetween
+#include "letterboxed_run.h"
 
 namespace edgecv {
 namespace {
@@ -40,19 +40,10 @@ PoseEstimator::PoseEstimator(const PoseEstimatorSpec& spec, const RuntimeOptions
 }
 
 std::vector<Pose> PoseEstimator::Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings) {
-  const auto t0 = Clock::now();
-  cv::Mat blob;
-  const Letterbox box = LetterboxBlob(bgr, spec_.inputSize, spec_.meanValue, spec_.scale, spec_.swapRB, &blob);
-  const auto t1 = Clock::now();
-  std::vector<cv::Mat> outputs;
-  Infer(blob, &outputs);
-  const auto t2 = Clock::now();
-  std::vector<Pose> poses = Postprocess(outputs, box, options);
-  const auto t3 = Clock::now();
-  timings->preprocessMs += MillisBetween(t0, t1);
-  timings->inferenceMs += MillisBetween(t1, t2);
-  timings->postprocessMs += MillisBetween(t2, t3);
-  return poses;
+  const LetterboxInput input{spec_.inputSize, spec_.meanValue, spec_.scale, spec_.swapRB};
+  return RunLetterboxed(bgr, input, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
+    return Postprocess(outputs, box, options);
+  });
 }
 
 std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::vector<std::array<float, 4>>& boxes,
@@ -90,10 +81,6 @@ std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::ve
   }
   std::stable_sort(poses.begin(), poses.end(), [](const Pose& x, const Pose& y) { return x.score > y.score; });
   return poses;
-}
-
-void PoseEstimator::Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs) {
-  *outputs = model_->Run(blob);
 }
 
 std::vector<Pose> PoseEstimator::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

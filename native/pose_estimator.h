@@ -68,7 +68,6 @@ class PoseEstimator {
                                   const PoseOptions& options, StageTimings* timings);
 
  private:
-  void Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs);
   std::vector<Pose> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
                                 const PoseOptions& options) const;
 

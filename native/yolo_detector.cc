@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "runtime/inference_model.h"
-#include "job.h"  // Clock, MillisBetween
+#include "letterboxed_run.h"
 
 namespace edgecv {
 namespace {
@@ -90,24 +90,10 @@ void YoloDetector::CheckOutputs(const std::vector<cv::Mat>& outputs, const std::
 
 std::vector<DetectedObject> YoloDetector::Detect(const cv::Mat& bgr, const ObjectOptions& options,
                                                  StageTimings* timings) {
-  const auto t0 = Clock::now();
-  cv::Mat blob;
-  const Letterbox box =
-      LetterboxBlob(bgr, spec_.inputSize, spec_.meanValue, spec_.scale, spec_.swapRB, &blob, spec_.padValue);
-  const auto t1 = Clock::now();
-  std::vector<cv::Mat> outputs;
-  Infer(blob, &outputs);
-  const auto t2 = Clock::now();
-  std::vector<DetectedObject> objects = Postprocess(outputs, box, options);
-  const auto t3 = Clock::now();
-  timings->preprocessMs += MillisBetween(t0, t1);
-  timings->inferenceMs += MillisBetween(t1, t2);
-  timings->postprocessMs += MillisBetween(t2, t3);
-  return objects;
-}
-
-void YoloDetector::Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs) {
-  *outputs = model_->Run(blob);
+  const LetterboxInput input{spec_.inputSize, spec_.meanValue, spec_.scale, spec_.swapRB, spec_.padValue};
+  return RunLetterboxed(bgr, input, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
+    return Postprocess(outputs, box, options);
+  });
 }
 
 std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

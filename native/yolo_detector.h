@@ -49,7 +49,6 @@ class YoloDetector {
   static constexpr float kNmsIou = 0.45f;  // YOLOv5's default
 
  private:
-  void Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs);
   std::vector<DetectedObject> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
                                           const ObjectOptions& options) const;
   void CheckOutputs(const std::vector<cv::Mat>& outputs, const std::string& what) const;
