@@ -39,6 +39,8 @@ export interface FuzzCase {
   wire: Buffer;
   /** HEAD and OPTIONS answers carry no JSON body. */
   expectsBody: boolean;
+  /** A 2xx answer is not JSON by design (the demo page's HTML, Prometheus text); errors still are. */
+  plainWhenOk?: boolean;
 }
 
 export interface FuzzContext {
@@ -186,7 +188,13 @@ export const GENERATORS: Record<string, CaseMaker> = {
     const method = rng.pick(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'TRACE', 'CONNECT', 'PROPFIND']);
     const path = rng.pick([...IMAGE_ROUTES, '/metrics', '/', '/no/such', '/trainer/export/', '/api/v1/login']);
     const target = method === 'CONNECT' ? '127.0.0.1:443' : path;
-    return { kind: 'methods', label: `${method} ${target}`, wire: request(method, target, {}), expectsBody: method !== 'HEAD' && method !== 'OPTIONS' };
+    return {
+      kind: 'methods',
+      label: `${method} ${target}`,
+      wire: request(method, target, {}),
+      expectsBody: method !== 'HEAD' && method !== 'OPTIONS',
+      plainWhenOk: path === '/' || path === '/metrics',
+    };
   },
   'http-garbage': (rng) => {
     const [label, wire] = rng.pick<[string, Buffer]>([

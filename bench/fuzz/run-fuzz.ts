@@ -110,7 +110,8 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     all.push({ label: `${c.kind}: ${c.label}`, ms: a.ms });
     if (a.outcome !== 'answered') noAnswer.push(`${a.outcome} ${c.kind}: ${c.label}`);
     if (a.status >= 500 && a.status !== 503) serverErrors.push(`${a.status} ${c.kind}: ${c.label}`);
-    if (a.outcome === 'answered' && c.expectsBody && a.status !== 204 && !isJsonAnswer(a.body)) {
+    const plainOk = c.plainWhenOk === true && a.outcome === 'answered' && a.status >= 200 && a.status < 300;
+    if (a.outcome === 'answered' && c.expectsBody && !plainOk && a.status !== 204 && !isJsonAnswer(a.body)) {
       notJson.push(`${a.status} ${c.kind}: ${c.label}: ${a.body.subarray(0, 80).toString('latin1')}`);
     }
     opts.onCase?.(++done);
