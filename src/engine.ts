@@ -24,7 +24,7 @@ import {
   type FaceEmbeddingResult,
   type GalleryMatch,
 } from './face-embedding.js';
-import { GalleryIndex, nativeGallery } from './gallery-index.js';
+import { GalleryIndex, nativeGallery, type GalleryIndexOptions } from './gallery-index.js';
 import { readImageHeader, type ImageFormat, type ImageHeader } from './image-header.js';
 import { COCO_CLASSES, type CocoClass } from './objects.js';
 import { cocoToBody25, MAX_POSES, type Body25Point } from './pose.js';
@@ -644,9 +644,9 @@ export class Engine {
     return this.#embedder;
   }
 
-  /** An empty gallery for this engine's embeddings. */
-  createGallery(): GalleryIndex {
-    return new GalleryIndex(this.#requireEmbedder().dim);
+  /** An empty gallery for this engine's embeddings (options: when to search it approximately, and how). */
+  createGallery(options: GalleryIndexOptions = {}): GalleryIndex {
+    return new GalleryIndex(this.#requireEmbedder().dim, options);
   }
 
   /**
@@ -676,13 +676,21 @@ export class Engine {
       return checkDetectOptions(d as DetectFacesOptions);
     });
     try {
+      // A large gallery is searched approximately on this thread once the embedding is back; a small one exactly,
+      // inside the job on the worker.
+      const approximate = gallery !== undefined && gallery.approximate;
       const result = await this.#native.embedFace(image as Uint8Array, {
         detect: resolveTiles(checked.detect, header),
         cropScale: checked.cropScale,
         keepCrop: checked.keepCrop,
         ...(checked.rect ? { rect: checked.rect } : {}),
-        ...(native ? { gallery: native } : {}),
+        ...(native && !approximate ? { gallery: native } : {}),
       });
+      if (approximate && result.embedding) {
+        const t = performance.now();
+        result.match = gallery.searchApproximate(result.embedding);
+        result.timings.searchMs = performance.now() - t;
+      }
       return result;
     } catch (e) {
       throw toEngineError(e);
@@ -694,6 +702,11 @@ export class Engine {
     if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
     const native = nativeGallery(gallery);
     const query = l2Normalized(checkEmbedding(embedding, native.dim(), 'query'), 'query');
+    if (gallery.approximate) {
+      const t = performance.now();
+      const match = gallery.searchApproximate(query);
+      return { match, searchMs: performance.now() - t };
+    }
     try {
       return await this.#native.searchGallery(native, query);
     } catch (e) {
