@@ -11,9 +11,10 @@ import { Index, MetricKind, ScalarKind } from 'usearch';
 export type AnnQuantization = 'f16' | 'i8';
 
 /** Graph degree and beam widths: chosen on real embeddings (see README, Gallery at scale). */
-const CONNECTIVITY = Number(process.env.ANN_M ?? 16);
-const EXPANSION_ADD = Number(process.env.ANN_EFC ?? 64);
-const EXPANSION_SEARCH = Number(process.env.ANN_EF ?? 64);
+const CONNECTIVITY = 16;
+const EXPANSION_ADD = 64;
+/** Default beam width of a search (GalleryIndexOptions.annExpansion). */
+export const DEFAULT_EXPANSION_SEARCH = 128;
 /** Candidates handed to the exact re-ranking. */
 const CANDIDATES = 8;
 /** Entries added per event-loop turn by build(). */
@@ -51,7 +52,7 @@ export class AnnIndex {
   #touched: Set<number> | null = null;
   #ready = true;
 
-  constructor(dim: number, quantization: AnnQuantization) {
+  constructor(dim: number, quantization: AnnQuantization, expansionSearch = DEFAULT_EXPANSION_SEARCH) {
     this.#dim = dim;
     this.#i8 = quantization === 'i8';
     this.#index = new Index({
@@ -60,7 +61,7 @@ export class AnnIndex {
       quantization: quantization === 'i8' ? ScalarKind.I8 : ScalarKind.F16,
       connectivity: CONNECTIVITY,
       expansion_add: EXPANSION_ADD,
-      expansion_search: EXPANSION_SEARCH,
+      expansion_search: expansionSearch,
       multi: false,
     });
   }

@@ -108,7 +108,7 @@ export const SERVER_OPTIONS = {
   apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
   httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
-  galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: 'enrolled samples from which recognition searches an HNSW index instead of every embedding (default 5000)' },
+  galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: 'enrolled samples from which recognition searches an HNSW index instead of every embedding (default 2000)' },
   galleryAnnQuantization: { flag: 'gallery-ann-quantization', env: 'EDGECV_GALLERY_ANN_QUANTIZATION', kind: 'choice', choices: ['f16', 'i8'], help: 'storage of that index: f16 (default) or i8' },
   noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;

@@ -697,12 +697,19 @@ export class Engine {
     }
   }
 
-  /** The nearest entry of `gallery` to `embedding` (null when the gallery is empty), searched on a worker. */
-  async searchGallery(gallery: GalleryIndex, embedding: Float32Array): Promise<{ match: GalleryMatch | null; searchMs: number }> {
+  /**
+   * The nearest entry of `gallery` to `embedding` (null when the gallery is empty): through its approximate index
+   * on this thread when it has one in use, else (or with `exact: true`) with the exact index on a worker.
+   */
+  async searchGallery(
+    gallery: GalleryIndex,
+    embedding: Float32Array,
+    opts: { exact?: boolean } = {},
+  ): Promise<{ match: GalleryMatch | null; searchMs: number }> {
     if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
     const native = nativeGallery(gallery);
     const query = l2Normalized(checkEmbedding(embedding, native.dim(), 'query'), 'query');
-    if (gallery.approximate) {
+    if (gallery.approximate && opts.exact !== true) {
       const t = performance.now();
       const match = gallery.searchApproximate(query);
       return { match, searchMs: performance.now() - t };

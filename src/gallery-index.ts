@@ -8,7 +8,7 @@
 // Adds and removes update both at once. replace() swaps the exact index at once and rebuilds the approximate one
 // in the background, in chunks that yield to the event loop; until `indexed` settles searches stay exact.
 
-import { AnnIndex, type AnnQuantization } from './ann-index.js';
+import { AnnIndex, DEFAULT_EXPANSION_SEARCH, type AnnQuantization } from './ann-index.js';
 import { EngineError } from './errors.js';
 import { checkEmbedding, l2Normalized, type GalleryMatch } from './face-embedding.js';
 import { loadNative, type NativeGallery } from './native.js';
@@ -23,16 +23,18 @@ export interface GalleryEntry {
 
 export interface GalleryIndexOptions {
   /**
-   * Entries from which searches use the approximate index; below it they are exact. Default 5,000: measured by
-   * `npm run bench` (Gallery search), exact search costs about 1 µs per entry on one core, the approximate one about
-   * 0.2 to 0.6 ms at any size, plus an event-loop turn less. 0 always uses it, Infinity never builds it.
+   * Entries from which searches use the approximate index; below it they are exact. Default 2,000: measured by
+   * `npm run bench` (Gallery search at scale), exact search costs about 0.6 µs per entry on one core, the
+   * approximate one 0.5 to 1 ms at 1,000 to 10,000. 0 always uses it, Infinity never builds it.
    */
   annThreshold?: number;
   /** Storage of the approximate index: 'f16' (default, 2 bytes a value) or 'i8' (1 byte; for 1,000,000+ entries). */
   annQuantization?: AnnQuantization;
+  /** Beam width of an approximate search (HNSW ef, default 128): wider finds the exact nearest more often, slower. */
+  annExpansion?: number;
 }
 
-export const DEFAULT_ANN_THRESHOLD = 5_000;
+export const DEFAULT_ANN_THRESHOLD = 2_000;
 
 interface Parts {
   native: NativeGallery;
@@ -68,6 +70,7 @@ export class GalleryIndex {
   readonly dim: number;
   readonly annThreshold: number;
   readonly #quantization: AnnQuantization;
+  readonly #expansion: number;
   /** Bumped by replace(): a background build of an older generation stops. */
   #generation = 0;
   #indexed: Promise<void> = Promise.resolve();
@@ -81,11 +84,14 @@ export class GalleryIndex {
     this.dim = dim;
     this.annThreshold = threshold;
     this.#quantization = quantization;
+    const expansion = options.annExpansion ?? DEFAULT_EXPANSION_SEARCH;
+    if (!Number.isInteger(expansion) || expansion < 1 || expansion > 4096) throw new EngineError('INVALID_ARGUMENT', 'annExpansion must be an integer from 1 to 4096');
+    this.#expansion = expansion;
     parts.set(this, { native: new (loadNative().Gallery)(dim), ann: this.#newAnn() });
   }
 
   #newAnn(): AnnIndex | null {
-    return this.annThreshold === Infinity ? null : new AnnIndex(this.dim, this.#quantization);
+    return this.annThreshold === Infinity ? null : new AnnIndex(this.dim, this.#quantization, this.#expansion);
   }
 
   #parts(): Parts {
