@@ -1,10 +1,12 @@
-// Recognition benchmarks: gallery search time at 1,000 / 10,000 / 100,000 enrolled embeddings (one matrix
-// product in C++ on a worker), and recognition latency per face (decode, detect, embed, search).
-// Part of `npm run bench`; alone: node dist/bench/recognition-bench.js [--quick]
+// Recognition benchmarks: gallery search at 1,000 / 10,000 / 100,000 (and, with --gallery-1m, 1,000,000) enrolled
+// embeddings, exact and approximate, and recognition latency per face (decode, detect, embed, search).
+// Part of `npm run bench`; alone: node dist/bench/recognition-bench.js [--quick] [--gallery-1m] [--gallery-i8]
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Engine, type GalleryIndex } from '../src/index.js';
+import { calibratedDistance } from '../src/face-embedding.js';
+import { Engine, type GalleryEntry, type GalleryIndex } from '../src/index.js';
+import { distractors, embedRealFaces, statistics } from './face-corpus.js';
 
 type Row = Record<string, string | number>;
 
@@ -47,36 +49,84 @@ function fillGallery(gallery: GalleryIndex, from: number, count: number): void {
   }
 }
 
-export async function benchGallerySearch(quick: boolean): Promise<Row[]> {
-  const engine = await Engine.open({ workers: 1, threadsPerWorker: 1 });
-  const gallery = engine.createGallery();
+function rssMb(): number {
+  return process.memoryUsage().rss / 1e6;
+}
+
+/**
+ * Gallery search at scale on real embeddings: the test photos' faces embedded from augmented crops (face-corpus.ts;
+ * every 5th face held out: unknown people), 7 variants of the others enrolled, the rest of each gallery distractors
+ * drawn to the real embeddings' statistics. Queries: the enrolled faces' other variants, the held-out faces, and
+ * 1,000 fresh distractors. Per size: a fresh gallery loaded as at a restart (replace + background HNSW build), the
+ * exact search (matrix product on a worker) and the approximate one (HNSW on the JS thread + exact re-ranking), their
+ * agreement (same top-1 sample; same accept/reject at distance 105), and the memory it took.
+ */
+export async function benchGallerySearch(root: string, quick: boolean, sizes: number[], quantization: 'f16' | 'i8' = 'f16'): Promise<Row[]> {
+  const engine = await Engine.open({ workers: 2, threadsPerWorker: 1 });
+  const scale = engine.faceEmbedder()!.distanceScale;
+  const real = await embedRealFaces(engine, join(root, 'test', 'data'), quick ? 6 : 12, quick ? 40 : Infinity);
+  const faces = [...new Set(real.map((r) => r.face))];
+  const heldOut = new Set(faces.filter((_, i) => i % 5 === 4));
+  const enrolled = real.filter((r) => !heldOut.has(r.face) && r.variant >= 1 && r.variant <= 7);
+  // Exact search at 100,000 costs ~0.15 s a query: a spread-out subset of the real queries keeps the section short.
+  const allReal = real.filter((r) => heldOut.has(r.face) || r.variant === 0 || r.variant >= 8).map((r) => r.embedding);
+  const realWanted = quick ? 200 : 450;
+  const queries = allReal.filter((_, i) => i % Math.max(1, Math.floor(allReal.length / realWanted)) === 0).slice(0, realWanted);
+  const realQueries = queries.length;
+  const stats = statistics(real.map((r) => r.embedding));
+  const unknown = distractors(stats, quick ? 100 : 150, 77);
+  for (let i = 0; i < unknown.length / 1024; i++) queries.push(unknown.slice(i * 1024, (i + 1) * 1024));
+  const accepted = (cosine: number) => calibratedDistance(cosine, scale) <= 105;
   const rows: Row[] = [];
-  const query = new Float32Array(gallery.dim);
-  fillUnit(query, gallery.dim, 999_999_937);
-  let size = 0;
-  for (const target of [1_000, 10_000, 100_000]) {
-    fillGallery(gallery, size, target - size);
-    size = target;
-    const n = quick ? 10 : target >= 100_000 ? 30 : 100;
-    for (let i = 0; i < 3; i++) await engine.searchGallery(gallery, query);
-    const inWorker: number[] = [];
-    const roundTrip: number[] = [];
+  for (const size of sizes) {
+    const entries: GalleryEntry[] = enrolled.map((r, i) => ({ id: i + 1, subject: r.face, embedding: r.embedding }));
+    const noise = distractors(stats, size - entries.length, size);
+    for (let i = 0; entries.length < size; i++) entries.push({ id: entries.length + 1, subject: `distractor-${i}`, embedding: noise.subarray(i * 1024, (i + 1) * 1024) });
+    const rss0 = rssMb();
+    const gallery = engine.createGallery({ annThreshold: 0, annQuantization: quantization });
+    let t = performance.now();
+    gallery.replace(entries);
+    const exactLoadS = (performance.now() - t) / 1000;
+    await gallery.indexed;
+    const loadS = (performance.now() - t) / 1000;
+    const mbPerEmbedding = (rssMb() - rss0) / size;
+    const exactMs: number[] = [];
+    const annMs: number[] = [];
+    let top1 = 0;
+    let realTop1 = 0;
+    let decision = 0;
+    const n = queries.length;
     for (let i = 0; i < n; i++) {
-      const t = performance.now();
-      const r = await engine.searchGallery(gallery, query);
-      roundTrip.push(performance.now() - t);
-      inWorker.push(r.searchMs);
+      const q = queries[i]!;
+      const e = await engine.searchGallery(gallery, q, { exact: true });
+      t = performance.now();
+      const a = gallery.searchApproximate(q); // what a recognition request runs on the event loop
+      annMs.push(performance.now() - t);
+      exactMs.push(e.searchMs);
+      if (a?.id === e.match?.id) {
+        top1++;
+        if (i < realQueries) realTop1++;
+      }
+      if (accepted(a?.cosine ?? -1) === accepted(e.match?.cosine ?? -1)) decision++;
     }
-    const w = summary(inWorker);
-    const rt = summary(roundTrip);
+    const ex = summary(exactMs);
+    const ann = summary(annMs);
     rows.push({
-      embeddings: target,
-      'matrix MB': (target * gallery.dim * 4) / 1e6,
-      'search p50 ms': w.p50,
-      'search p99 ms': w.p99,
-      'call p50 ms': rt.p50,
-      'embeddings/ms': target / w.p50,
+      embeddings: size,
+      storage: quantization,
+      'exact p50 ms': ex.p50,
+      'HNSW p50 ms': ann.p50,
+      'HNSW p99 ms': ann.p99,
+      'load s (HNSW build)': loadS,
+      'exact-only load s': exactLoadS,
+      'KB/embedding': mbPerEmbedding * 1000,
+      queries: n,
+      'top-1 real %': (100 * realTop1) / realQueries,
+      'top-1 all %': (100 * top1) / n,
+      'accept/reject %': (100 * decision) / n,
     });
+    gallery.replace([]); // frees the rows before the next size
+    await gallery.indexed;
   }
   await engine.close();
   return rows;
@@ -136,5 +186,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const root = join(fileURLToPath(import.meta.url), '..', '..', '..');
   const quick = process.argv.includes('--quick');
   print('Recognition per face (1 worker x 1 thread, gallery of 1,000)', await benchRecognition(root, quick));
-  print('Gallery search, 1024-d embeddings (1 worker x 1 thread)', await benchGallerySearch(quick));
+  const sizes = [1_000, 10_000, 100_000, ...(process.argv.includes('--gallery-1m') ? [1_000_000] : [])];
+  const quantization = process.argv.includes('--gallery-i8') ? 'i8' : 'f16';
+  print(`Gallery search at scale, real embeddings + distractors (${quantization})`, await benchGallerySearch(root, quick, sizes, quantization));
 }

@@ -2,6 +2,7 @@
 // scaling, route latency over HTTPS, face-detector accuracy and latency per worker/thread layout, pose, objects,
 // recognition, metrics. Prints tables; writes bench/results/*.json.
 //   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects]   (one group of sections only)
+//   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -206,8 +207,10 @@ async function main(): Promise<void> {
   table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
   const recognition = skipRest ? [] : await benchRecognition(root, quick);
   table('Recognition per face: decode, detect, embed, search a gallery of 1,000 (1 worker x 1 thread)', recognition);
-  const gallerySearch = skipRest ? [] : await benchGallerySearch(quick);
-  table('Gallery search: one matrix product over all enrolled 1024-d embeddings (1 worker x 1 thread)', gallerySearch);
+  const gallerySizes = [1_000, 10_000, 100_000, ...(process.argv.includes('--gallery-1m') ? [1_000_000] : [])];
+  const galleryStorage = process.argv.includes('--gallery-i8') ? 'i8' : 'f16';
+  const gallerySearch = skipRest ? [] : await benchGallerySearch(root, quick, gallerySizes, galleryStorage);
+  table(`Gallery search at scale: exact (matrix product on a worker) vs HNSW (${galleryStorage}, JS thread) + exact re-ranking, real embeddings + distractors`, gallerySearch);
 
   const outDir = join(root, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });

@@ -8,13 +8,13 @@ import { PNG } from 'pngjs';
 
 export const VGA = { width: 640, height: 480 } as const;
 
-interface Rgba {
+export interface Rgba {
   width: number;
   height: number;
   data: Uint8Array;
 }
 
-function decode(file: string): Rgba {
+export function decode(file: string): Rgba {
   const bytes = readFileSync(file);
   if (file.endsWith('.png')) {
     const png = PNG.sync.read(bytes);

@@ -40,6 +40,28 @@ GalleryMatch GallerySnapshot::Search(const float* query) const {
   return best;
 }
 
+GalleryMatch GalleryIndex::BestOf(const std::vector<int64_t>& ids, const float* query) const {
+  GalleryMatch best;
+  const auto snapshot = Snapshot();
+  for (int64_t id : ids) {
+    const auto it = rowOfId_.find(id);
+    if (it == rowOfId_.end()) continue;
+    const int r = static_cast<int>(it->second);
+    if (snapshot->subjectOf_[r] < 0) continue;
+    const float* row = snapshot->buffer_->rows.ptr<float>(r);
+    float dot = 0;
+    for (int i = 0; i < dim_; ++i) dot += row[i] * query[i];
+    // Ties keep the earlier candidate (the index's own order).
+    if (!best.found || dot > best.cosine) {
+      best.found = true;
+      best.id = id;
+      best.subject = (*snapshot->subjects_)[snapshot->subjectOf_[r]];
+      best.cosine = dot;
+    }
+  }
+  return best;
+}
+
 GalleryIndex::GalleryIndex(int dim) : dim_(dim) {
   if (dim <= 0) throw std::invalid_argument("gallery dimension must be positive");
   auto empty = std::make_shared<GallerySnapshot>(dim);

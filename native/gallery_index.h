@@ -81,6 +81,11 @@ class GalleryIndex {
   // Writer only. Builds a fresh gallery from `samples` and swaps it in at once.
   void Replace(const std::vector<GallerySampleRef>& samples);
 
+  // Writer (JS thread) only. The nearest of the listed ids to `query`, with an
+  // exact cosine: re-ranks an approximate index's candidates. Ids not present
+  // are skipped; not found when none is.
+  GalleryMatch BestOf(const std::vector<int64_t>& ids, const float* query) const;
+
   int dim() const { return dim_; }
 
  private:

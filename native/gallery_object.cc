@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "error_code.h"
+#include "gallery_match_js.h"
 #include "js_errors.h"
 
 namespace edgecv {
@@ -71,6 +72,7 @@ Napi::Function GalleryObject::Define(Napi::Env env) {
                          InstanceMethod<&GalleryObject::Add>("add"),
                          InstanceMethod<&GalleryObject::Replace>("replace"),
                          InstanceMethod<&GalleryObject::Remove>("remove"),
+                         InstanceMethod<&GalleryObject::BestOf>("bestOf"),
                          InstanceMethod<&GalleryObject::Size>("size"),
                          InstanceMethod<&GalleryObject::Dim>("dim"),
                      });
@@ -98,6 +100,17 @@ Napi::Value GalleryObject::Replace(const Napi::CallbackInfo& info) {
 Napi::Value GalleryObject::Remove(const Napi::CallbackInfo& info) {
   const std::vector<int64_t> ids = ReadIds(info.Env(), info[0]);
   return Napi::Number::New(info.Env(), static_cast<double>(index_->Remove(ids)));
+}
+
+Napi::Value GalleryObject::BestOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::vector<int64_t> ids = ReadIds(env, info[0]);
+  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+    ThrowInvalid(env, "query must be a Float32Array");
+  }
+  Napi::Float32Array query = info[1].As<Napi::Float32Array>();
+  if (query.ElementLength() != static_cast<size_t>(index_->dim())) ThrowInvalid(env, "query has the wrong dimension");
+  return GalleryMatchToJs(env, index_->BestOf(ids, query.Data()));
 }
 
 Napi::Value GalleryObject::Size(const Napi::CallbackInfo& info) {

@@ -25,6 +25,8 @@ class GalleryObject : public Napi::ObjectWrap<GalleryObject> {
   Napi::Value Replace(const Napi::CallbackInfo& info);
   // remove(ids: Float64Array) -> number removed
   Napi::Value Remove(const Napi::CallbackInfo& info);
+  // bestOf(ids: Float64Array, query: Float32Array) -> match | null (exact re-ranking of candidates)
+  Napi::Value BestOf(const Napi::CallbackInfo& info);
   // size() -> { live, rows }
   Napi::Value Size(const Napi::CallbackInfo& info);
   Napi::Value Dim(const Napi::CallbackInfo& info);

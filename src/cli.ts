@@ -4,6 +4,7 @@
 import { BENCH_USAGE, runBenchCommand } from './commands/bench.js';
 import { LOGIN_USAGE, LOGOUT_USAGE, runLogin, runLogout } from './commands/login.js';
 import { METRICS_USAGE, runMetrics } from './commands/metrics.js';
+import { runTrainer, TRAINER_USAGE } from './commands/trainer.js';
 import { runUserCommand, USER_USAGE } from './commands/user.js';
 import { ConfigError, parseServerConfig, serverOptionsHelp } from './config.js';
 
@@ -38,6 +39,11 @@ const COMMANDS: Record<string, Command> = {
     summary: 'forget the saved token of a server',
     usage: () => LOGOUT_USAGE,
     run: runLogout,
+  },
+  trainer: {
+    summary: 'import a JSON-lines gallery file into a server, resumably, with progress (trainer import)',
+    usage: () => TRAINER_USAGE,
+    run: runTrainer,
   },
   metrics: {
     summary: "query a server's application metrics (metrics app)",

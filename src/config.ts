@@ -71,6 +71,10 @@ export interface ServerConfig {
   gallery?: string;
   /** true: do not keep face crops with enrolled samples (then a model change cannot re-embed them). */
   noStoreCrops?: boolean;
+  /** Gallery size from which searches use the approximate (HNSW) index; undefined = GalleryIndex default. */
+  galleryAnnThreshold?: number;
+  /** Storage of the approximate index, f16 (default) or i8. */
+  galleryAnnQuantization?: 'f16' | 'i8';
 }
 
 export const METRICS_ACCESS = ['open', 'loopback', 'admin'] as const;
@@ -138,6 +142,8 @@ export const SERVER_OPTIONS = {
   apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
   httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
+  galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: 'enrolled samples from which recognition searches an HNSW index instead of every embedding (default 2000)' },
+  galleryAnnQuantization: { flag: 'gallery-ann-quantization', env: 'EDGECV_GALLERY_ANN_QUANTIZATION', kind: 'choice', choices: ['f16', 'i8'], help: 'storage of that index: f16 (default) or i8' },
   noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
 
@@ -245,6 +251,7 @@ export function parseServerConfig(
   for (const key of [
     'httpPort', 'maxPixels', 'maxAspectRatio', 'minImageSide', 'headersTimeout', 'handshakeTimeout', 'requestTimeout', 'minBodyRate',
     'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl', 'objectInputSize',
+    'galleryAnnThreshold',
   ] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
@@ -257,6 +264,7 @@ export function parseServerConfig(
   if ((config.objectLabels !== undefined || config.objectInputSize !== undefined) && !isModelPath(config.objectModel ?? '')) {
     throw new ConfigError('--object-labels and --object-input-size go with an own --object-model /path/model.onnx');
   }
+  if (out.galleryAnnQuantization !== undefined) config.galleryAnnQuantization = out.galleryAnnQuantization as 'f16' | 'i8';
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }

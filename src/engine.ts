@@ -24,7 +24,7 @@ import {
   type FaceEmbeddingResult,
   type GalleryMatch,
 } from './face-embedding.js';
-import { GalleryIndex, nativeGallery } from './gallery-index.js';
+import { GalleryIndex, nativeGallery, type GalleryIndexOptions } from './gallery-index.js';
 import { admitImage, IMAGE_LIMIT_DEFAULTS, type AdmittedImage, type ImageLimits } from './image-admission.js';
 import type { ImageFormat, ImageHeader } from './image-header.js';
 import {
@@ -801,9 +801,9 @@ export class Engine {
     return this.#embedder;
   }
 
-  /** An empty gallery for this engine's embeddings. */
-  createGallery(): GalleryIndex {
-    return new GalleryIndex(this.#requireEmbedder().dim);
+  /** An empty gallery for this engine's embeddings (options: when to search it approximately, and how). */
+  createGallery(options: GalleryIndexOptions = {}): GalleryIndex {
+    return new GalleryIndex(this.#requireEmbedder().dim, options);
   }
 
   /**
@@ -833,24 +833,44 @@ export class Engine {
       return checkDetectOptions(d as DetectFacesOptions);
     });
     try {
+      // A large gallery is searched approximately on this thread once the embedding is back; a small one exactly,
+      // inside the job on the worker.
+      const approximate = gallery !== undefined && gallery.approximate;
       const result = await this.#native.embedFace(bytes, {
         detect: resolveTiles(checked.detect, header),
         cropScale: checked.cropScale,
         keepCrop: checked.keepCrop,
         ...(checked.rect ? { rect: checked.rect } : {}),
-        ...(native ? { gallery: native } : {}),
+        ...(native && !approximate ? { gallery: native } : {}),
       });
+      if (approximate && result.embedding) {
+        const t = performance.now();
+        result.match = gallery.searchApproximate(result.embedding);
+        result.timings.searchMs = performance.now() - t;
+      }
       return result;
     } catch (e) {
       throw toEngineError(e);
     }
   }
 
-  /** The nearest entry of `gallery` to `embedding` (null when the gallery is empty), searched on a worker. */
-  async searchGallery(gallery: GalleryIndex, embedding: Float32Array): Promise<{ match: GalleryMatch | null; searchMs: number }> {
+  /**
+   * The nearest entry of `gallery` to `embedding` (null when the gallery is empty): through its approximate index
+   * on this thread when it has one in use, else (or with `exact: true`) with the exact index on a worker.
+   */
+  async searchGallery(
+    gallery: GalleryIndex,
+    embedding: Float32Array,
+    opts: { exact?: boolean } = {},
+  ): Promise<{ match: GalleryMatch | null; searchMs: number }> {
     if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
     const native = nativeGallery(gallery);
     const query = l2Normalized(checkEmbedding(embedding, native.dim(), 'query'), 'query');
+    if (gallery.approximate && opts.exact !== true) {
+      const t = performance.now();
+      const match = gallery.searchApproximate(query);
+      return { match, searchMs: performance.now() - t };
+    }
     try {
       return await this.#native.searchGallery(native, query);
     } catch (e) {

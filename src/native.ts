@@ -153,6 +153,8 @@ export interface NativeGallery {
   add(ids: Float64Array, subjects: string[], embeddings: Float32Array): void;
   replace(ids: Float64Array, subjects: string[], embeddings: Float32Array): void;
   remove(ids: Float64Array): number;
+  /** The nearest of `ids` to `query` by exact cosine (re-ranks approximate candidates); null when none is present. */
+  bestOf(ids: Float64Array, query: Float32Array): NativeGalleryMatch | null;
   size(): { live: number; rows: number };
   dim(): number;
 }

@@ -1,6 +1,7 @@
 // A fleet sharing one gallery on Redis: a real redis-server (Debian's package, installed by set-up) on 127.0.0.1
 // without persistence, two real server processes. Enrol through one, recognize through the other; removals
-// travel too; and a server whose subscription drops resyncs in full when it reconnects.
+// travel too; and a server whose subscription drops resyncs in full when it reconnects. Server b keeps its index
+// approximate (HNSW, --gallery-ann-threshold 1), a exact.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -47,7 +48,11 @@ beforeAll(async () => {
   });
   const gallery = `redis://127.0.0.1:${redisPort}/0`;
   [a, b] = await Promise.all(
-    ['a', 'b'].map((n) => startServerProcess(['--data-dir', path.join(tmp, n), '--workers', '1', '--gallery', gallery, '--admin-key', KEY])),
+    // b searches its gallery through the approximate (HNSW) index from the first sample on, a exactly: both must
+    // follow the fleet's changes the same way.
+    [[], ['--gallery-ann-threshold', '1']].map((extra, i) =>
+      startServerProcess(['--data-dir', path.join(tmp, i === 0 ? 'a' : 'b'), '--workers', '1', '--gallery', gallery, '--admin-key', KEY, ...extra]),
+    ),
   );
 });
 

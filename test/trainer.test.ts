@@ -277,26 +277,43 @@ describe('recognition API', () => {
     expect(await ok.json()).toEqual({ success: 'true', added: 2, samples: before + 2 });
   });
 
-  it('answers 503 "Training data update in progress" during a bulk import, and serves again after it', async () => {
+  it('serves predictions while a bulk import embeds, answers 503 "Training data update in progress" only during its swap', async () => {
+    // The real SQLite store, whose bulk commit waits for a gate: it holds the import's swap open for the test.
+    const store = SqliteGalleryStore.open(tmpDir());
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const addMany = store.addMany.bind(store);
+    store.addMany = async (samples, replace) => {
+      await gate;
+      return addMany(samples, replace);
+    };
+    const s = await RecognitionService.open(engine, store, { log: () => {} });
+    await s.ready;
+    const own = appFor(s);
+    const probe = johns.get('John_Savage')![9]!.bytes;
+    expect((await addRaw(own, 'John_Savage', johns.get('John_Savage')![0]!.bytes)).status).toBe(200);
     const lines = [...johns.values()].flatMap((photos) => photos.slice(6, 9)).map((p) => JSON.stringify({ subject: p.subject, image: p.bytes.toString('base64') }));
-    const importing = app.request('/trainer/import/', { method: 'POST', body: lines.join('\n'), headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
-    const during: Response[] = [];
-    await new Promise((r) => setTimeout(r, 20));
-    while (service.updating) {
-      during.push(await predict(app, johns.get('John_Savage')![9]!.bytes));
-      during.push(await addRaw(app, 'John_Savage', johns.get('John_Savage')![9]!.bytes));
-      // a 503 resolves without leaving the microtask queue: let the import's jobs settle
-      await new Promise((r) => setTimeout(r, 25));
+    const importing = own.request('/trainer/import/', { method: 'POST', body: lines.join('\n'), headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
+    // While the photos are embedded the window is closed: predictions are answered.
+    const whileEmbedding: number[] = [];
+    for (let i = 0; i < 200 && !s.updating; i++) {
+      whileEmbedding.push((await predict(own, probe)).status);
+      await new Promise((r) => setTimeout(r, 5));
     }
-    expect((await importing).status).toBe(200);
-    expect(during.length).toBeGreaterThan(0);
-    for (const res of during.filter((r) => r.status === 503)) {
+    expect(s.updating).toBe(true); // the swap: the store commit is waiting at the gate
+    expect(whileEmbedding.length).toBeGreaterThan(0);
+    expect(whileEmbedding.every((status) => status === 200)).toBe(true);
+    for (const res of [await predict(own, probe), await addRaw(own, 'John_Savage', probe)]) {
+      expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('2');
       expect(await res.json()).toEqual({ success: 'false', error: 'Training data update in progress' });
     }
-    expect(during.filter((r) => r.status === 503).length).toBeGreaterThan(0);
-    const after = await predict(app, johns.get('John_Savage')![9]!.bytes);
-    expect(after.status).toBe(200);
+    release();
+    expect((await importing).status).toBe(200);
+    expect(s.updating).toBe(false);
+    expect((await predict(own, probe)).status).toBe(200);
+    expect(s.size).toBe(1 + lines.length);
+    await s.close();
   });
 
   it('never answers 503 because of single adds and removes', async () => {

@@ -75,6 +75,8 @@ export interface ApiRequest {
   method: 'GET' | 'POST';
   path: string;
   body?: unknown;
+  /** A body sent as is instead of JSON (e.g. JSON lines), with its media type. */
+  raw?: { contentType: string; text: string };
   token?: string;
   tls: TlsChoice;
   timeoutMs?: number;
@@ -83,9 +85,9 @@ export interface ApiRequest {
 /** Sends the request; resolves with the parsed JSON of a 2xx answer, throws ClientError otherwise. */
 export function apiRequest(req: ApiRequest): Promise<unknown> {
   const tls = tlsOptions(req.tls);
-  const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
+  const payload = req.raw ? req.raw.text : req.body === undefined ? undefined : JSON.stringify(req.body);
   const headers: Record<string, string> = { Accept: 'application/json' };
-  if (payload !== undefined) headers['Content-Type'] = 'application/json';
+  if (payload !== undefined) headers['Content-Type'] = req.raw ? req.raw.contentType : 'application/json';
   if (req.token !== undefined) headers['Authorization'] = `Bearer ${req.token}`;
   return new Promise((resolve, reject) => {
     const r = https.request(

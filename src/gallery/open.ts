@@ -1,6 +1,7 @@
 // Opens the gallery store the configuration names and the recognition service over it.
 
 import type { ServerConfig } from '../config.js';
+import type { GalleryIndexOptions } from '../gallery-index.js';
 import { RecognitionService, type RecognitionEngine } from './recognition-service.js';
 import { RedisGalleryStore } from './redis-store.js';
 import { SqliteGalleryStore } from './sqlite-store.js';
@@ -13,11 +14,14 @@ export async function openGalleryStore(config: Pick<ServerConfig, 'gallery' | 'd
 
 export async function openRecognition(
   engine: RecognitionEngine,
-  config: Pick<ServerConfig, 'gallery' | 'dataDir' | 'noStoreCrops'>,
+  config: Pick<ServerConfig, 'gallery' | 'dataDir' | 'noStoreCrops' | 'galleryAnnThreshold' | 'galleryAnnQuantization'>,
 ): Promise<RecognitionService> {
   const store = await openGalleryStore(config);
+  const gallery: GalleryIndexOptions = {};
+  if (config.galleryAnnThreshold !== undefined) gallery.annThreshold = config.galleryAnnThreshold;
+  if (config.galleryAnnQuantization !== undefined) gallery.annQuantization = config.galleryAnnQuantization;
   try {
-    return await RecognitionService.open(engine, store, { storeCrops: !config.noStoreCrops });
+    return await RecognitionService.open(engine, store, { storeCrops: !config.noStoreCrops, gallery });
   } catch (e) {
     await store.close();
     throw e;

@@ -8,7 +8,7 @@
 
 import type { Engine } from '../engine.js';
 import { calibratedDistance, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../face-embedding.js';
-import type { GalleryIndex } from '../gallery-index.js';
+import type { GalleryIndex, GalleryIndexOptions } from '../gallery-index.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
 import type { GalleryStore, NewSample, Rect, RemoteChanges, SampleVector } from './types.js';
 
@@ -46,6 +46,8 @@ export class SubjectError extends Error {
 export interface RecognitionOptions {
   /** Keep each sample's face crop (needed to re-embed after a model change). Default true. */
   storeCrops?: boolean;
+  /** When the in-memory index turns approximate, and its storage (GalleryIndex options). */
+  gallery?: GalleryIndexOptions;
   log?: (message: string) => void;
 }
 
@@ -105,7 +107,7 @@ export class RecognitionService {
     this.#engine = engine;
     this.#store = store;
     this.#embedder = embedder;
-    this.#index = engine.createGallery();
+    this.#index = engine.createGallery(options.gallery);
     this.#storeCrops = options.storeCrops ?? true;
     this.#log = options.log ?? ((m) => console.log(`edgecv: ${m}`));
     this.ready = Promise.resolve();
@@ -208,6 +210,7 @@ export class RecognitionService {
     this.#index.replace(current.map((s) => ({ id: s.id, subject: s.subject, embedding: s.embedding })));
     this.#subjectOf.clear();
     for (const s of current) this.#subjectOf.set(s.id, s.subject);
+    await this.#index.indexed; // the approximate index of a large gallery is built inside the window too
     if (stale.size > 0) await this.#reembed(stale);
   }
 
@@ -363,18 +366,21 @@ export class RecognitionService {
   }
 
   /**
-   * Bulk import of a JSON-lines body: all or nothing. Every line is checked and embedded first; then one store
-   * transaction adds them (replacing the whole gallery when `replace`). Runs in the update window.
+   * Bulk import of a JSON-lines body: all or nothing. Every line is checked and embedded first, while predictions
+   * are still served; then the update window opens only for the swap: one store transaction adds them (replacing
+   * the whole gallery when `replace`) and the index takes them (appended, or reloaded from the store on replace).
    */
   async import(text: string, replace: boolean): Promise<{ added: number; total: number }> {
-    const items = parseImport(text); // ImportError before the window opens: nothing changes
+    const items = parseImport(text); // ImportError before anything is embedded: nothing changes
     if (this.updating) throw new GalleryBusyError();
+    const samples: NewSample[] = [];
+    for (const item of items) samples.push(await this.#sampleFromItem(item));
     let added = 0;
     await this.#rebuild(replace ? 'import (replace)' : 'import', async () => {
-      const samples: NewSample[] = [];
-      for (const item of items) samples.push(await this.#sampleFromItem(item));
-      added = (await this.#store.addMany(samples, replace)).length;
-      await this.#loadAll();
+      const stored = await this.#store.addMany(samples, replace);
+      added = stored.length;
+      if (replace) await this.#loadAll();
+      else this.#applyNow({ op: 'add', samples: stored });
     });
     return { added, total: this.#subjectOf.size };
   }

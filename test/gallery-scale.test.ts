@@ -1,0 +1,188 @@
+// The approximate (HNSW) gallery index against exact search, on real embeddings: faces of the test photos embedded
+// by the real engine from augmented crops (bench/face-corpus.ts), among distractors drawn to their statistics.
+// Also: adds, removes and a replace during the background build keep it right; a service restarted over the same
+// SQLite store answers the same; the import's 503 window covers only the swap.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { distractors, embedRealFaces, statistics, type RealFace } from '../bench/face-corpus.js';
+import { calibratedDistance } from '../src/face-embedding.js';
+import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
+import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
+import type { Engine, GalleryEntry, GalleryIndex } from '../src/index.js';
+import { DATA_DIR, openEngine, photo, useTempDirs } from './helpers.js';
+
+const DISTRACTORS = 4000;
+let engine: Engine;
+let faces: RealFace[];
+let entries: GalleryEntry[];
+let queries: Float32Array[];
+let realQueries: number;
+let scale: number;
+const tempDir = useTempDirs();
+
+beforeAll(async () => {
+  engine = await openEngine({ workers: 2 });
+  scale = engine.faceEmbedder()!.distanceScale;
+  faces = await embedRealFaces(engine, DATA_DIR, 4, 30);
+  // Variants 1..3 of every face are enrolled; variant 0 of each is a query that should find its face.
+  entries = faces.filter((f) => f.variant > 0).map((f, i) => ({ id: i + 1, subject: f.face, embedding: f.embedding }));
+  const stats = statistics(faces.map((f) => f.embedding));
+  const noise = distractors(stats, DISTRACTORS, 11);
+  for (let i = 0; i < DISTRACTORS; i++) entries.push({ id: 100_000 + i, subject: `distractor-${i}`, embedding: noise.subarray(i * 1024, (i + 1) * 1024) });
+  queries = faces.filter((f) => f.variant === 0).map((f) => f.embedding);
+  realQueries = queries.length;
+  const unknown = distractors(stats, 200, 12); // nobody enrolled: mostly rejections
+  for (let i = 0; i < 200; i++) queries.push(unknown.slice(i * 1024, (i + 1) * 1024));
+}, 240_000);
+
+afterAll(async () => {
+  await engine?.close();
+});
+
+async function exactGallery(list: GalleryEntry[]): Promise<GalleryIndex> {
+  const g = engine.createGallery({ annThreshold: Infinity });
+  g.replace(list);
+  return g;
+}
+
+async function annGallery(list: GalleryEntry[]): Promise<GalleryIndex> {
+  const g = engine.createGallery({ annThreshold: 1 });
+  g.replace(list);
+  expect(g.approximate).toBe(false); // exact until the background build is done
+  await g.indexed;
+  expect(g.approximate).toBe(true);
+  return g;
+}
+
+const accepted = (cosine: number) => calibratedDistance(cosine, scale) <= 105;
+
+describe('approximate gallery index on real embeddings', () => {
+  it('has real faces to work with', () => {
+    expect(new Set(faces.map((f) => f.face)).size).toBe(30);
+    expect(realQueries).toBe(30);
+    // Variants of one face are close (same person), distractors are not.
+    const exact = (a: Float32Array, b: Float32Array) => a.reduce((s, v, i) => s + v * b[i]!, 0);
+    const sameFace = faces.filter((f) => f.face === faces[0]!.face);
+    expect(accepted(exact(sameFace[0]!.embedding, sameFace[1]!.embedding))).toBe(true);
+    expect(accepted(exact(faces[0]!.embedding, entries.at(-1)!.embedding))).toBe(false);
+  });
+
+  it('finds what exact search finds: same top-1 for every real face, same accept/reject for every query', async () => {
+    const exact = await exactGallery(entries);
+    const ann = await annGallery(entries);
+    let sameTop1 = 0;
+    for (const [i, q] of queries.entries()) {
+      const e = (await engine.searchGallery(exact, q)).match!;
+      const a = (await engine.searchGallery(ann, q)).match!;
+      if (i < realQueries) expect(a.id).toBe(e.id);
+      if (a.id === e.id) {
+        sameTop1++;
+        expect(a.cosine).toBeCloseTo(e.cosine, 5); // re-ranked with the float32 embeddings: exact cosines
+        expect(a.subject).toBe(e.subject);
+      }
+      expect(accepted(a.cosine)).toBe(accepted(e.cosine));
+    }
+    expect(sameTop1).toBeGreaterThanOrEqual(realQueries);
+  });
+
+  it('recognizes a photo through the approximate index as through the exact one', async () => {
+    const exact = await exactGallery(entries);
+    const ann = await annGallery(entries);
+    const bytes = photo('dlib/johns/John_Simm/000306_00470222.jpg');
+    const e = await engine.recognizeFace(bytes, exact);
+    const a = await engine.recognizeFace(bytes, ann);
+    expect(a.match).not.toBeNull();
+    expect(a.match!.id).toBe(e.match!.id);
+    expect(a.match!.cosine).toBeCloseTo(e.match!.cosine, 5);
+    expect(a.timings.searchMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('takes adds, replacements and removes without a rebuild, in step with exact search', async () => {
+    const base = entries.filter((e) => e.subject.startsWith('distractor-')); // the real faces come one by one
+    const ann = await annGallery(base);
+    const exact = await exactGallery(base);
+    const indexed = ann.indexed;
+    const target = faces.find((f) => f.variant === 0)!;
+    const twin = faces.find((f) => f.face === target.face && f.variant === 1)!;
+    const person = (f: RealFace) => f.face.split('/')[2]; // dlib/johns/<person>/...
+    const other = faces.find((f) => person(f) !== person(target) && f.variant === 1)!;
+    const both = (op: (g: GalleryIndex) => unknown) => [op(ann), op(exact)];
+    const nearest = async (q: Float32Array) => {
+      const [a, e] = [(await engine.searchGallery(ann, q)).match!, (await engine.searchGallery(exact, q)).match!];
+      expect([a.id, a.subject]).toEqual([e.id, e.subject]);
+      return a;
+    };
+    expect((await nearest(target.embedding)).subject).toMatch(/^distractor-/);
+    both((g) => g.add([{ id: 7_000_007, subject: 'added', embedding: twin.embedding }]));
+    const m = await nearest(target.embedding);
+    expect([m.id, m.subject, accepted(m.cosine)]).toEqual([7_000_007, 'added', true]);
+    // Same id, another face: the old vector must not answer any more.
+    both((g) => g.add([{ id: 7_000_007, subject: 'replaced', embedding: other.embedding }]));
+    expect((await nearest(target.embedding)).cosine).toBeLessThan(m.cosine - 0.1); // the twin is gone
+    expect((await nearest(other.embedding)).subject).toBe('replaced');
+    expect(both((g) => g.remove([7_000_007]))).toEqual([1, 1]);
+    expect((await nearest(other.embedding)).subject).toMatch(/^distractor-/);
+    expect(ann.approximate).toBe(true);
+    expect(ann.indexed).toBe(indexed); // no rebuild happened
+  });
+
+  it('keeps adds and removes made while the background build runs', async () => {
+    const g = engine.createGallery({ annThreshold: 1 });
+    g.replace(entries);
+    const target = faces.find((f) => f.variant === 0 && f.face !== faces[0]!.face)!;
+    const enrolledIds = entries.filter((e) => e.subject === target.face).map((e) => e.id);
+    expect(enrolledIds.length).toBe(3);
+    g.remove(enrolledIds); // before the build reaches them
+    g.add([{ id: 9_000_009, subject: 'late', embedding: faces.find((f) => f.face === target.face && f.variant === 2)!.embedding }]);
+    await g.indexed;
+    expect(g.approximate).toBe(true);
+    const m = (await engine.searchGallery(g, target.embedding)).match!;
+    expect([m.id, m.subject]).toEqual([9_000_009, 'late']);
+    expect(g.size).toBe(entries.length - 3 + 1);
+  });
+});
+
+describe('recognition service with the approximate index', () => {
+  it('answers the same after a restart over the same store, and the import window covers only the swap', async () => {
+    const dir = tempDir();
+    const log: string[] = [];
+    let probe: Promise<unknown> | undefined;
+    const open = async (store: SqliteGalleryStore) => {
+      const s = await RecognitionService.open(engine, store, {
+        gallery: { annThreshold: 1 },
+        log: (m) => {
+          log.push(m);
+          // Logged at the end of the import's update window, still inside it: a prediction now must wait.
+          if (m.startsWith('gallery import:')) probe = s.predict(photo('skimage/astronaut.png')).catch((e: unknown) => e);
+        },
+      });
+      await s.ready;
+      return s;
+    };
+    const first = await open(await SqliteGalleryStore.open(dir));
+    // Import real embeddings as JSON lines (export format without crops) plus one photo line.
+    const model = first.embedder;
+    const lines = entries.slice(0, 600).map((e) =>
+      JSON.stringify({ subject: e.subject, model: model.model, model_version: model.version, embedding: Buffer.from(e.embedding.buffer.slice(e.embedding.byteOffset, e.embedding.byteOffset + 4096)).toString('base64'), crop: null, crop_rect: null }),
+    );
+    lines.push(JSON.stringify({ subject: 'astronaut', image: photo('skimage/astronaut.png').toString('base64') }));
+    const importing = first.import(lines.join('\n'), false);
+    expect(first.updating).toBe(false); // embedding the photo line: predictions are still served
+    const r = await importing;
+    expect(r).toEqual({ added: 601, total: 601 });
+    expect(await probe).toBeInstanceOf(GalleryBusyError);
+    const p1 = await first.predict(photo('skimage/astronaut.png'));
+    expect(p1.face && p1.subject).toBe('astronaut');
+    const removed = await first.remove(entries[0]!.subject);
+    expect(removed.length).toBeGreaterThan(0);
+    await first.close();
+
+    const second = await open(await SqliteGalleryStore.open(dir));
+    expect(second.size).toBe(601 - removed.length);
+    const p2 = await second.predict(photo('skimage/astronaut.png'));
+    expect(p2.face && [p2.subject, p2.sampleId]).toEqual(p1.face && [p1.subject, p1.sampleId]);
+    expect(second.subjects().some((s) => s.subject === entries[0]!.subject)).toBe(false);
+    await second.close();
+    expect(log.some((m) => m.startsWith('gallery load: '))).toBe(true);
+  });
+});
