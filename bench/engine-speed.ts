@@ -27,6 +27,9 @@ function median(values: number[]): number {
 
 /** Models slower than this (ms per forward pass on OpenCV) get fewer OpenCV samples, so the section stays short. */
 const SLOW_OPENCV_MS = 60;
+/** Fast models get more samples: at least this much time of each runtime, so a 2 ms model is not judged on 40. */
+const MIN_SAMPLE_MS = 1500;
+const WARMUP_RUNS = 10;
 
 /**
  * Forward pass only, same input, same file, same threads (1 worker x 2 threads in the addon, 2 intra-op threads in
@@ -53,9 +56,11 @@ export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: Con
         'onnxruntime-node': () => session.run(feeds),
       };
       const samples: Record<keyof typeof runs, number[]> = { edgecv: [], 'edgecv opencv': [], 'onnxruntime-node': [] };
-      for (const run of Object.values(runs)) await ctx.timeIt(3, run);
+      for (const run of Object.values(runs)) await ctx.timeIt(WARMUP_RUNS, run);
       const openCvEvery = (await ctx.timeIt(1, runs['edgecv opencv']))[0]! > SLOW_OPENCV_MS ? 4 : 1;
-      for (let i = 0; i < ctx.iterations; i++) {
+      const estimate = ctx.stats(await ctx.timeIt(5, runs.edgecv)).p50;
+      const iterations = ctx.quick ? ctx.iterations : Math.max(ctx.iterations, Math.ceil(MIN_SAMPLE_MS / estimate));
+      for (let i = 0; i < iterations; i++) {
         samples.edgecv.push(...(await ctx.timeIt(1, runs.edgecv)));
         samples['onnxruntime-node'].push(...(await ctx.timeIt(1, runs['onnxruntime-node'])));
         if (i % openCvEvery === 0) samples['edgecv opencv'].push(...(await ctx.timeIt(1, runs['edgecv opencv'])));
@@ -114,47 +119,86 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<{ rows: Row
   return { rows, scaling };
 }
 
+interface RouteCase {
+  route: string;
+  body: Buffer;
+  model: string;
+  runtime: string;
+  connections: number[];
+}
+
+/** autocannon over each route of `cases` against `server`, one row per route and connection count. */
+async function measureRoutes(ctx: BenchContext, port: number, cases: RouteCase[]): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const r of cases) {
+    for (const connections of r.connections) {
+      const result = await autocannon({
+        url: `https://127.0.0.1:${port}${r.route}`,
+        method: 'POST',
+        headers: { 'content-type': 'image/jpeg' },
+        body: r.body,
+        connections,
+        duration: ctx.quick ? 3 : 10,
+      });
+      rows.push({ route: r.route, model: r.model, runtime: r.runtime, connections, ...loadRow(result) });
+    }
+  }
+  return rows;
+}
+
 /**
  * Every route over HTTPS on loopback with a 640x480 JPEG, default engine (the server's defaults): p50 at one
  * connection, and face detection at 1 and 4 connections. Recognition runs against a gallery of one enrolled face.
+ * Then the fast alternatives to the scene defaults: the pose route in 'whole' mode, and centernet-384 (the
+ * previous default object model).
  */
 export async function benchRouteLatency(ctx: BenchContext): Promise<{ rows: Row[]; httpScaling: number }> {
   const face = vgaJpeg(ctx.root, VGA_FACE_PHOTO);
   const scene = vgaJpeg(ctx.root, VGA_SCENE_PHOTO);
-  const engine = await Engine.open();
-  const dir = mkdtempSync(join(tmpdir(), 'edgecv-bench-'));
-  const recognition = await RecognitionService.open(engine, SqliteGalleryStore.open(dir), { log: () => {} });
-  await recognition.ready;
-  await recognition.enrol('astronaut', face);
-  const app = createApp({ engine, config: { bodyLimit: 20 * 1024 * 1024 }, recognition });
-  const server = await startServer({ app, tls: await generateSelfSigned(), port: 0, host: '127.0.0.1' });
-  const { runtimes } = engine.backend();
-  const routes = [
-    { route: '/detector/detect/', body: face, runtime: runtimes['faceDetector'], model: engine.models.faceDetector, connections: [1, 4] },
-    { route: '/recognizer/predict/', body: face, runtime: runtimes['faceEmbedder'], model: `${engine.models.faceDetector} + ${engine.models.faceEmbedder}`, connections: [1] },
-    { route: '/pose/detect/', body: scene, runtime: runtimes['poseEstimator'], model: engine.models.pose ?? '', connections: [1] },
-    { route: '/object/detect/', body: scene, runtime: runtimes['objectDetector'], model: engine.models.objects ?? '', connections: [1] },
-  ];
+  const tls = await generateSelfSigned();
   const rows: Row[] = [];
-  try {
-    for (const r of routes) {
-      for (const connections of r.connections) {
-        const result = await autocannon({
-          url: `https://127.0.0.1:${server.port}${r.route}`,
-          method: 'POST',
-          headers: { 'content-type': 'image/jpeg' },
-          body: r.body,
-          connections,
-          duration: ctx.quick ? 3 : 10,
-        });
-        rows.push({ route: r.route, model: r.model, runtime: r.runtime ?? '', connections, ...loadRow(result) });
-      }
+  {
+    const engine = await Engine.open();
+    const dir = mkdtempSync(join(tmpdir(), 'edgecv-bench-'));
+    const recognition = await RecognitionService.open(engine, SqliteGalleryStore.open(dir), { log: () => {} });
+    await recognition.ready;
+    await recognition.enrol('astronaut', face);
+    const app = createApp({ engine, config: { bodyLimit: 20 * 1024 * 1024 }, recognition });
+    const server = await startServer({ app, tls, port: 0, host: '127.0.0.1' });
+    const { runtimes } = engine.backend();
+    const m = engine.models;
+    try {
+      rows.push(
+        ...(await measureRoutes(ctx, server.port, [
+          { route: '/detector/detect/', body: face, runtime: runtimes['faceDetector'] ?? '', model: m.faceDetector, connections: [1, 4] },
+          { route: '/recognizer/predict/', body: face, runtime: runtimes['faceEmbedder'] ?? '', model: `${m.faceDetector} + ${m.faceEmbedder}`, connections: [1] },
+          { route: '/pose/detect/', body: scene, runtime: runtimes['poseEstimator'] ?? '', model: `${m.pose} on ${m.objects}'s persons (default)`, connections: [1] },
+          { route: '/object/detect/', body: scene, runtime: runtimes['objectDetector'] ?? '', model: `${m.objects} (default)`, connections: [1] },
+        ])),
+      );
+    } finally {
+      await server.close();
+      await recognition.close();
+      await engine.close();
+      rmSync(dir, { recursive: true, force: true });
     }
-  } finally {
-    await server.close();
-    await recognition.close();
-    await engine.close();
-    rmSync(dir, { recursive: true, force: true });
+  }
+  {
+    const engine = await Engine.open({ objectDetector: 'centernet-384', faceEmbedder: null });
+    const app = createApp({ engine, config: { bodyLimit: 20 * 1024 * 1024, poseMode: 'whole' } });
+    const server = await startServer({ app, tls, port: 0, host: '127.0.0.1' });
+    const { runtimes } = engine.backend();
+    try {
+      rows.push(
+        ...(await measureRoutes(ctx, server.port, [
+          { route: '/pose/detect/', body: scene, runtime: runtimes['poseEstimator'] ?? '', model: `${engine.models.pose}, --pose-mode whole`, connections: [1] },
+          { route: '/object/detect/', body: scene, runtime: runtimes['objectDetector'] ?? '', model: 'centernet-384', connections: [1] },
+        ])),
+      );
+    } finally {
+      await server.close();
+      await engine.close();
+    }
   }
   const detector = rows.filter((r) => r.route === '/detector/detect/');
   const httpScaling = (detector[1]!['req/s'] as number) / (detector[0]!['req/s'] as number);
