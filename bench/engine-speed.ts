@@ -33,8 +33,10 @@ const WARMUP_RUNS = 10;
 
 /**
  * Forward pass only, same input, same file, same threads (1 worker x 2 threads in the addon, 2 intra-op threads in
- * onnxruntime-node), the three runtimes interleaved sample by sample so a busy moment hits them all alike.
- * ratio = onnxruntime-node p50 / edgecv p50 (>= 1: edgecv at least as fast).
+ * onnxruntime-node). The addon's onnxruntime and onnxruntime-node are interleaved sample by sample, so a busy
+ * moment hits both alike; ratio = onnxruntime-node p50 / edgecv p50 (>= 1: edgecv at least as fast). OpenCV is
+ * timed after them, not between: its thread pool keeps spinning after each run and slowed whichever run came
+ * next (measured: a 2 ms model ran 1.7x slower right after an OpenCV run).
  */
 export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: ConvertedManifest): Promise<{ rows: Row[]; summary: Row }> {
   const threads = 2;
@@ -56,15 +58,17 @@ export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: Con
         'onnxruntime-node': () => session.run(feeds),
       };
       const samples: Record<keyof typeof runs, number[]> = { edgecv: [], 'edgecv opencv': [], 'onnxruntime-node': [] };
-      for (const run of Object.values(runs)) await ctx.timeIt(WARMUP_RUNS, run);
-      const openCvEvery = (await ctx.timeIt(1, runs['edgecv opencv']))[0]! > SLOW_OPENCV_MS ? 4 : 1;
+      await ctx.timeIt(WARMUP_RUNS, runs.edgecv);
+      await ctx.timeIt(WARMUP_RUNS, runs['onnxruntime-node']);
       const estimate = ctx.stats(await ctx.timeIt(5, runs.edgecv)).p50;
       const iterations = ctx.quick ? ctx.iterations : Math.max(ctx.iterations, Math.ceil(MIN_SAMPLE_MS / estimate));
       for (let i = 0; i < iterations; i++) {
         samples.edgecv.push(...(await ctx.timeIt(1, runs.edgecv)));
         samples['onnxruntime-node'].push(...(await ctx.timeIt(1, runs['onnxruntime-node'])));
-        if (i % openCvEvery === 0) samples['edgecv opencv'].push(...(await ctx.timeIt(1, runs['edgecv opencv'])));
       }
+      await ctx.timeIt(3, runs['edgecv opencv']);
+      const slowOpenCv = (await ctx.timeIt(1, runs['edgecv opencv']))[0]! > SLOW_OPENCV_MS;
+      samples['edgecv opencv'] = await ctx.timeIt(slowOpenCv ? Math.ceil(ctx.iterations / 4) : ctx.iterations, runs['edgecv opencv']);
       await session.release();
       const p50 = (k: keyof typeof runs) => ctx.stats(samples[k]).p50;
       rows.push({
