@@ -24,6 +24,7 @@ const PEOPLE = 'darknet/person.jpg';
 
 let engine: Engine;
 let service: RecognitionService;
+let importGate: Promise<void> | null = null;
 let running: RunningServer;
 let ca: string;
 let johns: LabelledPhoto[];
@@ -83,7 +84,15 @@ function untimed(text: string): unknown {
 
 beforeAll(async () => {
   engine = await openEngine({ workers: 2 });
-  service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-ws-')), { log: () => {} });
+  // The real SQLite store; a test can hold a bulk import's swap (its store commit) open with importGate, as
+  // test/trainer.test.ts does: the 503 window is only that swap.
+  const store = SqliteGalleryStore.open(newTmpDir('edgecv-ws-'));
+  const addMany = store.addMany.bind(store);
+  store.addMany = async (samples, replace) => {
+    await importGate;
+    return addMany(samples, replace);
+  };
+  service = await RecognitionService.open(engine, store, { log: () => {} });
   await service.ready;
   johns = loadJohns(DATA_DIR);
   for (const p of johns.filter((_, i) => i % 11 < 3)) await service.enrol(p.subject, p.bytes);
@@ -210,17 +219,17 @@ describe('WebSocket routes', () => {
   it('answers 503 "Training data update in progress" during a bulk import, like REST', async () => {
     const client = await Client.open('/ws/recognizer/predict');
     const lines = johns.filter((_, i) => i % 11 >= 6 && i % 11 < 9).map((p) => JSON.stringify({ subject: p.subject, image: p.bytes.toString('base64') }));
+    let release!: () => void;
+    importGate = new Promise<void>((r) => (release = r));
     const importing = service.import(lines.join('\n'), false);
-    const during: Record<string, unknown>[] = [];
-    while (service.updating) {
-      during.push(JSON.parse(await client.ask(johns[9]!.bytes)) as Record<string, unknown>);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    await importing;
-    const busy = during.filter((d) => d['status'] === 503);
-    expect(busy.length).toBeGreaterThan(0);
-    for (const d of busy) expect(d).toEqual({ success: 'false', error: 'Training data update in progress', status: 503 });
+    for (let i = 0; i < 1000 && !service.updating; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(service.updating).toBe(true); // the swap: the store commit waits at the gate
+    const during = JSON.parse(await client.ask(johns[9]!.bytes)) as Record<string, unknown>;
+    expect(during).toEqual({ success: 'false', error: 'Training data update in progress', status: 503 });
     expect(client.ws.readyState).toBe(WebSocket.OPEN);
+    release();
+    importGate = null;
+    await importing;
     const after = JSON.parse(await client.ask(johns[9]!.bytes)) as Record<string, unknown>;
     expect(after['success']).toBe('true');
     expect(after['status']).toBeUndefined();
