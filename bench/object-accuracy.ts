@@ -110,7 +110,7 @@ export function sumScores(scores: PhotoScore[]): PhotoScore {
 
 type Row = Record<string, string | number>;
 
-function median(samples: number[]): number {
+export function median(samples: number[]): number {
   const s = [...samples].sort((a, b) => a - b);
   return s[Math.floor((s.length - 1) / 2)]!;
 }

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine, POSE_DEFAULTS, type Pose, type PoseMode, type PoseModel } from '../src/index.js';
 import { findRoot } from '../models/model-packages.js';
-import { iou, loadObjectLabels, type LabelledPhoto, type Rect } from './object-accuracy.js';
+import { iou, loadObjectLabels, median, type LabelledPhoto, type Rect } from './object-accuracy.js';
 import { table } from './table.js';
 
 export const MIN_KEYPOINTS = 5;
@@ -76,11 +76,6 @@ export function scorePoses(photo: LabelledPhoto, poses: readonly Pose[], limit: 
     smallPosed: [...posedPersons].filter((i) => isSmall(persons[i]!)).length,
     extra,
   };
-}
-
-function median(samples: number[]): number {
-  const s = [...samples].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)]!;
 }
 
 const pct = (n: number, d: number) => `${n}/${d} (${d ? ((100 * n) / d).toFixed(0) : '-'}%)`;

@@ -35,6 +35,12 @@ std::string ShapeString(const cv::Mat& m) {
   return out.str();
 }
 
+std::string QuotedNames(const std::vector<std::string>& names) {
+  std::ostringstream out;
+  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << '"' << names[i] << '"';
+  return out.str();
+}
+
 bool IsNhwc(const cv::Mat& m, int h, int w, int channels) {
   return m.type() == CV_32F && m.isContinuous() && m.dims == 4 && m.size[0] == 1 && m.size[1] == h &&
          m.size[2] == w && m.size[3] == channels;

@@ -60,6 +60,9 @@ std::vector<cv::Mat> WarmUp(InferenceModel& model, int inputSize, const std::str
 // "[1,64,64,17]"
 std::string ShapeString(const cv::Mat& m);
 
+// "a", "b", "c": output names in the runtimes' error messages.
+std::string QuotedNames(const std::vector<std::string>& names);
+
 // True when `m` is a dense float32 NHWC tensor [1, h, w, channels].
 bool IsNhwc(const cv::Mat& m, int h, int w, int channels);
 

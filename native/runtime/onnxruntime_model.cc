@@ -22,12 +22,6 @@ struct OnnxRuntimeModel::Session {
 
 namespace {
 
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", \"" : "\"") + names[i] + "\"";
-  return out;
-}
-
 Ort::SessionOptions MakeSessionOptions(const RuntimeOptions& options) {
   Ort::SessionOptions so;
   so.SetIntraOpNumThreads(options.threads);
@@ -69,7 +63,7 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
       while (index < graphOutputs.size() && graphOutputs[index] != name) ++index;
       if (index == graphOutputs.size()) {
         throw std::runtime_error(what + "output \"" + name + "\" is not an output of the graph (outputs: " +
-                                 JoinNames(graphOutputs) + ")");
+                                 QuotedNames(graphOutputs) + ")");
       }
       const Ort::TypeInfo type = s.session.GetOutputTypeInfo(index);
       const auto tensor = type.GetTensorTypeAndShapeInfo();

@@ -1,19 +1,8 @@
 #include "runtime/opencv_model.h"
 
-#include <sstream>
 #include <stdexcept>
 
 namespace edgecv {
-namespace {
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::ostringstream out;
-  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << '"' << names[i] << '"';
-  return out.str();
-}
-
-}  // namespace
-
 OpenCvModel::OpenCvModel(const std::string& path, const std::vector<std::string>& outputs,
                          const RuntimeOptions& options, const std::string& what)
     : outputs_(outputs) {
@@ -29,7 +18,7 @@ OpenCvModel::OpenCvModel(const std::string& path, const std::vector<std::string>
   for (const std::string& name : outputs_) {
     if (net_.getLayerId(name) < 0) {
       throw std::runtime_error(what + "output \"" + name + "\" is not a layer of the network (unconnected outputs: " +
-                               JoinNames(net_.getUnconnectedOutLayersNames()) + ")");
+                               QuotedNames(net_.getUnconnectedOutLayersNames()) + ")");
     }
   }
 }
