@@ -1,7 +1,7 @@
 // `npm run bench`: every model's forward pass in the addon against onnxruntime-node on the same file, worker
 // scaling, route latency over HTTPS, face-detector accuracy and latency per worker/thread layout, pose, objects,
 // recognition, metrics. Prints tables; writes bench/results/*.json.
-//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects]   (one group of sections only)
+//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives]   (one group of sections only)
 //   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -21,6 +21,7 @@ import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
 import { benchObjectAccuracy, labelsSummary, loadObjectLabels } from './object-accuracy.js';
 import { benchPoseAccuracy, MIN_KEYPOINTS } from './pose-accuracy.js';
+import { benchAlternatives } from './alternatives/bench.js';
 import { table } from './table.js';
 
 function findRoot(): string {
@@ -36,7 +37,9 @@ const ITER = quick ? 8 : 40;
 const onlyPoseObjects = process.argv.includes('--pose-objects');
 // Only the engine-speed sections (`node dist/bench/run.js --engine-speed`).
 const onlyEngineSpeed = process.argv.includes('--engine-speed');
-const skipRest = onlyPoseObjects || onlyEngineSpeed;
+// Only "edgecv vs the Node alternatives" (`node dist/bench/run.js --alternatives`).
+const onlyAlternatives = process.argv.includes('--alternatives');
+const skipRest = onlyPoseObjects || onlyEngineSpeed || onlyAlternatives;
 
 interface LatencyStats {
   p50: number;
@@ -174,14 +177,14 @@ async function main(): Promise<void> {
   console.log(`# edgecv bench ${new Date().toISOString()} on ${machine.cpu} (${machine.cores} cores, ${machine.backend.backend})`);
   const ctx = { root, iterations: ITER, quick, timeIt, stats };
 
-  const forward = onlyPoseObjects ? null : await benchForwardVsOnnxRuntime(ctx, manifest);
+  const forward = onlyPoseObjects || onlyAlternatives ? null : await benchForwardVsOnnxRuntime(ctx, manifest);
   if (forward) {
     table('Forward pass, every manifest model: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same file, interleaved', forward.rows);
     table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
   }
-  const scaling = onlyPoseObjects ? null : await benchWorkerScaling(ctx);
+  const scaling = onlyPoseObjects || onlyAlternatives ? null : await benchWorkerScaling(ctx);
   if (scaling) table(`Face detection throughput by layout, 640x480 JPEG (2 workers / 1 worker = ${scaling.scaling.toFixed(2)}x)`, scaling.rows);
-  const routes = onlyPoseObjects ? null : await benchRouteLatency(ctx);
+  const routes = onlyPoseObjects || onlyAlternatives ? null : await benchRouteLatency(ctx);
   if (routes) table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.toFixed(2)}x)`, routes.rows);
 
   const accuracy = skipRest ? [] : await benchAccuracy();
@@ -190,15 +193,15 @@ async function main(): Promise<void> {
   table('Face detection per image, by worker/thread layout (default detector and options)', layouts);
   const http = skipRest ? [] : await benchHttp();
   table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
-  const objectSizes = onlyEngineSpeed ? [] : await benchObjectSizes(ctx);
+  const objectSizes = onlyEngineSpeed || onlyAlternatives ? [] : await benchObjectSizes(ctx);
   table('Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', objectSizes);
-  const objectAccuracy = onlyEngineSpeed ? [] : await benchObjectAccuracy(root, { quick });
+  const objectAccuracy = onlyEngineSpeed || onlyAlternatives ? [] : await benchObjectAccuracy(root, { quick });
   table(`Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`, objectAccuracy);
-  const poseAccuracy = onlyEngineSpeed ? [] : await benchPoseAccuracy(root, { quick });
+  const poseAccuracy = onlyEngineSpeed || onlyAlternatives ? [] : await benchPoseAccuracy(root, { quick });
   table(`Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`, poseAccuracy);
-  const poseObjects = onlyEngineSpeed ? [] : await benchPoseObjectLatency(ctx);
+  const poseObjects = onlyEngineSpeed || onlyAlternatives ? [] : await benchPoseObjectLatency(ctx);
   table('Pose and object detection per image (default models and options)', poseObjects);
-  const poseObjectHttp = onlyEngineSpeed ? [] : await benchPoseObjectHttp(ctx);
+  const poseObjectHttp = onlyEngineSpeed || onlyAlternatives ? [] : await benchPoseObjectHttp(ctx);
   table('HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', poseObjectHttp);
   const metricsStore = skipRest ? [] : await benchMetricsStore(quick);
   table('Metrics store: 48 h of 10 s samples in SQLite', metricsStore);
@@ -212,12 +215,21 @@ async function main(): Promise<void> {
   const gallerySearch = skipRest ? [] : await benchGallerySearch(root, quick, gallerySizes, galleryStorage);
   table(`Gallery search at scale: exact (matrix product on a worker) vs HNSW (${galleryStorage}, JS thread) + exact re-ranking, real embeddings + distractors`, gallerySearch);
 
+  // Last: it loads opencv4nodejs, whose cv::setNumThreads is process-wide (the addon shares that OpenCV).
+  const alternatives = onlyPoseObjects || onlyEngineSpeed ? null : await benchAlternatives({ root, quick, stats });
+  if (alternatives) {
+    table('Alternatives: does each find about the same boxes as edgecv on the photo?', alternatives.checks);
+    table('edgecv vs the Node alternatives: photo bytes to boxes, same model, 2 threads per call', alternatives.rows);
+    for (const note of alternatives.notes) console.log(`- ${note}`);
+  }
+
   const outDir = join(root, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   const results = {
     machine,
     quick,
+    alternatives,
     forward,
     scaling,
     routes,
