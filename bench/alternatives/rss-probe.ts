@@ -19,7 +19,11 @@ async function main(): Promise<void> {
   // Two calls in flight, as in the throughput figure: both lanes' buffers count.
   for (let i = 0; i < CALLS / 2; i++) await Promise.all([opened.runner.detect(bytes), opened.runner.detect(bytes)]);
   await opened.runner.close();
-  console.log(JSON.stringify({ maxRssMb: process.resourceUsage().maxRSS / 1024 }));
+  // VmHWM, the peak RSS of this process image: getrusage's maxRSS would start at the parent's RSS (Linux keeps it
+  // across fork and exec), i.e. at the size of the bench process.
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+  if (!hwm) throw new Error('no VmHWM in /proc/self/status');
+  console.log(JSON.stringify({ maxRssMb: Number(hwm[1]) / 1024 }));
 }
 
 main().catch((err: unknown) => {

@@ -5,11 +5,8 @@
 // cascade through opencv4nodejs. Every call gets 2 compute threads where the library lets one choose.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as ort from 'onnxruntime-node';
-import { setThreadsCount } from '@tensorflow/tfjs-backend-wasm';
 import type { ConvertedManifest, ConvertedModelEntry } from '../../models/model-manifest.js';
 import { COCO_CLASSES, DETECT_DEFAULTS, Engine, OBJECT_DEFAULTS, POSE_DEFAULTS } from '../../src/index.js';
-import { TfjsReference, useTfjsBackend } from '../tfjs-reference.js';
 import { decodeFaces, decodeMoveNet, decodeYolo, letterbox, toTensor, type Box, type Letterbox } from './decode.js';
 import { loadBenchDep, type Cv, type CvCascade, type CvMat, type CvNet, type Sharp } from './deps.js';
 
@@ -113,7 +110,10 @@ async function sharpInput(sharp: Sharp, bytes: Buffer, e: ConvertedModelEntry, p
 
 // ------------------------------------------------------------------ onnxruntime-node
 
+// Runtimes are imported when opened, so the RSS probe of one alternative does not carry the others' libraries.
+
 async function openOrtNode(root: string, route: Route): Promise<Opened> {
+  const ort = await import('onnxruntime-node');
   const sharp = loadBenchDep<Sharp>(root, 'sharp');
   if (!sharp.ok) return { ok: false, reason: `needs sharp to decode: ${sharp.reason}` };
   const e = entry(root, ROUTE_MODELS[route].model);
@@ -212,6 +212,8 @@ async function openHaar(root: string, route: Route): Promise<Opened> {
 async function openTfjs(root: string, route: Route): Promise<Opened> {
   const sharp = loadBenchDep<Sharp>(root, 'sharp');
   if (!sharp.ok) return { ok: false, reason: `needs sharp to decode: ${sharp.reason}` };
+  const { setThreadsCount } = await import('@tensorflow/tfjs-backend-wasm');
+  const { TfjsReference, useTfjsBackend } = await import('../tfjs-reference.js');
   // Asks for 2 threads; in Node the wasm backend runs its single-threaded build anyway (getThreadsCount() is 1).
   setThreadsCount(THREADS);
   await useTfjsBackend('wasm');
