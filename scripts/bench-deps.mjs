@@ -6,7 +6,8 @@
 // that cannot be installed is recorded with the reason (.cache/bench-deps/status.json) and the bench goes on.
 //
 //   node scripts/bench-deps.mjs            install or check (`npm run bench` runs it first)
-//   node scripts/bench-deps.mjs --force    reinstall and rebuild, retrying what failed before
+//   node scripts/bench-deps.mjs --force    reinstall and rebuild everything (another build of opencv4nodejs),
+//                                          retrying what failed before
 //
 // Plain Node ESM without npm dependencies.
 
@@ -83,7 +84,7 @@ function probe(name, expr) {
 
 const probes = {
   sharp: () => probe('sharp', 'm.versions.sharp + " (libvips " + m.versions.vips + ")"'),
-  [OPENCV_PKG]: () => probe(OPENCV_PKG, '"OpenCV " + [m.version.major, m.version.minor, m.version.revision].join(".")'),
+  [OPENCV_PKG]: () => probe(OPENCV_PKG, `"${PACKAGE_JSON.dependencies[OPENCV_PKG]} (OpenCV " + [m.version.major, m.version.minor, m.version.revision].join(".") + ")"`),
 };
 
 const previous = readStatus();
@@ -125,16 +126,20 @@ function buildOpenCv() {
   // A binary built before (same package version: npm kept the folder) that loads against this OpenCV is kept.
   if (!FORCE && fs.existsSync(addon)) {
     const loaded = probes[OPENCV_PKG]();
-    if (loaded.ok && loaded.version === `OpenCV ${opencv}`) return loaded;
+    if (loaded.ok && loaded.version.endsWith(`(OpenCV ${opencv})`)) return loaded;
   }
   const pkgDir = path.join(DIR, 'node_modules', OPENCV_PKG);
   const logFile = path.join(DIR, 'opencv4nodejs-build.log');
-  log(`building ${OPENCV_PKG} against the system OpenCV ${opencv} (about 11 minutes on a quiet 2-core machine; log: ${path.relative(ROOT, logFile)})`);
+  log(`building ${OPENCV_PKG} against the system OpenCV ${opencv} (about 11 minutes on a quiet 2-core machine; follow it with tail -f ${path.relative(ROOT, logFile)})`);
   const gyp = path.join(DIR, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
   const t = Date.now();
-  const r = capture(process.execPath, [gyp, 'rebuild', '--release', '--jobs', '2'], { cwd: pkgDir, env: { ...process.env, ...OPENCV_ENV } });
-  fs.writeFileSync(logFile, r.out);
-  if (!r.ok) return { ok: false, reason: `node-gyp build failed: ${lastError(r.out)} (see ${path.relative(ROOT, logFile)})` };
+  // Output straight into the log file, so a long build can be followed with tail -f.
+  const fd = fs.openSync(logFile, 'w');
+  const r = spawnSync(process.execPath, [gyp, 'rebuild', '--release', '--jobs', '2'], { cwd: pkgDir, env: { ...process.env, ...OPENCV_ENV }, stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  if (r.error || r.status !== 0) {
+    return { ok: false, reason: `node-gyp build failed: ${lastError(fs.readFileSync(logFile, 'utf8'))} (see ${path.relative(ROOT, logFile)})` };
+  }
   log(`built in ${((Date.now() - t) / 60000).toFixed(1)} min`);
   return probes[OPENCV_PKG]();
 }
