@@ -38,6 +38,7 @@ export interface CvMat {
   cols: number;
   sizes: number[];
   getData(): Buffer;
+  flattenFloat(rows: number, cols: number): CvMat;
   resizeAsync(size: CvSize, fx?: number, fy?: number, interpolation?: number): Promise<CvMat>;
   copyMakeBorderAsync(top: number, bottom: number, left: number, right: number, borderType: number, value: CvVec3): Promise<CvMat>;
   bgrToGrayAsync(): Promise<CvMat>;
@@ -78,21 +79,27 @@ function readStatus(root: string): DepsStatus | null {
 }
 
 /** One bench-only package, or why it is not there (set-up's recorded reason, or the load error). */
-export function loadBenchDep<T>(root: string, name: string): Loaded<T> {
+export function loadBenchDep<T>(root: string, name: string, prepare?: (require: NodeJS.Require) => void): Loaded<T> {
   const status = readStatus(root);
   if (!status) return { ok: false, reason: `bench-only packages not set up (run \`node scripts/bench-deps.mjs\`)` };
   const entry = status.packages[name];
   if (!entry?.ok) return { ok: false, reason: entry?.reason ?? `${name} is not in ${BENCH_DEPS_DIR}` };
   try {
     const require = createRequire(join(root, BENCH_DEPS_DIR, 'package.json'));
+    prepare?.(require);
     return { ok: true, value: require(name) as T, version: entry.version ?? '' };
   } catch (err) {
     return { ok: false, reason: `${name} did not load: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}` };
   }
 }
 
-/** Why an alternative is not measured, as recorded by set-up (tfjs-node: its install needs Google storage). */
-export function benchDepReason(root: string, name: string): string | undefined {
-  const entry = readStatus(root)?.packages[name];
-  return entry && !entry.ok ? entry.reason : undefined;
+/**
+ * opencv4nodejs, quiet and safe: its build helper's info lines are silenced, and its external-memory tracking is
+ * off (with it on, large async dnn outputs crashed V8's GC here: "Check failed: marking_done_").
+ */
+export function loadOpenCv(root: string): Loaded<Cv> {
+  return loadBenchDep<Cv>(root, '@u4/opencv4nodejs', (require) => {
+    process.env['OPENCV4NODEJS_DISABLE_EXTERNAL_MEM_TRACKING'] = '1';
+    (require('@u4/opencv-build') as { Log: { silence: boolean } }).Log.silence = true;
+  });
 }

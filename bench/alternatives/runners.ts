@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { ConvertedManifest, ConvertedModelEntry } from '../../models/model-manifest.js';
 import { COCO_CLASSES, DETECT_DEFAULTS, Engine, OBJECT_DEFAULTS, POSE_DEFAULTS } from '../../src/index.js';
 import { decodeFaces, decodeMoveNet, decodeYolo, letterbox, toTensor, type Box, type Letterbox } from './decode.js';
-import { loadBenchDep, type Cv, type CvCascade, type CvMat, type CvNet, type Sharp } from './deps.js';
+import { loadBenchDep, loadOpenCv, type Cv, type CvCascade, type CvMat, type CvNet, type Sharp } from './deps.js';
 
 export const THREADS = 2;
 
@@ -150,7 +150,7 @@ function pool<T>(make: () => T, size: number) {
 }
 
 function loadCv(root: string): { ok: true; cv: Cv; version: string } | { ok: false; reason: string } {
-  const cv = loadBenchDep<Cv>(root, '@u4/opencv4nodejs');
+  const cv = loadOpenCv(root);
   if (!cv.ok) return cv;
   cv.value.setNumThreads(THREADS); // process-wide, like the addon's OpenCV runtime
   return { ok: true, cv: cv.value, version: `opencv4nodejs ${cv.version}` };
@@ -184,8 +184,9 @@ async function openOpenCv(root: string, route: Route): Promise<Opened> {
   return { ok: true, runner: { runtime: loaded.version, model: e.file, detect, close: async () => {} } };
 }
 
+/** An N-d output blob as floats: getData() takes 2-d Mats only, so view it as 1 x N first (no copy). */
 function floats(m: CvMat): Float32Array {
-  const data = m.getData();
+  const data = m.flattenFloat(1, m.sizes.reduce((a, b) => a * b, 1)).getData();
   return new Float32Array(data.buffer, data.byteOffset, data.byteLength / 4);
 }
 
