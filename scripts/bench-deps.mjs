@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Set-up of the packages only the bench's "edgecv vs the Node alternatives" section needs: @u4/opencv4nodejs
-// (built against the system OpenCV, ~11 minutes on a quiet 2-core machine) and sharp (prebuilt, for decoding in
+// (built against the system OpenCV: 10 to 18 minutes on a busy 2-core machine) and sharp (prebuilt, for decoding in
 // the onnxruntime-node and TF.js pipelines). They go into .cache/bench-deps with its own package.json, outside
 // node_modules, so `npm ci` and `npm test` never build them. Checked, cached, skipped when up to date; a package
 // that cannot be installed is recorded with the reason (.cache/bench-deps/status.json) and the bench goes on.
@@ -130,7 +130,7 @@ function buildOpenCv() {
   }
   const pkgDir = path.join(DIR, 'node_modules', OPENCV_PKG);
   const logFile = path.join(DIR, 'opencv4nodejs-build.log');
-  log(`building ${OPENCV_PKG} against the system OpenCV ${opencv} (about 11 minutes on a quiet 2-core machine; follow it with tail -f ${path.relative(ROOT, logFile)})`);
+  log(`building ${OPENCV_PKG} against the system OpenCV ${opencv} (10 to 18 minutes on a busy 2-core machine; follow it with tail -f ${path.relative(ROOT, logFile)})`);
   const gyp = path.join(DIR, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
   const t = Date.now();
   // Output straight into the log file, so a long build can be followed with tail -f.
