@@ -1,6 +1,7 @@
 // `npm run bench`: every model's forward pass in the addon against onnxruntime-node on the same file, worker
 // scaling, route latency over HTTPS, face-detector accuracy and latency per worker/thread layout, pose, objects,
-// recognition, metrics. Prints tables; writes bench/results/*.json.
+// recognition, metrics, and edgecv against the Node alternatives (opencv4nodejs, onnxruntime-node, TF.js; last).
+// Prints tables; writes bench/results/*.json.
 //   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives]   (one group of sections only)
 //   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
