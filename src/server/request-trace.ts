@@ -2,6 +2,7 @@
 // response is ready records it in the Prometheus request metrics and in the audit trail.
 
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import type { AuditLog } from '../audit/audit-log.js';
@@ -20,6 +21,13 @@ declare module 'hono' {
 
 export function newTraceId(): string {
   return randomBytes(16).toString('hex');
+}
+
+/** The trace id of each Node request the app has taken, so that an answer written on its raw socket carries it. */
+const traceIds = new WeakMap<IncomingMessage, string>();
+
+export function traceIdOf(incoming: IncomingMessage): string | undefined {
+  return traceIds.get(incoming);
 }
 
 /** The route pattern that matched (without trailing slash), or 'unmatched': a bounded label set. */
@@ -43,6 +51,8 @@ export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler {
   return async (c, next) => {
     const tracid = newTraceId();
     c.set('tracid', tracid);
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    if (incoming) traceIds.set(incoming, tracid);
     const t0 = performance.now();
     await next();
     c.header(TRACE_HEADER, tracid);
