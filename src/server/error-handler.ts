@@ -4,11 +4,12 @@
 import type { Context } from 'hono';
 import { clientAbortError } from './client-abort.js';
 import { errorResponse, toHttpError, type HttpError } from './errors.js';
+import { requestPath } from './request-trace.js';
 
 /** The HttpError answering `err` (a body read that failed because the client left is the client's doing). */
 export function requestError(err: unknown, c: Context): HttpError {
   const e = toHttpError(clientAbortError(c) ?? err);
-  if (e.status >= 500 && e.status !== 503) console.error(`[edgecv] ${c.req.method} ${c.req.path} failed:`, err);
+  if (e.status >= 500 && e.status !== 503) console.error(`[edgecv] ${c.req.method} ${requestPath(c)} failed:`, err);
   return e;
 }
 
