@@ -54,12 +54,3 @@ export function toHttpError(err: unknown): HttpError {
   }
   return new HttpError(500, 'internal server error');
 }
-
-/** Hono onError handler. */
-export function onError(err: Error, c: Context) {
-  const e = toHttpError(err);
-  if (e.status >= 500 && e.status !== 503) {
-    console.error(`[edgecv] ${c.req.method} ${c.req.path} failed:`, err);
-  }
-  return errorResponse(c, e.status, e.message, e.headers);
-}

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
+import { getPath } from 'hono/utils/url';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { AuthenticatedUser } from '../auth/auth-service.js';
 import { observeHttpRequest } from './prometheus.js';
@@ -40,6 +41,11 @@ export function routeLabel(c: Context): string {
   return route.length > 1 ? route.replace(/\/+$/, '') : route;
 }
 
+/** The path as the client sent it: c.req.path has lost its trailing slash (the app is built with strict: false). */
+export function requestPath(c: Context): string {
+  return getPath(c.req.raw);
+}
+
 /** The peer's IP address on a real socket ('' for in-process requests such as app.request()). */
 export function clientAddress(c: Context): string {
   const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
@@ -63,7 +69,7 @@ export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler {
       tracid,
       method: c.req.method,
       route,
-      path: c.req.path,
+      path: requestPath(c),
       status: c.res.status,
       durationMs: Math.round(ms * 1000) / 1000,
       client: clientAddress(c),
