@@ -241,7 +241,7 @@ export function installHttpGuards(server: http.Server | https.Server, opts: Http
   server.on('clientError', (err: Error, socket: Socket) => onClientError(err, socket, opts));
   // Without this listener Node drops a CONNECT request without a word.
   server.on('connect', (req: IncomingMessage, socket: Socket) =>
-    writeRawAnswer(socket, 405, 'Method Not Allowed', 'CONNECT is not supported here', opts, { method: 'CONNECT', path: '' }));
+    writeRawAnswer(socket, 405, 'Method Not Allowed', 'CONNECT is not supported here', opts, { method: 'CONNECT', path: req.url ?? '' }));
 }
 
 /** Options for http(s).createServer that the guards rely on (the handshake timeout only matters with TLS). */
