@@ -9,7 +9,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "backend.h"
+#include "runtime/backend.h"
 
 namespace edgecv {
 
