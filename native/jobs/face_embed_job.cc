@@ -56,8 +56,8 @@ std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv:
 }
 
 StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face) {
-  const cv::Rect region = FaceEmbedder::SquareAround(face, StoredCrop::kScale);
-  cv::Mat square = FaceEmbedder::CutPadded(bgr, region);
+  const cv::Rect region = SquareAround(face, StoredCrop::kScale);
+  cv::Mat square = CutPadded(bgr, region);
   const double shrink = std::min(1.0, static_cast<double>(StoredCrop::kMaxSide) / square.cols);
   if (shrink < 1.0) {
     cv::Mat small;
@@ -103,7 +103,7 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
     chosenScore_ = faces_.front().score;
   }
 
-  embedding_ = ctx.faceEmbedder->Embed(image, chosen_, request_.cropScale, &embedPreprocessMs_, &embedInferenceMs_);
+  embedding_ = ctx.faceEmbedder->Embed(image, chosen_, request_.cropScale, &embedTimings_);
   embedded_ = true;
   if (request_.keepCrop) crop_ = MakeStoredCrop(image, chosen_);
   if (request_.gallery) {
@@ -159,8 +159,8 @@ Napi::Value FaceEmbedJob::Result(Napi::Env env) {
   timings.Set("decodeMs", Napi::Number::New(env, decodeMs()));
   timings.Set("detectMs", Napi::Number::New(env, detectTimings_.preprocessMs + detectTimings_.inferenceMs +
                                                      detectTimings_.postprocessMs));
-  timings.Set("embedPreprocessMs", Napi::Number::New(env, embedPreprocessMs_));
-  timings.Set("embedInferenceMs", Napi::Number::New(env, embedInferenceMs_));
+  timings.Set("embedPreprocessMs", Napi::Number::New(env, embedTimings_.preprocessMs));
+  timings.Set("embedInferenceMs", Napi::Number::New(env, embedTimings_.inferenceMs));
   timings.Set("searchMs", Napi::Number::New(env, searchMs_));
   result.Set("timings", timings);
   return result;

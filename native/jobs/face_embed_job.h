@@ -65,9 +65,8 @@ class FaceEmbedJob : public ImageJob {
   StoredCrop crop_;
   GalleryMatch match_;
   double searchMs_ = 0;
-  double embedPreprocessMs_ = 0;
-  double embedInferenceMs_ = 0;
   StageTimings detectTimings_;
+  StageTimings embedTimings_;  // its postprocessing (normalization) is not reported
 };
 
 }  // namespace edgecv

@@ -16,12 +16,13 @@ void PoseDetectJob::Execute(WorkerContext& ctx) {
     poses_ = ctx.poseEstimator->Detect(image, options_, &timings_);
     return;
   }
+  // Every object the detector finds at personThreshold: the people among them are capped by maxPoses below.
   ObjectOptions find;
   find.scoreThreshold = options_.personThreshold;
-  find.maxObjects = 1000;
+  find.maxObjects = kMaxObjects;
   const std::vector<DetectedObject> objects = ctx.yoloDetector ? ctx.yoloDetector->Detect(image, find, &timings_)
                                                                : ctx.objectDetector->Detect(image, find, &timings_);
-  std::vector<std::array<float, 4>> people;  // best first, as the detectors return them
+  std::vector<Box> people;  // best first, as the detectors return them
   for (const DetectedObject& o : objects) {
     if (o.classId == options_.personClassId && people.size() < static_cast<size_t>(options_.maxPoses)) people.push_back(o.rect);
   }

@@ -19,6 +19,8 @@ class PoseDetectJob : public ImageJob {
   Napi::Value Result(Napi::Env env) override;
 
  private:
+  // Objects asked of the detector when looking for people (a bound on its work, not a policy).
+  static constexpr int kMaxObjects = 1000;
   PoseOptions options_;
 
   std::vector<Pose> poses_;

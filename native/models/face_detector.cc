@@ -6,11 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <opencv2/dnn.hpp>
-#include <opencv2/imgproc.hpp>
-
+#include "models/box.h"
 #include "runtime/inference_model.h"
-#include "runtime/job.h"  // Clock, MillisBetween
 
 namespace edgecv {
 namespace {
@@ -107,19 +104,14 @@ std::vector<Face> FaceDetector::Detect(const cv::Mat& bgr, const DetectOptions& 
   }
 
   std::vector<Candidate> candidates;
-  cv::Mat blob;
-  std::vector<cv::Mat> outputs;
   for (const Pass& pass : passes) {
-    const auto t0 = Clock::now();
-    const Letterbox box = Preprocess(bgr, pass.region, &blob);
-    const auto t1 = Clock::now();
-    Infer(blob, &outputs);
-    const auto t2 = Clock::now();
-    Postprocess(outputs, box, options.scoreThreshold, pass.keep, &candidates);
-    const auto t3 = Clock::now();
-    timings->preprocessMs += MillisBetween(t0, t1);
-    timings->inferenceMs += MillisBetween(t1, t2);
-    timings->postprocessMs += MillisBetween(t2, t3);
+    const std::vector<Candidate> found = RunLetterboxed(
+        bgr, spec_, *model_, timings,
+        [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
+          return Postprocess(outputs, box, options.scoreThreshold, pass.keep);
+        },
+        {pass.region});
+    candidates.insert(candidates.end(), found.begin(), found.end());
   }
 
   const auto t0 = Clock::now();
@@ -138,41 +130,8 @@ std::vector<Face> FaceDetector::Detect(const cv::Mat& bgr, const DetectOptions& 
   return faces;
 }
 
-FaceDetector::Letterbox FaceDetector::Preprocess(const cv::Mat& bgr, const cv::Rect& region, cv::Mat* blob) const {
-  // Keep the aspect ratio: scale the region to fit SxS, centre it, pad with
-  // black. Stretching instead would distort faces the model saw undistorted.
-  const int size = spec_.inputSize;
-  const cv::Mat roi = bgr(region);
-  const double fit = std::min(static_cast<double>(size) / region.width, static_cast<double>(size) / region.height);
-  const int w = std::max(1, std::min(size, static_cast<int>(std::lround(region.width * fit))));
-  const int h = std::max(1, std::min(size, static_cast<int>(std::lround(region.height * fit))));
-
-  Letterbox box;
-  box.region = region;
-  box.scaleX = static_cast<float>(w) / region.width;
-  box.scaleY = static_cast<float>(h) / region.height;
-  box.padX = (size - w) / 2;
-  box.padY = (size - h) / 2;
-
-  cv::Mat resized;
-  // INTER_AREA when shrinking: avoids aliasing that hides small faces.
-  const int interpolation = (w < region.width) ? cv::INTER_AREA : cv::INTER_LINEAR;
-  cv::resize(roi, resized, cv::Size(w, h), 0, 0, interpolation);
-  cv::Mat padded;
-  cv::copyMakeBorder(resized, padded, box.padY, size - h - box.padY, box.padX, size - w - box.padX,
-                     cv::BORDER_CONSTANT, cv::Scalar::all(0));
-  // NCHW float blob: (pixel - mean) * scale, channels swapped to RGB if asked.
-  cv::dnn::blobFromImage(padded, *blob, spec_.scale, cv::Size(), cv::Scalar::all(spec_.meanValue), spec_.swapRB,
-                         false, CV_32F);
-  return box;
-}
-
-void FaceDetector::Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs) {
-  *outputs = model_->Run(blob);
-}
-
-void FaceDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box, float scoreThreshold,
-                               const cv::Rect2f& keep, std::vector<Candidate>* candidates) const {
+std::vector<FaceDetector::Candidate> FaceDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
+                                                               float scoreThreshold, const cv::Rect2f& keep) const {
   const float size = static_cast<float>(spec_.inputSize);
   const size_t scoreCount = spec_.scoreOutputs.size();
 
@@ -187,10 +146,11 @@ void FaceDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letter
     }
     return reinterpret_cast<const float*>(outputs[boxOutput].data) + kRegressorSize * boxRow++;
   };
-  // Network-input pixels -> original-image pixels.
-  auto toImageX = [&](float normX) { return (normX * size - box.padX) / box.scaleX + box.region.x; };
-  auto toImageY = [&](float normY) { return (normY * size - box.padY) / box.scaleY + box.region.y; };
+  // Normalized network-input coordinates -> original-image pixels.
+  auto toImageX = [&](float normX) { return box.ToImageX(normX * size); };
+  auto toImageY = [&](float normY) { return box.ToImageY(normY * size); };
 
+  std::vector<Candidate> candidates;
   size_t anchor = 0;
   for (size_t o = 0; o < scoreCount; ++o) {
     const float* logits = reinterpret_cast<const float*>(outputs[o].data);
@@ -221,9 +181,10 @@ void FaceDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letter
         continue;
       }
       if (c.x1 < keep.x || c.y1 < keep.y || c.x2 > keep.x + keep.width || c.y2 > keep.y + keep.height) continue;
-      candidates->push_back(c);
+      candidates.push_back(c);
     }
   }
+  return candidates;
 }
 
 std::vector<FaceDetector::Candidate> FaceDetector::WeightedNms(std::vector<Candidate> candidates, float iouThreshold) {
@@ -234,14 +195,7 @@ std::vector<FaceDetector::Candidate> FaceDetector::WeightedNms(std::vector<Candi
             [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
 
-  auto iou = [](const Candidate& a, const Candidate& b) {
-    const float iw = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
-    const float ih = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
-    if (iw <= 0 || ih <= 0) return 0.f;
-    const float inter = iw * ih;
-    const float uni = (a.x2 - a.x1) * (a.y2 - a.y1) + (b.x2 - b.x1) * (b.y2 - b.y1) - inter;
-    return uni > 0 ? inter / uni : 0.f;
-  };
+  auto iou = [](const Candidate& a, const Candidate& b) { return Iou({a.x1, a.y1, a.x2, a.y2}, {b.x1, b.y1, b.x2, b.y2}); };
 
   std::vector<Candidate> kept;
   std::vector<Candidate> rest;

@@ -12,6 +12,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "models/image_model_spec.h"
+#include "models/letterbox.h"
 #include "runtime/inference_model.h"
 #include "runtime/stage_timings.h"
 
@@ -22,22 +24,18 @@ struct AnchorLayer {
   int anchors = 0;  // anchors per feature-map cell
 };
 
-struct FaceDetectorSpec {
-  ModelSource model;  // ONNX file (NCHW input) and the runtime that runs it
-  int inputSize = 0;      // square input side S
+struct FaceDetectorSpec : ImageModelSpec {
   std::vector<AnchorLayer> anchorLayers;
   // Output names in anchor order; concatenating them yields one score (logit)
   // and one 16-float regressor row per anchor.
   std::vector<std::string> scoreOutputs;
   std::vector<std::string> boxOutputs;
-  double meanValue = 127.5;        // input = (pixel - mean) * scale
-  double scale = 1.0 / 127.5;
-  bool swapRB = true;              // decoded images are BGR; true feeds RGB
 };
 
+// Values and defaults are the host's (src/engine.ts): no defaults here.
 struct DetectOptions {
-  float scoreThreshold = 0.5f;
-  float iouThreshold = 0.3f;
+  float scoreThreshold = 0;
+  float iouThreshold = 0;
   int tiles = 0;  // 0/1 = whole image only; N >= 2 adds an NxN grid of overlapping tiles
 };
 
@@ -66,17 +64,9 @@ class FaceDetector {
     float score;
     std::array<float, 12> keypoints;
   };
-  // Where a letterboxed network input sits in the original image.
-  struct Letterbox {
-    cv::Rect region;  // the image region (whole image or one tile)
-    float scaleX = 1, scaleY = 1;  // region pixels -> network input pixels
-    int padX = 0, padY = 0;        // network input padding left/top
-  };
-
-  Letterbox Preprocess(const cv::Mat& bgr, const cv::Rect& region, cv::Mat* blob) const;
-  void Infer(const cv::Mat& blob, std::vector<cv::Mat>* outputs);
-  void Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box, float scoreThreshold,
-                   const cv::Rect2f& keep, std::vector<Candidate>* candidates) const;
+  // The candidates of one letterboxed pass (whole image or one tile) that lie inside `keep`.
+  std::vector<Candidate> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box, float scoreThreshold,
+                                     const cv::Rect2f& keep) const;
 
   static std::vector<Candidate> WeightedNms(std::vector<Candidate> candidates, float iouThreshold);
   static std::vector<cv::Rect> TileGrid(const cv::Size& size, int tiles);

@@ -7,9 +7,8 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "runtime/inference_model.h"
 #include "runtime/error_code.h"
-#include "runtime/job.h"  // Clock, MillisBetween
+#include "runtime/inference_model.h"
 
 namespace edgecv {
 
@@ -26,47 +25,11 @@ FaceEmbedder::FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& r
   dim_ = static_cast<int>(out.total());
 }
 
-cv::Rect FaceEmbedder::SquareAround(const PixelRect& face, double cropScale) {
-  const double cx = (face[0] + face[2]) / 2.0;
-  const double cy = (face[1] + face[3]) / 2.0;
-  const double side = std::max(1.0, std::max(face[2] - face[0], face[3] - face[1]) * cropScale);
-  const int s = static_cast<int>(std::lround(side));
-  return {static_cast<int>(std::lround(cx - side / 2)), static_cast<int>(std::lround(cy - side / 2)), s, s};
-}
-
-cv::Mat FaceEmbedder::CutPadded(const cv::Mat& bgr, const cv::Rect& region) {
-  const cv::Rect inside = region & cv::Rect(0, 0, bgr.cols, bgr.rows);
-  const int side = std::max(region.width, region.height);
-  if (side > kMaxCutSide) {
-    // Shrink only the part inside the image, into a black canvas of the shrunk region.
-    const double f = static_cast<double>(kMaxCutSide) / side;
-    const auto scaled = [f](int v) { return static_cast<int>(std::lround(v * f)); };
-    cv::Mat out(std::max(1, scaled(region.height)), std::max(1, scaled(region.width)), bgr.type(), cv::Scalar::all(0));
-    const cv::Rect to = cv::Rect(scaled(inside.x - region.x), scaled(inside.y - region.y), std::max(1, scaled(inside.width)),
-                                 std::max(1, scaled(inside.height))) &
-                        cv::Rect(0, 0, out.cols, out.rows);
-    if (inside.area() > 0 && to.area() > 0) {
-      cv::Mat target = out(to);
-      cv::resize(bgr(inside), target, to.size(), 0, 0, cv::INTER_AREA);
-    }
-    return out;
-  }
-  if (inside == region) return bgr(region);  // a view: no copy when nothing needs padding
-  cv::Mat out(region.size(), bgr.type(), cv::Scalar::all(0));
-  if (inside.area() > 0) bgr(inside).copyTo(out(inside - region.tl()));
-  return out;
-}
-
 std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face, double cropScale,
-                                       double* preprocessMs, double* inferenceMs) {
-  const auto t0 = Clock::now();
-  const cv::Mat blob = Preprocess(bgr, face, cropScale > 0 ? cropScale : spec_.cropScale);
-  const auto t1 = Clock::now();
-  const cv::Mat out = Infer(blob);
-  const auto t2 = Clock::now();
-  if (preprocessMs) *preprocessMs += MillisBetween(t0, t1);
-  if (inferenceMs) *inferenceMs += MillisBetween(t1, t2);
-  return Postprocess(out);
+                                       StageTimings* timings) {
+  return RunStaged(
+      *model_, timings, [&] { return Preprocess(bgr, face, cropScale > 0 ? cropScale : spec_.cropScale); },
+      [&](const std::vector<cv::Mat>& outputs) { return Postprocess(outputs[0]); });
 }
 
 cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, double cropScale) const {
@@ -80,10 +43,6 @@ cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, doub
   cv::dnn::blobFromImage(resized, blob, spec_.scale, cv::Size(), cv::Scalar::all(spec_.meanValue), spec_.swapRB,
                          false, CV_32F);
   return blob;
-}
-
-cv::Mat FaceEmbedder::Infer(const cv::Mat& blob) {
-  return model_->Run(blob)[0];
 }
 
 std::vector<float> FaceEmbedder::Postprocess(const cv::Mat& output) const {

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "runtime/inference_model.h"
-#include "models/letterboxed_run.h"
 
 namespace edgecv {
 namespace {
@@ -31,8 +30,7 @@ ObjectDetector::ObjectDetector(const ObjectDetectorSpec& spec, const RuntimeOpti
 
 std::vector<DetectedObject> ObjectDetector::Detect(const cv::Mat& bgr, const ObjectOptions& options,
                                                    StageTimings* timings) {
-  const LetterboxInput input{spec_.inputSize, spec_.meanValue, spec_.scale, spec_.swapRB};
-  return RunLetterboxed(bgr, input, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
+  return RunLetterboxed(bgr, spec_, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
     return Postprocess(outputs, box, options);
   });
 }

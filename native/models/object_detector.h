@@ -5,37 +5,34 @@
 // Not thread-safe (owns an InferenceModel): one instance per worker thread.
 #pragma once
 
-#include <array>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
 
-#include "runtime/inference_model.h"
+#include "models/box.h"
+#include "models/image_model_spec.h"
 #include "models/letterbox.h"
+#include "runtime/inference_model.h"
 #include "runtime/stage_timings.h"
 
 namespace edgecv {
 
-struct ObjectDetectorSpec {
-  ModelSource model;  // ONNX file (NCHW input) and the runtime that runs it
-  int inputSize = 0;   // square input side S; the heads are S/4 x S/4
+struct ObjectDetectorSpec : ImageModelSpec {  // the heads are S/4 x S/4
   std::string heatmapOutput;  // [1,S/4,S/4,classes], already sigmoid
   std::string boxOutput;      // [1,S/4,S/4,4]: left, top, right, bottom distances in input pixels
   int classes = 0;
-  double meanValue = 0;  // input = (pixel - mean) * scale
-  double scale = 1;
-  bool swapRB = true;
 };
 
+// Values and defaults are the host's (src/engine.ts): no defaults here.
 struct ObjectOptions {
-  float scoreThreshold = 0.2f;
-  int maxObjects = 100;  // the original graph's TopK
+  float scoreThreshold = 0;
+  int maxObjects = 0;
 };
 
 struct DetectedObject {
-  std::array<float, 4> rect{};  // [l, t, r, b] in original-image pixels, not clipped
+  Box rect{};  // [l, t, r, b] in original-image pixels, not clipped
   int classId = 0;
   float score = 0;
 };

@@ -4,9 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "models/face_embedder.h"  // SquareAround, CutPadded
+#include "models/crop.h"
 #include "runtime/inference_model.h"
-#include "models/letterboxed_run.h"
 
 namespace edgecv {
 namespace {
@@ -40,13 +39,12 @@ PoseEstimator::PoseEstimator(const PoseEstimatorSpec& spec, const RuntimeOptions
 }
 
 std::vector<Pose> PoseEstimator::Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings) {
-  const LetterboxInput input{spec_.inputSize, spec_.meanValue, spec_.scale, spec_.swapRB};
-  return RunLetterboxed(bgr, input, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
+  return RunLetterboxed(bgr, spec_, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
     return Postprocess(outputs, box, options);
   });
 }
 
-std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::vector<std::array<float, 4>>& boxes,
+std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
                                                const PoseOptions& options, StageTimings* timings) {
   // The crop's side / the box's longer side. Context around the person matters to MoveNet: on the labelled
   // persons (README) 1.0 posed 71%, 1.2 83%, 1.5 86%, 2.0 to 3.0 88-91%; 2.0 is the cheapest of that plateau.
@@ -54,19 +52,15 @@ std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::ve
   PoseOptions inCrop = options;
   inCrop.maxPoses = 6;  // the model's own top-k: the crop's person plus whoever overlaps it
   std::vector<Pose> poses;
-  for (const std::array<float, 4>& b : boxes) {
+  for (const Box& b : boxes) {
     const PixelRect rect = {static_cast<int>(b[0]), static_cast<int>(b[1]), static_cast<int>(b[2]), static_cast<int>(b[3])};
-    const cv::Rect region = FaceEmbedder::SquareAround(rect, kCropScale);
+    const cv::Rect region = SquareAround(rect, kCropScale);
     if (region.width < 8) continue;
-    std::vector<Pose> candidates = Detect(FaceEmbedder::CutPadded(bgr, region), inCrop, timings);
+    std::vector<Pose> candidates = Detect(CutPadded(bgr, region), inCrop, timings);
     // The crop's person is the pose whose box overlaps the person's box most: in a group, neighbours reach into
     // the crop too, and their keypoints fall inside the (overlapping) box as well.
     auto overlap = [&](const Pose& p) {
-      const float l = std::max(p.box[0] + region.x, b[0]), t = std::max(p.box[1] + region.y, b[1]);
-      const float r = std::min(p.box[2] + region.x, b[2]), bottom = std::min(p.box[3] + region.y, b[3]);
-      const float inter = std::max(0.f, r - l) * std::max(0.f, bottom - t);
-      const float areas = (p.box[2] - p.box[0]) * (p.box[3] - p.box[1]) + (b[2] - b[0]) * (b[3] - b[1]);
-      return inter > 0 ? inter / (areas - inter) : 0.f;
+      return Iou({p.box[0] + region.x, p.box[1] + region.y, p.box[2] + region.x, p.box[3] + region.y}, b);
     };
     const auto best = std::max_element(candidates.begin(), candidates.end(),
                                        [&](const Pose& x, const Pose& y) { return overlap(x) < overlap(y); });

@@ -13,31 +13,29 @@
 
 #include <opencv2/core.hpp>
 
-#include "runtime/inference_model.h"
+#include "models/box.h"
+#include "models/image_model_spec.h"
 #include "models/letterbox.h"
+#include "runtime/inference_model.h"
 #include "runtime/stage_timings.h"
 
 namespace edgecv {
 
-struct PoseEstimatorSpec {
-  ModelSource model;  // ONNX file (NCHW input) and the runtime that runs it
-  int inputSize = 0;  // square input side S
+struct PoseEstimatorSpec : ImageModelSpec {
   // Output names in this order: centre logits [1,G,G,1], box scale [1,G,G,2], box offset [1,G,G,2],
   // keypoint heatmap logits [1,G,G,K], keypoint regression [1,G,G,2K], keypoint offsets [1,G,G,2K].
   std::vector<std::string> outputs;
-  double meanValue = 0;  // input = (pixel - mean) * scale
-  double scale = 1;
-  bool swapRB = true;
 };
 
+// Values and defaults are the host's (src/engine.ts): no defaults here.
 struct PoseOptions {
-  float scoreThreshold = 0.2f;  // person score: centre score x mean of its confident keypoint scores
-  int maxPoses = 6;             // the model's own top-k is 6
+  float scoreThreshold = 0;  // person score: centre score x mean of its confident keypoint scores
+  int maxPoses = 0;
   // >= 0: find people with the engine's object detector first (this class id, at this score), and pose each
   // one in a crop around its box (top-down): people too small or too crowded for one whole-image pass are
   // found. -1: one whole-image pass.
   int personClassId = -1;
-  float personThreshold = 0.2f;
+  float personThreshold = 0;
 };
 
 struct Keypoint {
@@ -48,7 +46,7 @@ struct Keypoint {
 struct Pose {
   static constexpr int kKeypoints = 17;  // COCO order: nose, eyes, ears, shoulders, elbows, wrists, hips, knees, ankles
   float score = 0;
-  std::array<float, 4> box{};  // [l, t, r, b] in original-image pixels
+  Box box{};  // [l, t, r, b] in original-image pixels
   std::array<Keypoint, kKeypoints> keypoints{};
 };
 
@@ -64,7 +62,7 @@ class PoseEstimator {
   // One pose per person box [l, t, r, b] (image pixels): the model runs on a square crop around each box
   // (2x its longer side), and keeps the pose whose box overlaps the person's most. Boxes where it finds no
   // pose give none. Best first.
-  std::vector<Pose> DetectInBoxes(const cv::Mat& bgr, const std::vector<std::array<float, 4>>& boxes,
+  std::vector<Pose> DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
                                   const PoseOptions& options, StageTimings* timings);
 
  private:

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/box.h"
 #include "runtime/inference_model.h"
-#include "models/letterboxed_run.h"
 
 namespace edgecv {
 namespace {
@@ -14,18 +14,10 @@ float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // A box before NMS, corners in input pixels.
 struct Candidate {
-  float l, t, r, b;
+  Box box;
   float score;
   int classId;
 };
-
-float Iou(const Candidate& a, const Candidate& b) {
-  const float w = std::min(a.r, b.r) - std::max(a.l, b.l);
-  const float h = std::min(a.b, b.b) - std::max(a.t, b.t);
-  if (w <= 0 || h <= 0) return 0;
-  const float inter = w * h;
-  return inter / ((a.r - a.l) * (a.b - a.t) + (b.r - b.l) * (b.b - b.t) - inter);
-}
 
 // Takes the best class of one row (objectness at [4], class scores from [5]); false when below threshold.
 bool ScoreRow(const float* row, int classes, bool logits, float threshold, float* score, int* classId) {
@@ -90,10 +82,10 @@ void YoloDetector::CheckOutputs(const std::vector<cv::Mat>& outputs, const std::
 
 std::vector<DetectedObject> YoloDetector::Detect(const cv::Mat& bgr, const ObjectOptions& options,
                                                  StageTimings* timings) {
-  const LetterboxInput input{spec_.inputSize, spec_.meanValue, spec_.scale, spec_.swapRB, spec_.padValue};
-  return RunLetterboxed(bgr, input, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
-    return Postprocess(outputs, box, options);
-  });
+  return RunLetterboxed(
+      bgr, spec_, *model_, timings,
+      [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) { return Postprocess(outputs, box, options); },
+      {cv::Rect(), spec_.padValue});
 }
 
 std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
@@ -120,7 +112,7 @@ std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>
             const float cy = (Sigmoid(p[1]) * 2 - 0.5f + gy) * stride;
             const float sw = Sigmoid(p[2]) * 2, sh = Sigmoid(p[3]) * 2;
             const float w = sw * sw * spec_.anchors[i][2 * a], h = sh * sh * spec_.anchors[i][2 * a + 1];
-            candidates.push_back({cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, score, classId});
+            candidates.push_back({{cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2}, score, classId});
           }
         }
       }
@@ -137,7 +129,7 @@ std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>
       const float* p = data + k * row;
       if (!ScoreRow(p, classes, false, threshold, &score, &classId)) continue;
       const float cx = p[0] * unit, cy = p[1] * unit, w = p[2] * unit, h = p[3] * unit;
-      candidates.push_back({cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, score, classId});
+      candidates.push_back({{cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2}, score, classId});
     }
   }
 
@@ -149,7 +141,7 @@ std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>
     if (kept.size() >= static_cast<size_t>(options.maxObjects)) break;
     bool suppressed = false;
     for (const Candidate& k : kept) {
-      if (k.classId == c.classId && Iou(k, c) > kNmsIou) {
+      if (k.classId == c.classId && Iou(k.box, c.box) > kNmsIou) {
         suppressed = true;
         break;
       }
@@ -160,7 +152,7 @@ std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>
   objects.reserve(kept.size());
   for (const Candidate& c : kept) {
     DetectedObject o;
-    o.rect = {box.ToImageX(c.l), box.ToImageY(c.t), box.ToImageX(c.r), box.ToImageY(c.b)};
+    o.rect = {box.ToImageX(c.box[0]), box.ToImageY(c.box[1]), box.ToImageX(c.box[2]), box.ToImageY(c.box[3])};
     o.classId = c.classId;
     o.score = c.score;
     objects.push_back(o);

@@ -17,6 +17,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "models/image_model_spec.h"
 #include "models/letterbox.h"
 #include "models/object_detector.h"  // ObjectOptions, DetectedObject
 #include "runtime/inference_model.h"
@@ -24,18 +25,13 @@
 
 namespace edgecv {
 
-struct YoloDetectorSpec {
+struct YoloDetectorSpec : ImageModelSpec {
   enum class Layout { kGrid, kDecoded };
-  ModelSource model;  // ONNX file (NCHW input) and the runtime that runs it
-  int inputSize = 0;  // square input side S
   Layout layout = Layout::kGrid;
   std::vector<std::string> outputs;  // kGrid: one per stride; kDecoded: one, or none for the network's own
   std::vector<int> strides;          // kGrid: input pixels per cell of each output
   std::vector<std::vector<float>> anchors;  // kGrid: per stride, (w, h) pairs in input pixels
   int classes = 0;
-  double meanValue = 0;  // input = (pixel - mean) * scale
-  double scale = 1.0 / 255;
-  bool swapRB = true;
   double padValue = 114;  // letterbox border, as YOLOv5 trains with
 };
 

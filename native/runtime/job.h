@@ -10,20 +10,15 @@
 
 #include <napi.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
 
 #include "runtime/error_code.h"
+#include "runtime/stage_timings.h"  // Clock, MillisBetween
 
 namespace edgecv {
 
 struct WorkerContext;
-using Clock = std::chrono::steady_clock;
-
-inline double MillisBetween(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
 
 class Job {
  public:
