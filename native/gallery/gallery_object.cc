@@ -81,6 +81,7 @@ Napi::Function GalleryObject::Define(Napi::Env env) {
 GalleryObject::GalleryObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<GalleryObject>(info) {
   Napi::Env env = info.Env();
   const double dim = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+  // A safety bound on the row width (the host makes galleries of its model's embedding size).
   if (!(dim >= 1 && dim <= 65536 && std::floor(dim) == dim)) ThrowInvalid(env, "gallery dimension must be an integer from 1 to 65536");
   index_ = std::make_shared<GalleryIndex>(static_cast<int>(dim));
 }

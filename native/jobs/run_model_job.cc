@@ -13,8 +13,9 @@ RunModelJob::RunModelJob(Napi::Env env, Napi::Float32Array input, RawModelSpec s
 }
 
 void RunModelJob::Execute(WorkerContext& ctx) {
+  // Stops growing past the input's length, so a huge shape cannot wrap around to match it.
   size_t expected = 1;
-  for (int d : spec_.inputShape) expected *= static_cast<size_t>(d);
+  for (int d : spec_.inputShape) expected = expected > length_ ? expected : expected * static_cast<size_t>(d);
   if (expected != length_) {
     throw JobError(ErrorCode::kInvalidArgument, "input has " + std::to_string(length_) + " values, shape needs " +
                                                     std::to_string(expected));

@@ -17,6 +17,8 @@ namespace {
 constexpr double kTileOverlap = 0.25;
 // Candidates kept for NMS; bounds the O(n^2) merge when thresholds are tiny.
 constexpr size_t kMaxCandidates = 2000;
+// Anchors a spec may define (BlazeFace has 896 or 2304).
+constexpr double kMaxAnchors = 1 << 24;
 
 float Sigmoid(float logit) {
   // MediaPipe clips logits to +-100 before the sigmoid (score_clipping_thresh).
@@ -36,10 +38,17 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const RuntimeOptions& r
 
   // SSD anchors as MediaPipe generates them with fixed_anchor_size: row-major
   // cells, the anchors of one cell consecutive, centre at the cell centre.
+  double total = 0;
   for (const AnchorLayer& layer : spec_.anchorLayers) {
     if (layer.stride <= 0 || layer.anchors <= 0) {
       throw std::runtime_error(what + "anchor layer stride and anchors must be positive");
     }
+    const double grid = std::ceil(static_cast<double>(spec_.inputSize) / layer.stride);
+    total += grid * grid * layer.anchors;
+  }
+  // Safety bound, checked before allocating them: far more anchors than any output tensor could match.
+  if (total > kMaxAnchors) throw std::runtime_error(what + "anchor layers give " + std::to_string(static_cast<long long>(total)) + " anchors");
+  for (const AnchorLayer& layer : spec_.anchorLayers) {
     const int grid = (spec_.inputSize + layer.stride - 1) / layer.stride;
     for (int y = 0; y < grid; ++y) {
       for (int x = 0; x < grid; ++x) {

@@ -2,9 +2,43 @@
 
 #include <exception>
 
+#include "bindings/js_errors.h"  // MakeCodedError
+
 namespace edgecv {
 
-Job::Job(Napi::Env env) : deferred_(Napi::Promise::Deferred::New(env)) {}
+namespace {
+
+// A handle scope that never throws (Napi::HandleScope does): without one the handles of this settle simply live
+// in the caller's scope.
+class HandleScope {
+ public:
+  explicit HandleScope(napi_env env) : env_(env) {
+    if (napi_open_handle_scope(env_, &scope_) != napi_ok) scope_ = nullptr;
+  }
+  ~HandleScope() {
+    if (scope_) napi_close_handle_scope(env_, scope_);
+  }
+  HandleScope(const HandleScope&) = delete;
+  HandleScope& operator=(const HandleScope&) = delete;
+
+ private:
+  napi_env env_;
+  napi_handle_scope scope_ = nullptr;
+};
+
+void ClearPendingException(napi_env env) {
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+    napi_value ignored;
+    napi_get_and_clear_last_exception(env, &ignored);
+  }
+}
+
+}  // namespace
+
+Job::Job(Napi::Env env) : env_(env) {
+  if (napi_create_promise(env, &deferred_, &promise_) != napi_ok) throw Napi::Error::New(env, "could not create a promise");
+}
 
 void Job::Pin(Napi::Value value) {
   pins_.push_back(Napi::Reference<Napi::Value>::New(value, 1));
@@ -25,20 +59,21 @@ void Job::Run(WorkerContext& ctx) noexcept {
   }
 }
 
-Napi::Error MakeCodedError(Napi::Env env, ErrorCode code, const std::string& message) {
-  Napi::Error error = Napi::Error::New(env, message);
-  error.Set("code", Napi::String::New(env, ErrorCodeName(code)));
-  return error;
-}
-
 void Job::Reject(Napi::Env env, ErrorCode code, const std::string& message) noexcept {
+  HandleScope scope(env);
+  ClearPendingException(env);  // a pending exception makes every N-API call below fail
+  napi_value reason = nullptr;
   try {
-    Napi::HandleScope scope(env);
-    deferred_.Reject(MakeCodedError(env, code, message).Value());
+    reason = MakeCodedError(env, code, message).Value();
   } catch (...) {
-    // Nothing sensible left to do: the promise stays pending rather than the
-    // exception crossing into N-API.
+    // The Error could not be built (no memory, a throwing getter...): reject with the bare message, which needs
+    // no property set, or with undefined.
+    ClearPendingException(env);
+    if (napi_create_string_utf8(env, message.data(), message.size(), &reason) != napi_ok) napi_get_undefined(env, &reason);
   }
+  // napi_reject_deferred only fails before it consumes the deferred (pending exception, cleared above), so one
+  // call settles the promise.
+  napi_reject_deferred(env, deferred_, reason);
 }
 
 void Job::Settle(Napi::Env env) noexcept {
@@ -46,14 +81,19 @@ void Job::Settle(Napi::Env env) noexcept {
     Reject(env, code_, message_);
     return;
   }
+  HandleScope scope(env);
+  napi_value value = nullptr;
   try {
-    Napi::HandleScope scope(env);
-    deferred_.Resolve(Result(env));
+    value = Result(env);
   } catch (const std::exception& e) {
     Reject(env, ErrorCode::kInternal, std::string("result conversion failed: ") + e.what());
+    return;
   } catch (...) {
     Reject(env, ErrorCode::kInternal, "result conversion failed");
+    return;
   }
+  ClearPendingException(env);
+  napi_resolve_deferred(env, deferred_, value);
 }
 
 void Job::Abandon() noexcept {

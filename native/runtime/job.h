@@ -33,13 +33,16 @@ class Job {
   // JS thread, only after a successful Execute: the value to resolve with.
   virtual Napi::Value Result(Napi::Env env) = 0;
 
-  Napi::Promise Promise() const { return deferred_.Promise(); }
+  // JS thread, in the scope that made the job: the promise Settle()/Reject() settle.
+  Napi::Promise Promise() const { return Napi::Promise(env_, promise_); }
 
   // Worker thread: Execute() with every exception turned into an error code.
   void Run(WorkerContext& ctx) noexcept;
-  // JS thread: resolve or reject according to Run()'s outcome. Never throws.
+  // JS thread: resolve or reject according to Run()'s outcome. Never throws, and always settles the promise
+  // (short of the env shutting down).
   void Settle(Napi::Env env) noexcept;
-  // JS thread: reject without running (admission failure).
+  // JS thread: reject without running (admission failure). Never throws, and always settles the promise:
+  // with a coded Error, or with the bare message when even that Error cannot be built.
   void Reject(Napi::Env env, ErrorCode code, const std::string& message) noexcept;
   // Environment teardown: JS can no longer be called, so forget the handles
   // instead of deleting them through N-API (the env frees them itself).
@@ -57,15 +60,15 @@ class Job {
   void Pin(Napi::Value value);
 
  private:
-  Napi::Promise::Deferred deferred_;
+  // The raw deferred rather than Napi::Promise::Deferred: Reject()/Settle() must know whether N-API consumed it.
+  napi_env env_;
+  napi_deferred deferred_ = nullptr;
+  napi_value promise_ = nullptr;
   std::vector<Napi::Reference<Napi::Value>> pins_;
   ErrorCode code_ = ErrorCode::kNone;
   std::string message_;
   Clock::time_point enqueued_{};
   Clock::time_point started_{};
 };
-
-// Builds `new Error(message)` with `.code` set; used for every rejection.
-Napi::Error MakeCodedError(Napi::Env env, ErrorCode code, const std::string& message);
 
 }  // namespace edgecv

@@ -20,7 +20,6 @@
 namespace edgecv {
 
 struct WorkerContext {
-  int index = 0;
   RuntimeOptions runtime;
   std::unique_ptr<FaceDetector> faceDetector;      // null if the engine has no face model
   std::unique_ptr<PoseEstimator> poseEstimator;    // null if the engine has no pose model

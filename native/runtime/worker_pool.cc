@@ -47,8 +47,6 @@ void UnregisterPool(WorkerPool* pool) {
 
 }  // namespace
 
-bool WorkerPool::ProcessExiting() { return g_exiting.load(); }
-
 WorkerPool::WorkerPool(std::vector<std::unique_ptr<WorkerContext>> contexts,
                        int threadsPerWorker, size_t queueLimit, Completion onDone)
     : contexts_(std::move(contexts)),

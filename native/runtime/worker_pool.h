@@ -54,8 +54,6 @@ class WorkerPool {
 
   Stats stats() const;
 
-  // True once the process has started exit() (process.exit(), end of main).
-  static bool ProcessExiting();
   size_t workers() const { return contexts_.size(); }
   size_t queueLimit() const { return queueLimit_; }
   int threadsPerWorker() const { return threadsPerWorker_; }
