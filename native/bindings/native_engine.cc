@@ -5,11 +5,9 @@
 
 #include "bindings/js_errors.h"
 #include "bindings/options.h"
-#include "jobs/face_detect_job.h"
+#include "jobs/detect_job.h"
 #include "jobs/face_embed_job.h"
 #include "jobs/gallery_search_job.h"
-#include "jobs/object_detect_job.h"
-#include "jobs/pose_detect_job.h"
 #include "jobs/run_model_job.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/worker_context.h"
@@ -149,19 +147,19 @@ Napi::Value NativeEngine::SubmitImageJob(const Napi::CallbackInfo& info, bool ha
 
 Napi::Value NativeEngine::DetectFaces(const Napi::CallbackInfo& info) {
   return SubmitImageJob(info, hasFaceDetector_, "faceDetector", [&](Napi::Uint8Array image) {
-    return std::make_unique<FaceDetectJob>(info.Env(), image, ReadDetectOptions(info.Env(), info[1]));
+    return std::make_unique<FaceDetectJob>(info.Env(), image, ReadDetectOptions(info.Env(), info[1]), kFaceDetection);
   });
 }
 
 Napi::Value NativeEngine::DetectPoses(const Napi::CallbackInfo& info) {
   return SubmitImageJob(info, hasPoseEstimator_, "poseEstimator", [&](Napi::Uint8Array image) {
-    return std::make_unique<PoseDetectJob>(info.Env(), image, ReadPoseOptions(info.Env(), info[1]));
+    return std::make_unique<PoseDetectJob>(info.Env(), image, ReadPoseOptions(info.Env(), info[1]), kPoseDetection);
   });
 }
 
 Napi::Value NativeEngine::DetectObjects(const Napi::CallbackInfo& info) {
   return SubmitImageJob(info, hasObjectDetector_, "objectDetector", [&](Napi::Uint8Array image) {
-    return std::make_unique<ObjectDetectJob>(info.Env(), image, ReadObjectOptions(info.Env(), info[1]));
+    return std::make_unique<ObjectDetectJob>(info.Env(), image, ReadObjectOptions(info.Env(), info[1]), kObjectDetection);
   });
 }
 

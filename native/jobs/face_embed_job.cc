@@ -8,18 +8,11 @@
 #include <opencv2/imgproc.hpp>
 
 #include "bindings/gallery_match_js.h"
+#include "bindings/js_values.h"
+#include "jobs/detect_job.h"  // FaceToJs
 #include "runtime/worker_context.h"
 
 namespace edgecv {
-namespace {
-
-Napi::Array RectArray(Napi::Env env, const PixelRect& rect) {
-  Napi::Array out = Napi::Array::New(env, rect.size());
-  for (size_t k = 0; k < rect.size(); ++k) out.Set(k, Napi::Number::New(env, rect[k]));
-  return out;
-}
-
-}  // namespace
 
 FaceEmbedJob::FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request)
     : ImageJob(env, bytes), request_(std::move(request)) {}
@@ -118,23 +111,14 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
 
 Napi::Value FaceEmbedJob::Result(Napi::Env env) {
   Napi::Array faces = Napi::Array::New(env, faces_.size());
-  for (size_t i = 0; i < faces_.size(); ++i) {
-    const Face& f = faces_[i];
-    Napi::Array keypoints = Napi::Array::New(env, f.keypoints.size());
-    for (size_t k = 0; k < f.keypoints.size(); ++k) keypoints.Set(k, Napi::Number::New(env, f.keypoints[k]));
-    Napi::Object face = Napi::Object::New(env);
-    face.Set("rect", RectArray(env, f.rect));
-    face.Set("score", Napi::Number::New(env, f.score));
-    face.Set("keypoints", keypoints);
-    faces.Set(i, face);
-  }
+  for (size_t i = 0; i < faces_.size(); ++i) faces.Set(static_cast<uint32_t>(i), FaceToJs(env, faces_[i]));
   Napi::Object result = Napi::Object::New(env);
   result.Set("width", Napi::Number::New(env, width()));
   result.Set("height", Napi::Number::New(env, height()));
   result.Set("faces", faces);
   if (embedded_) {
     Napi::Object face = Napi::Object::New(env);
-    face.Set("rect", RectArray(env, chosen_));
+    face.Set("rect", NumberArray(env, chosen_));
     face.Set("score", Napi::Number::New(env, chosenScore_));
     result.Set("face", face);
     Napi::Float32Array embedding = Napi::Float32Array::New(env, embedding_.size());
@@ -147,7 +131,7 @@ Napi::Value FaceEmbedJob::Result(Napi::Env env) {
   if (embedded_ && request_.keepCrop) {
     Napi::Object crop = Napi::Object::New(env);
     crop.Set("jpeg", Napi::Buffer<uchar>::Copy(env, crop_.jpeg.data(), crop_.jpeg.size()));
-    crop.Set("rect", RectArray(env, crop_.face));
+    crop.Set("rect", NumberArray(env, crop_.face));
     result.Set("crop", crop);
   } else {
     result.Set("crop", env.Null());

@@ -1,4 +1,4 @@
-#include "bindings/timings_js.h"
+#include "bindings/js_values.h"
 
 namespace edgecv {
 
