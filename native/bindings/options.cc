@@ -1,6 +1,7 @@
 #include "bindings/options.h"
 
 #include <cmath>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,12 @@ constexpr double kMaxRectCoordinate = 1e9;  // options.rect values fit an int
 constexpr double kMaxDim = 1 << 20;         // one dimension of runModel()'s input shape
 constexpr double kHuge = 1e300;             // finite is all a float option needs
 
+std::string Shortest(double d) {
+  std::ostringstream out;
+  out << d;  // 256, 0.5, 1e+300
+  return out.str();
+}
+
 // A required number in [min, max] (an integer when `integer`).
 double ReadNumber(Napi::Object obj, const char* key, const std::string& where, double min, double max,
                   bool integer = false) {
@@ -31,8 +38,8 @@ double ReadNumber(Napi::Object obj, const char* key, const std::string& where, d
   if (!v.IsNumber()) ThrowInvalid(env, where + "." + key + " must be a number");
   const double d = v.As<Napi::Number>().DoubleValue();
   if (!std::isfinite(d) || d < min || d > max || (integer && std::floor(d) != d)) {
-    ThrowInvalid(env, where + "." + key + " must be " + (integer ? "an integer" : "a number") + " in [" +
-                          std::to_string(min) + ", " + std::to_string(max) + "]");
+    ThrowInvalid(env, where + "." + key + " must be " + (integer ? "an integer" : "a number") + " in [" + Shortest(min) +
+                          ", " + Shortest(max) + "]");
   }
   return d;
 }
@@ -216,6 +223,7 @@ bool IsMissing(const Napi::Value& v) { return v.IsUndefined() || v.IsNull(); }
 
 std::string ReadString(Napi::Object obj, const char* key, const std::string& where) {
   Napi::Value v = obj.Get(key);
+  if (IsMissing(v)) ThrowInvalid(obj.Env(), where + "." + key + " is required");
   if (!v.IsString()) ThrowInvalid(obj.Env(), where + "." + key + " must be a string");
   return v.As<Napi::String>().Utf8Value();
 }

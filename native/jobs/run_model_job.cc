@@ -13,12 +13,13 @@ RunModelJob::RunModelJob(Napi::Env env, Napi::Float32Array input, RawModelSpec s
 }
 
 void RunModelJob::Execute(WorkerContext& ctx) {
-  // Stops growing past the input's length, so a huge shape cannot wrap around to match it.
+  // Checked: a huge shape must not wrap around to match the input's length.
   size_t expected = 1;
-  for (int d : spec_.inputShape) expected = expected > length_ ? expected : expected * static_cast<size_t>(d);
-  if (expected != length_) {
-    throw JobError(ErrorCode::kInvalidArgument, "input has " + std::to_string(length_) + " values, shape needs " +
-                                                    std::to_string(expected));
+  bool overflow = false;
+  for (int d : spec_.inputShape) overflow = overflow || __builtin_mul_overflow(expected, static_cast<size_t>(d), &expected);
+  if (overflow || expected != length_) {
+    const std::string needs = overflow ? "more than memory holds" : std::to_string(expected);
+    throw JobError(ErrorCode::kInvalidArgument, "input has " + std::to_string(length_) + " values, shape needs " + needs);
   }
   InferenceModel& model = ctx.RawModel(spec_.model, spec_.outputs);
   const int dims = static_cast<int>(spec_.inputShape.size());
