@@ -1,8 +1,8 @@
 // Per-worker state. Each worker thread owns exactly one WorkerContext and is the
 // only thread that touches it, so the models inside need no locking (neither a
-// cv::dnn::Net nor our use of an onnxruntime session is shared). A new model = one
-// more member here, one more Job subclass, one more engine method; the
-// queue/promise plumbing is shared.
+// cv::dnn::Net nor our use of an onnxruntime session is shared). A new detection model = one
+// more member here, one more DetectJob kind (jobs/detect_job.h), one more spec reader
+// (bindings/options.cc) and engine method; the queue/promise plumbing is shared.
 #pragma once
 
 #include <map>
