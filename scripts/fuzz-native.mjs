@@ -20,8 +20,7 @@ import { PNG } from 'pngjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const WORK = path.join(ROOT, '.cache', 'fuzz-native');
-const SOURCES = ['native/fuzz/decode_fuzzer.cc', 'native/image.cc', 'native/jpeg_decoder.cc', 'native/letterbox.cc'];
-const HEADERS = ['native/image.h', 'native/jpeg_decoder.h', 'native/letterbox.h', 'native/error_code.h'];
+const SOURCES = ['native/fuzz/decode_fuzzer.cc', 'native/jobs/image.cc', 'native/jobs/jpeg_decoder.cc', 'native/models/letterbox.cc'];
 const CXX = 'clang++-14';
 
 function usage(message) {
@@ -46,12 +45,20 @@ function capture(cmd, args) {
   return r.stdout.trim();
 }
 
+function nativeFiles(dir) {
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .flatMap((e) => (e.isDirectory() ? nativeFiles(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+}
+
 /** Builds the fuzz target unless the binary is newer than a build of the same sources and flags. */
 function build() {
   const opencv = capture('pkg-config', ['--cflags', '--libs', 'opencv4', 'libjpeg']).split(/\s+/);
   const args = ['-std=c++17', '-g', '-O1', '-fsanitize=fuzzer,address,undefined', '-fno-sanitize-recover=undefined', '-Inative', ...SOURCES, ...opencv, '-o'];
   const hash = createHash('sha256').update(args.join(' '));
-  for (const f of [...SOURCES, ...HEADERS]) hash.update(fs.readFileSync(path.join(ROOT, f)));
+  // Every native file: the sources include headers from across native/.
+  for (const f of nativeFiles(path.join(ROOT, 'native'))) hash.update(f).update(fs.readFileSync(f));
   const digest = hash.digest('hex');
   const binary = path.join(WORK, 'decode_fuzzer');
   const stamp = path.join(WORK, 'decode_fuzzer.sha256');

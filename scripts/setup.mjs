@@ -111,7 +111,7 @@ function systemPackages() {
   if (!ok('pkg-config', ['--exists', 'opencv4']) || !installed.has('libopencv-contrib-dev')) {
     missing.push('libopencv-dev', 'libopencv-contrib-dev', 'pkg-config');
   }
-  // The addon decodes JPEG with libjpeg directly (native/jpeg_decoder.h); OpenCV's packages pull it in anyway.
+  // The addon decodes JPEG with libjpeg directly (native/jobs/jpeg_decoder.h); OpenCV's packages pull it in anyway.
   if (!ok('pkg-config', ['--exists', 'libjpeg'])) missing.push('libjpeg-dev');
   if (!has('cmake')) missing.push('cmake');
   if (!has('g++')) missing.push('g++');

@@ -12,10 +12,10 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "error_code.h"
-#include "image.h"
-#include "jpeg_decoder.h"
-#include "letterbox.h"
+#include "jobs/image.h"
+#include "jobs/jpeg_decoder.h"
+#include "models/letterbox.h"
+#include "runtime/error_code.h"
 
 namespace {
 // The server refuses images over 40 megapixels from their header before decoding (src/image-admission.ts);
@@ -43,8 +43,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const cv::Mat reference = cv::imdecode(cv::Mat(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data)), cv::IMREAD_COLOR);
     if (reference.size() != image.size() || cv::norm(reference, image, cv::NORM_INF) != 0) __builtin_trap();
   }
+  edgecv::ImageModelSpec spec;
+  spec.inputSize = 64;
+  spec.scale = 1.0 / 255;
+  edgecv::LetterboxSource source;
+  source.padValue = 114;
   cv::Mat blob;
-  const edgecv::Letterbox box = edgecv::LetterboxBlob(image, 64, 0, 1.0 / 255, true, &blob, 114);
-  if (blob.total() != 3 * 64 * 64 || !(box.scale > 0)) __builtin_trap();
+  const edgecv::Letterbox box = edgecv::LetterboxBlob(image, spec, source, &blob);
+  if (blob.total() != 3 * 64 * 64 || !(box.scaleX > 0) || !(box.scaleY > 0)) __builtin_trap();
   return 0;
 }
