@@ -2,8 +2,8 @@
 
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { BACKENDS, POSE_MODES, RUNTIMES, type BackendChoice, type PoseMode, type RuntimeChoice } from './engine.js';
-import { isModelPath, OBJECT_DETECTOR_MODELS } from './object-model.js';
+import { BACKENDS, POSE_MODES, RUNTIMES, type BackendChoice, type PoseMode, type RuntimeChoice } from './engine/engine.js';
+import { isModelPath, OBJECT_DETECTOR_MODELS } from './engine/object-model.js';
 
 export interface ServerConfig {
   port: number;

@@ -33,8 +33,8 @@ export {
   type Face,
   type FaceDetection,
   type FaceDetectorModel,
-} from './engine.js';
-export { COCO_CLASSES, type CocoClass } from './objects.js';
+} from './engine/engine.js';
+export { COCO_CLASSES, type CocoClass } from './engine/objects.js';
 export {
   BODY_25_BONES,
   BODY_25_KEYPOINTS,
@@ -44,7 +44,7 @@ export {
   type Body25KeypointName,
   type Body25Point,
   type CocoKeypointName,
-} from './pose.js';
+} from './engine/pose.js';
 export {
   calibratedDistance,
   FACE_EMBEDDER_MODELS,
@@ -54,13 +54,13 @@ export {
   type FaceEmbedderModel,
   type FaceEmbeddingResult,
   type GalleryMatch,
-} from './face-embedding.js';
-export { GalleryIndex, type GalleryEntry } from './gallery-index.js';
-export { ENGINE_ERROR_CODES, EngineError, isEngineErrorCode, toEngineError, type EngineErrorCode } from './errors.js';
+} from './engine/face-embedding.js';
+export { GalleryIndex, type GalleryEntry } from './gallery/gallery-index.js';
+export { ENGINE_ERROR_CODES, EngineError, isEngineErrorCode, toEngineError, type EngineErrorCode } from './engine/errors.js';
 export {
   readImageHeader,
   sniffImageFormat,
   tryReadImageHeader,
   type ImageFormat,
   type ImageHeader,
-} from './image-header.js';
+} from './engine/image-header.js';

@@ -13,7 +13,7 @@ import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine } from '../src/index.js';
-import { BODY_25_BONES, type Body25Point } from '../src/pose.js';
+import { BODY_25_BONES, type Body25Point } from '../src/engine/pose.js';
 import { createApp } from '../src/server/app.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';

@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distractors, embedRealFaces, statistics, type RealFace } from '../bench/face-corpus.js';
-import { calibratedDistance } from '../src/face-embedding.js';
+import { calibratedDistance } from '../src/engine/face-embedding.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine, GalleryEntry, GalleryIndex } from '../src/index.js';

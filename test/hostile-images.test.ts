@@ -11,7 +11,7 @@ import { loadJohns } from '../bench/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
-import { admitImage, IMAGE_LIMIT_DEFAULTS } from '../src/image-admission.js';
+import { admitImage, IMAGE_LIMIT_DEFAULTS } from '../src/engine/image-admission.js';
 import { EngineError, type Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';

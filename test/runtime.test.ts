@@ -6,8 +6,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
-import { nativeAddonPath } from '../src/native.js';
-import { findOnnxRuntimeLibrary } from '../src/onnxruntime-library.js';
+import { nativeAddonPath } from '../src/engine/native.js';
+import { findOnnxRuntimeLibrary } from '../src/engine/onnxruntime-library.js';
 import { openEngine, photo } from './helpers.js';
 
 const onlyFaces = { poseModel: null, objectDetector: null, faceEmbedder: null } as const;

@@ -8,7 +8,7 @@
 // with spaces ("traffic light").
 
 import type { Context, Hono } from 'hono';
-import type { ObjectDetection } from '../../engine.js';
+import type { ObjectDetection } from '../../engine/engine.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
 import { observeInference } from '../prometheus.js';

@@ -4,8 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Hono } from 'hono';
-import { packageRoot } from '../../native.js';
-import { BODY_25_BONES } from '../../pose.js';
+import { packageRoot } from '../../engine/native.js';
+import { BODY_25_BONES } from '../../engine/pose.js';
 import { resource } from '../routing.js';
 
 export const WEB_DIR = path.join(packageRoot(), 'web');

@@ -7,7 +7,7 @@
 
 import type { Context, Hono } from 'hono';
 import type { ServerConfig } from '../../config.js';
-import type { Body25Point } from '../../pose.js';
+import type { Body25Point } from '../../engine/pose.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { readImageInput } from '../image-input.js';
 import { observeInference } from '../prometheus.js';

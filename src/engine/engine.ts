@@ -24,7 +24,7 @@ import {
   type FaceEmbeddingResult,
   type GalleryMatch,
 } from './face-embedding.js';
-import { GalleryIndex, nativeGallery, type GalleryIndexOptions } from './gallery-index.js';
+import { GalleryIndex, nativeGallery, type GalleryIndexOptions } from '../gallery/gallery-index.js';
 import { admitImage, IMAGE_LIMIT_DEFAULTS, type AdmittedImage, type ImageLimits } from './image-admission.js';
 import type { ImageFormat, ImageHeader } from './image-header.js';
 import {
