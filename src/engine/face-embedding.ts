@@ -1,8 +1,9 @@
 // Face embeddings: the model choice, its manifest settings (crop margin, calibrated distance scale), the
 // options of Engine.embedFace() and their validation, and the calibrated distance itself.
 
-import { EngineError } from './errors.js';
+import { CROP_SCALE_RANGE } from './limits.js';
 import type { NativeFaceEmbedderSpec, NativeRuntimeChoice } from './native.js';
+import { invalidArgument as invalid, isRecord, type CheckedDetectOptions } from './options.js';
 
 export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
 export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
@@ -76,14 +77,6 @@ export function calibratedDistance(cosine: number, distanceScale: number): numbe
   return Math.max(0, (1 - cosine) * distanceScale);
 }
 
-function invalid(message: string): EngineError {
-  return new EngineError('INVALID_ARGUMENT', message);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Checks a rect option: 4 integers with l < r and t < b. */
 export function checkRect(value: unknown): [number, number, number, number] {
   if (
@@ -153,7 +146,9 @@ export function faceEmbedderFromManifest(
   }
   const cropScale = recognition['cropScale'];
   const distanceScale = recognition['distanceScale'];
-  if (!(cropScale >= 0.5 && cropScale <= 4) || !(distanceScale > 0)) throw fail('recognition.cropScale must be 0.5..4, distanceScale > 0');
+  if (!(cropScale >= CROP_SCALE_RANGE.min && cropScale <= CROP_SCALE_RANGE.max) || !(distanceScale > 0)) {
+    throw fail(`recognition.cropScale must be ${CROP_SCALE_RANGE.min}..${CROP_SCALE_RANGE.max}, distanceScale > 0`);
+  }
   return {
     spec: {
       path: modelPath(entry['file']),
@@ -170,17 +165,25 @@ export function faceEmbedderFromManifest(
   };
 }
 
+/** embedFace() options, checked; cropScale undefined means the model's own. */
+export interface CheckedEmbedOptions {
+  rect?: [number, number, number, number];
+  cropScale?: number;
+  keepCrop: boolean;
+  detect: CheckedDetectOptions;
+}
+
 /** Validates embedFace() options into the native request (everything but the gallery). */
-export function checkEmbedOptions(
-  opts: unknown,
-  detect: (o: unknown) => { scoreThreshold: number; iouThreshold: number; tiles: number | 'auto' },
-): { rect?: [number, number, number, number]; cropScale: number; keepCrop: boolean; detect: { scoreThreshold: number; iouThreshold: number; tiles: number | 'auto' } } {
+export function checkEmbedOptions(opts: unknown, detect: (o: unknown) => CheckedDetectOptions): CheckedEmbedOptions {
   if (!isRecord(opts)) throw invalid('embedFace options must be an object');
-  const out: ReturnType<typeof checkEmbedOptions> = { cropScale: 0, keepCrop: false, detect: detect(opts['detect'] ?? {}) };
+  const out: CheckedEmbedOptions = { keepCrop: false, detect: detect(opts['detect'] ?? {}) };
   if (opts['rect'] !== undefined) out.rect = checkRect(opts['rect']);
   const cropScale = opts['cropScale'];
   if (cropScale !== undefined) {
-    if (typeof cropScale !== 'number' || !(cropScale >= 0.5 && cropScale <= 4)) throw invalid(`cropScale must be a number from 0.5 to 4 (got ${String(cropScale)})`);
+    const { min, max } = CROP_SCALE_RANGE;
+    if (typeof cropScale !== 'number' || !(cropScale >= min && cropScale <= max)) {
+      throw invalid(`cropScale must be a number from ${min} to ${max} (got ${String(cropScale)})`);
+    }
     out.cropScale = cropScale;
   }
   const keepCrop = opts['keepCrop'];

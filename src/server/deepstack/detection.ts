@@ -8,7 +8,8 @@
 // with spaces ("traffic light").
 
 import type { Context, Hono } from 'hono';
-import type { ObjectDetection } from '../../engine/engine.js';
+import { ENGINE_RANGES } from '../../engine/limits.js';
+import type { ObjectDetection } from '../../engine/types.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
 import { observeInference } from '../prometheus.js';
@@ -17,7 +18,8 @@ import { customModels, hasObjectModel, type ObjectModelRun } from './models.js';
 import { dsHandler, dsReply } from './reply.js';
 import { limitField, minConfidence, readDeepStackRequest, requestImage, type DeepStackRequest } from './request.js';
 
-export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: 1000 } as const;
+// maxLimit: what the engine accepts as maxObjects.
+export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: ENGINE_RANGES.maxObjects.max } as const;
 
 export interface ObjectPrediction {
   label: string;
