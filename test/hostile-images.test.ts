@@ -11,7 +11,8 @@ import { loadJohns } from '../bench/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
-import { admitImage, IMAGE_LIMIT_DEFAULTS } from '../src/engine/image-admission.js';
+import { admitImage } from '../src/engine/image-admission.js';
+import { IMAGE_LIMIT_DEFAULTS } from '../src/engine/limits.js';
 import { EngineError, type Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
@@ -90,12 +91,13 @@ describe('container checks before decoding', () => {
   it('refuse a PNG chunk claiming 0x7fffffff bytes on every image call, cheaply (defect 3)', async () => {
     const bomb = pngLengthBomb();
     expect(bomb.length).toBeLessThan(200);
-    for (const call of [
+    const calls: (() => Promise<unknown>)[] = [
       () => engine.detectFaces(bomb),
       () => engine.embedFace(bomb),
       () => engine.detectPoses(bomb),
       () => engine.detectObjects(bomb),
-    ]) {
+    ];
+    for (const call of calls) {
       const { result, growthMb } = await peakRssGrowth(call);
       expect(codeOf(result)).toBe('INVALID_IMAGE');
       expect((result as EngineError).message).toMatch(/claims 2147483647 bytes/);

@@ -62,8 +62,8 @@ function runCli(args: string[], env: Record<string, string> = {}, stdin?: string
     if (stdin !== undefined) child.stdin!.end(stdin);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`edgecv ${args.join(' ')} did not finish within 60 s\n${stdout}\n${stderr}`));

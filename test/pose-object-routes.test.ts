@@ -264,7 +264,7 @@ describe('pose and object routes (real engine, real photos)', () => {
 
     it('on, with an engine that reports CUDA: pose is served', async () => {
       // Only the backend report is replaced (no CUDA here); the detection itself is the real engine's.
-      const cudaReport = { detectFaces: engine.detectFaces.bind(engine), detectPoses: engine.detectPoses.bind(engine), detectObjects: engine.detectObjects.bind(engine), backend: () => ({ backend: 'cuda' as const, device: 'reported' }) };
+      const cudaReport = { detectFaces: engine.detectFaces.bind(engine), detectPoses: engine.detectPoses.bind(engine), detectObjects: engine.detectObjects.bind(engine), backend: () => ({ ...engine.backend(), backend: 'cuda' as const, device: 'reported' }) };
       const strict = createApp({ engine: cudaReport, config: { bodyLimit: DEFAULT_BODY_LIMIT, poseRequiresGpu: true } });
       const res = await strict.request(POSE, { method: 'POST', body: photo('darknet/person.jpg'), headers: { 'content-type': 'image/jpeg' } });
       expect(res.status).toBe(200);

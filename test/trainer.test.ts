@@ -95,7 +95,8 @@ describe('recognition API', () => {
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
     expectError(await none.json(), /admin key/);
-    for (const headers of [{ authorization: 'Bearer nope' }, { 'x-api-key': `${KEY}x` }, { 'x-api-key': KEY.slice(0, -1) }, { authorization: KEY }]) {
+    const wrongKeys: Record<string, string>[] = [{ authorization: 'Bearer nope' }, { 'x-api-key': `${KEY}x` }, { 'x-api-key': KEY.slice(0, -1) }, { authorization: KEY }];
+    for (const headers of wrongKeys) {
       const res = await addRaw(app, 'John_Salley', bytes, headers);
       expect(res.status).toBe(401);
       expectError(await res.json());
@@ -318,8 +319,8 @@ describe('recognition API', () => {
 
   it('never answers 503 because of single adds and removes', async () => {
     const probe = johns.get('John_Schneider')![10]!.bytes;
-    const predictions: Promise<Response>[] = [];
-    const changes: Promise<Response>[] = [];
+    const predictions: (Response | Promise<Response>)[] = [];
+    const changes: (Response | Promise<Response>)[] = [];
     for (const p of johns.get('John_Shimkus')!.slice(4, 10)) {
       changes.push(addRaw(app, 'John_Shimkus', p.bytes));
       for (let k = 0; k < 3; k++) predictions.push(predict(app, probe));
