@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance } from '../src/engine/face-embedding.js';
 import { Engine, type GalleryEntry, type GalleryIndex } from '../src/index.js';
-import { distractors, embedRealFaces, statistics } from './face-corpus.js';
+import { distractors, embedRealFaces, statistics } from '../test/support/face-corpus.js';
 
 type Row = Record<string, string | number>;
 

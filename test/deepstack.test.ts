@@ -8,7 +8,7 @@ import https from 'node:https';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/face-verification.js';
+import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT, parseServerConfig } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';

@@ -4,7 +4,7 @@
 // SQLite store answers the same; the import's 503 window covers only the swap.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { distractors, embedRealFaces, statistics, type RealFace } from '../bench/face-corpus.js';
+import { distractors, embedRealFaces, statistics, type RealFace } from './support/face-corpus.js';
 import { calibratedDistance } from '../src/engine/face-embedding.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';

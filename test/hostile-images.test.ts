@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngChunk, pngLengthBomb } from '../bench/fuzz/hostile-images.js';
-import { loadJohns } from '../bench/face-verification.js';
+import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngChunk, pngLengthBomb } from './support/fuzz/hostile-images.js';
+import { loadJohns } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';

@@ -2,13 +2,12 @@
 // removal, prediction answers, export/import, the "Training data update in progress" window, re-embedding after
 // a model change. Real engine, real photos, real SQLite files in a temporary folder.
 
-import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/face-verification.js';
+import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';

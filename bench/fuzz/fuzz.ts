@@ -5,9 +5,9 @@
 
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT, withTempServer, writeResult } from '../server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../../test/support/server-process.js';
 import { numericFlags } from './cli-args.js';
-import { fuzzPhotos, runFuzz } from './run-fuzz.js';
+import { fuzzPhotos, runFuzz } from '../../test/support/fuzz/run-fuzz.js';
 
 const ADMIN_KEY = 'fuzz-admin-key-0123456789';
 const MB = 1024 * 1024;

@@ -6,13 +6,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../../src/engine/native.js';
 
-/** The repository root, from bench/ in the sources or dist/bench/ when compiled. */
-export const REPO_ROOT = (() => {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.basename(path.dirname(here)) === 'dist' ? path.resolve(here, '..', '..') : path.resolve(here, '..');
-})();
+/** The repository root, from the sources or from dist/ when compiled. */
+export const REPO_ROOT = packageRoot();
 
 export interface ServerProcess {
   child: ChildProcess;
