@@ -481,6 +481,9 @@ describe('Prometheus', () => {
       ca,
     });
     expect(JSON.parse(predict.text)).toMatchObject({ success: 'true', subject: 'astronaut' });
+    // The stage series are labelled with the device the server runs on, as its capabilities report it.
+    const { backend } = JSON.parse((await request('/server/capabilities/')).text) as { backend: string };
+    expect(['cpu', 'cuda']).toContain(backend);
     const res = await request('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -491,15 +494,15 @@ describe('Prometheus', () => {
     expect(value('edgecv_http_requests_total{method="POST",route="/detector/detect",status="200"}')).toBeGreaterThanOrEqual(1);
     expect(value('edgecv_http_request_duration_seconds_count{method="POST",route="/detector/detect",status="200"}')).toBeGreaterThanOrEqual(1);
     for (const stage of ['queue', 'decode', 'preprocess', 'inference', 'postprocess']) {
-      expect(value(`edgecv_inference_stage_seconds_count{model="facemesh-detection-full",backend="cpu",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
+      expect(value(`edgecv_inference_stage_seconds_count{model="facemesh-detection-full",backend="${backend}",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
     }
-    expect(value('edgecv_inference_stage_seconds_sum{model="facemesh-detection-full",backend="cpu",stage="inference"}')).toBeGreaterThan(0);
+    expect(value(`edgecv_inference_stage_seconds_sum{model="facemesh-detection-full",backend="${backend}",stage="inference"}`)).toBeGreaterThan(0);
     expect(value('edgecv_engine_queue_depth')).toBe(0);
     expect(value('edgecv_engine_jobs_completed_total')).toBeGreaterThanOrEqual(1);
     expect(value('edgecv_engine_jobs_rejected_total')).toBe(0);
     // Recognition reports its own stages under the embedding model's name.
     for (const stage of ['detect', 'embedInference', 'search']) {
-      expect(value(`edgecv_inference_stage_seconds_count{model="faceres",backend="cpu",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
+      expect(value(`edgecv_inference_stage_seconds_count{model="faceres",backend="${backend}",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
     }
     expect(value('edgecv_gallery_samples')).toBe(1);
     expect(value('edgecv_gallery_subjects')).toBe(1);
