@@ -63,6 +63,7 @@ describe('face detection (default detector and options)', () => {
 
   it('rects are integers inside the image', async () => {
     const found = await engine.detectFaces(photo('dlib/faces/bald_guys.jpg'));
+    expect(found.faces.length).toBeGreaterThan(0);
     for (const { rect } of found.faces) {
       expect(rect.every(Number.isInteger)).toBe(true);
       expect(rect[0]).toBeGreaterThanOrEqual(0);
