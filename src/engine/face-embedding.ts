@@ -8,10 +8,6 @@ import { invalidArgument as invalid, isRecord, type CheckedDetectOptions } from 
 export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
 export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
 
-export function isFaceEmbedderModel(value: unknown): value is FaceEmbedderModel {
-  return typeof value === 'string' && (FACE_EMBEDDER_MODELS as readonly string[]).includes(value);
-}
-
 /** What an embedding was made with. Stored with every enrolled sample: a different one means re-embedding. */
 export interface FaceEmbedderInfo {
   model: FaceEmbedderModel;
