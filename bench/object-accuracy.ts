@@ -58,7 +58,6 @@ export async function benchObjectAccuracy(root: string, opts: { quick?: boolean;
   return rows;
 }
 
-
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const root = findRoot();
   const rows = await benchObjectAccuracy(root, { quick: process.argv.includes('--quick') });

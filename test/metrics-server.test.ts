@@ -5,11 +5,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpsRequest, photo, ROOT, useTempDirs, type HttpsResult } from './helpers.js';
+import { freePort } from './support/server-process.js';
 
 const CLI = path.join(ROOT, 'dist/src/cli.js');
 const INTERVAL_MS = 200;
@@ -84,17 +84,6 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, timeo
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function stopChild(child: ChildProcess | undefined, timeoutMs = 10_000): Promise<void> {
