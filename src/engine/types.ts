@@ -66,7 +66,7 @@ export interface EngineOptions {
   /** Pose model, or null to load none (detectPoses then rejects). Default 'movenet-multipose'. */
   poseModel?: PoseModel | null;
   /**
-   * Object detection model, or null to load none (detectObjects then rejects). Default 'centernet-384'.
+   * Object detection model, or null to load none (detectObjects then rejects). Default 'yolov5s'.
    * A path to an .onnx file loads an operator's own YOLO export (YOLOv5 output layout [1,N,5+classes]).
    */
   objectDetector?: ObjectDetectorModel | string | null;
@@ -120,7 +120,7 @@ export interface PoseDetection {
 }
 
 export interface DetectObjectsOptions {
-  /** Minimum score (0..1). Default 0.2. */
+  /** Minimum score (0..1). Default 0.3 with a YOLO model, 0.2 with centernet (OBJECT_DEFAULTS). */
   scoreThreshold?: number;
   /** Most objects to return, 1 to 1000. Default 100 (the model's own top-k). */
   maxObjects?: number;
