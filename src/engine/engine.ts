@@ -15,7 +15,6 @@ import {
   checkEmbedOptions,
   checkEmbedding,
   faceEmbedderFromManifest,
-  FACE_EMBEDDER_MODELS,
   l2Normalized,
   type EmbedFaceOptions,
   type FaceEmbedderInfo,
@@ -33,26 +32,11 @@ import {
   readManifest,
   type LoadedManifest,
 } from './manifest.js';
-import { loadNative, packageRoot, type NativeEngine, type NativeRuntime } from './native.js';
-import { findOnnxRuntimeLibrary } from './onnxruntime-library.js';
-import {
-  checkDetectOptions,
-  choiceOption,
-  envBackend,
-  intOption,
-  invalidArgument,
-  modelOption,
-  pathOption,
-  resolveTiles,
-  unitOption,
-} from './options.js';
+import { loadNative, type NativeEngine, type NativeRuntime } from './native.js';
+import { checkDetectOptions, checkEngineOptions, choiceOption, intOption, invalidArgument, resolveTiles, unitOption } from './options.js';
 import { cocoToBody25 } from './pose.js';
 import {
-  BACKENDS,
-  FACE_DETECTOR_MODELS,
-  POSE_MODELS,
   POSE_MODES,
-  RUNTIMES,
   type BackendInfo,
   type DetectFacesOptions,
   type DetectObjectsOptions,
@@ -95,30 +79,8 @@ export class Engine {
 
   /** Loads the models (one copy per worker) and starts the workers. */
   static async open(opts: EngineOptions = {}): Promise<Engine> {
-    if (typeof opts !== 'object' || opts === null) throw invalidArgument('Engine.open options must be an object');
-    const workers = intOption(opts.workers, 'workers', ENGINE_DEFAULTS.workers, ENGINE_RANGES.workers);
-    const threadsPerWorker = intOption(opts.threadsPerWorker, 'threadsPerWorker', ENGINE_DEFAULTS.threadsPerWorker, ENGINE_RANGES.threadsPerWorker);
-    const queueLimit = intOption(opts.queueLimit, 'queueLimit', ENGINE_DEFAULTS.queueLimit, ENGINE_RANGES.queueLimit);
-    const limits: ImageLimits = {
-      maxPixels: intOption(opts.maxPixels, 'maxPixels', ENGINE_DEFAULTS.maxPixels, ENGINE_RANGES.maxPixels),
-      maxAspectRatio: intOption(opts.maxAspectRatio, 'maxAspectRatio', ENGINE_DEFAULTS.maxAspectRatio, ENGINE_RANGES.maxAspectRatio),
-      minSide: intOption(opts.minImageSide, 'minImageSide', ENGINE_DEFAULTS.minImageSide, ENGINE_RANGES.minImageSide),
-    };
-    // null counts as left out here (there is always a face detector).
-    const faceDetector = choiceOption(opts.faceDetector ?? undefined, 'faceDetector', FACE_DETECTOR_MODELS, ENGINE_DEFAULTS.faceDetector);
-    const poseModel = modelOption(opts.poseModel, 'poseModel', POSE_MODELS, ENGINE_DEFAULTS.poseModel);
-    const modelDirOption = pathOption(opts.modelDir, 'modelDir');
-    const faceEmbedder = modelOption(opts.faceEmbedder, 'faceEmbedder', FACE_EMBEDDER_MODELS, ENGINE_DEFAULTS.faceEmbedder);
-    const modelDir = path.resolve(modelDirOption ?? path.join(packageRoot(), 'models', 'onnx'));
-    const runtime = choiceOption(opts.runtime, 'runtime', RUNTIMES, ENGINE_DEFAULTS.runtime);
-    const backend = choiceOption(opts.backend ?? envBackend(), 'backend', BACKENDS, ENGINE_DEFAULTS.backend);
-    const onnxRuntimeLibrary = pathOption(opts.onnxRuntimeLibrary, 'onnxRuntimeLibrary');
-    // OpenCV alone needs no onnxruntime: do not load it then.
-    const library = runtime === 'opencv' ? null : onnxRuntimeLibrary ? { path: onnxRuntimeLibrary } : findOnnxRuntimeLibrary();
-    if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
-      throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
-    }
-
+    const { workers, threadsPerWorker, queueLimit, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library } =
+      checkEngineOptions(opts);
     const manifest = await readManifest(modelDir);
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
     const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime);

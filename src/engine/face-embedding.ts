@@ -4,9 +4,10 @@
 import { CROP_SCALE_RANGE } from './limits.js';
 import type { NativeFaceEmbedderSpec, NativeRuntimeChoice } from './native.js';
 import { invalidArgument as invalid, isRecord, type CheckedDetectOptions } from './options.js';
+import { FACE_EMBEDDER_MODELS, type FaceEmbedderModel } from './types.js';
 
-export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
-export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
+// The model list is with the other choice lists (types.ts); exported here too, where the embedding API is.
+export { FACE_EMBEDDER_MODELS, type FaceEmbedderModel };
 
 /** What an embedding was made with. Stored with every enrolled sample: a different one means re-embedding. */
 export interface FaceEmbedderInfo {

@@ -2,10 +2,9 @@
 // definition of each. The engine validates against these and always passes every value to the native addon
 // explicitly, so the addon holds no defaults of its own and checks only what memory safety needs.
 
-import type { FaceEmbedderModel } from './face-embedding.js';
 import type { ImageLimits } from './image-admission.js';
 import type { ObjectDetectorModel } from './object-model.js';
-import type { BackendChoice, FaceDetectorModel, PoseMode, PoseModel, RuntimeChoice } from './types.js';
+import type { BackendChoice, FaceDetectorModel, FaceEmbedderModel, PoseMode, PoseModel, RuntimeChoice } from './types.js';
 
 /** The accepted range of an integer option, both ends included. */
 export interface IntRange {

@@ -1,10 +1,27 @@
 // Checks of what a caller passes the engine: each helper returns the value (or its default from limits.ts) or
 // throws EngineError INVALID_ARGUMENT with a message naming the option and what it accepts.
 
+import path from 'node:path';
 import { EngineError } from './errors.js';
+import type { ImageLimits } from './image-admission.js';
 import type { ImageHeader } from './image-header.js';
-import { autoTiles, DETECT_DEFAULTS, ENGINE_RANGES, type IntRange } from './limits.js';
-import type { DetectFacesOptions } from './types.js';
+import { autoTiles, DETECT_DEFAULTS, ENGINE_DEFAULTS, ENGINE_RANGES, type IntRange } from './limits.js';
+import { packageRoot } from './native.js';
+import { findOnnxRuntimeLibrary } from './onnxruntime-library.js';
+import {
+  BACKENDS,
+  FACE_DETECTOR_MODELS,
+  FACE_EMBEDDER_MODELS,
+  POSE_MODELS,
+  RUNTIMES,
+  type BackendChoice,
+  type DetectFacesOptions,
+  type EngineOptions,
+  type FaceDetectorModel,
+  type FaceEmbedderModel,
+  type PoseModel,
+  type RuntimeChoice,
+} from './types.js';
 
 export function invalidArgument(message: string, cause?: unknown): EngineError {
   return new EngineError('INVALID_ARGUMENT', message, cause === undefined ? undefined : { cause });
@@ -88,4 +105,49 @@ export function resolveTiles(options: CheckedDetectOptions, header: ImageHeader)
 export function envBackend(): string | undefined {
   const value = process.env['EDGECV_BACKEND'];
   return value === undefined || value === '' ? undefined : value;
+}
+
+/** Engine.open() options, checked, with every default filled in (everything but the model files). */
+export interface CheckedEngineOptions {
+  workers: number;
+  threadsPerWorker: number;
+  queueLimit: number;
+  limits: ImageLimits;
+  faceDetector: FaceDetectorModel;
+  poseModel: PoseModel | null;
+  faceEmbedder: FaceEmbedderModel | null;
+  /** Absolute. */
+  modelDir: string;
+  runtime: RuntimeChoice;
+  backend: BackendChoice;
+  /** The onnxruntime library to load, why there is none, or null where only OpenCV is wanted. */
+  library: { path: string } | { missing: string } | null;
+}
+
+/** Checks Engine.open() options (the object model's are checked with its manifest entry, manifest.ts). */
+export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
+  if (typeof opts !== 'object' || opts === null) throw invalidArgument('Engine.open options must be an object');
+  const workers = intOption(opts.workers, 'workers', ENGINE_DEFAULTS.workers, ENGINE_RANGES.workers);
+  const threadsPerWorker = intOption(opts.threadsPerWorker, 'threadsPerWorker', ENGINE_DEFAULTS.threadsPerWorker, ENGINE_RANGES.threadsPerWorker);
+  const queueLimit = intOption(opts.queueLimit, 'queueLimit', ENGINE_DEFAULTS.queueLimit, ENGINE_RANGES.queueLimit);
+  const limits: ImageLimits = {
+    maxPixels: intOption(opts.maxPixels, 'maxPixels', ENGINE_DEFAULTS.maxPixels, ENGINE_RANGES.maxPixels),
+    maxAspectRatio: intOption(opts.maxAspectRatio, 'maxAspectRatio', ENGINE_DEFAULTS.maxAspectRatio, ENGINE_RANGES.maxAspectRatio),
+    minSide: intOption(opts.minImageSide, 'minImageSide', ENGINE_DEFAULTS.minImageSide, ENGINE_RANGES.minImageSide),
+  };
+  // null counts as left out here (there is always a face detector).
+  const faceDetector = choiceOption(opts.faceDetector ?? undefined, 'faceDetector', FACE_DETECTOR_MODELS, ENGINE_DEFAULTS.faceDetector);
+  const poseModel = modelOption(opts.poseModel, 'poseModel', POSE_MODELS, ENGINE_DEFAULTS.poseModel);
+  const modelDirOption = pathOption(opts.modelDir, 'modelDir');
+  const faceEmbedder = modelOption(opts.faceEmbedder, 'faceEmbedder', FACE_EMBEDDER_MODELS, ENGINE_DEFAULTS.faceEmbedder);
+  const modelDir = path.resolve(modelDirOption ?? path.join(packageRoot(), 'models', 'onnx'));
+  const runtime = choiceOption(opts.runtime, 'runtime', RUNTIMES, ENGINE_DEFAULTS.runtime);
+  const backend = choiceOption(opts.backend ?? envBackend(), 'backend', BACKENDS, ENGINE_DEFAULTS.backend);
+  const onnxRuntimeLibrary = pathOption(opts.onnxRuntimeLibrary, 'onnxRuntimeLibrary');
+  // OpenCV alone needs no onnxruntime: do not load it then.
+  const library = runtime === 'opencv' ? null : onnxRuntimeLibrary ? { path: onnxRuntimeLibrary } : findOnnxRuntimeLibrary();
+  if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
+    throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
+  }
+  return { workers, threadsPerWorker, queueLimit, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library };
 }

@@ -3,7 +3,6 @@
 
 import type { ImageFormat } from './image-header.js';
 import type { NativeBackendInfo, NativeRuntimeChoice, NativeStats } from './native.js';
-import type { FaceEmbedderModel } from './face-embedding.js';
 import type { Body25Point } from './pose.js';
 import { OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo } from './object-model.js';
 
@@ -11,6 +10,9 @@ export const RUNTIMES = ['auto', 'onnxruntime', 'opencv'] as const;
 export type RuntimeChoice = NativeRuntimeChoice;
 export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
 export type BackendChoice = (typeof BACKENDS)[number];
+
+export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
+export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
 
 export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
 export type FaceDetectorModel = (typeof FACE_DETECTOR_MODELS)[number];
