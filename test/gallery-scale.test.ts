@@ -1,5 +1,5 @@
 // The approximate (HNSW) gallery index against exact search, on real embeddings: faces of the test photos embedded
-// by the real engine from augmented crops (bench/face-corpus.ts), among distractors drawn to their statistics.
+// by the real engine from augmented crops (test/support/face-corpus.ts), among distractors drawn to their statistics.
 // Also: adds, removes and a replace during the background build keep it right; a service restarted over the same
 // SQLite store answers the same; the import's 503 window covers only the swap.
 

@@ -1,7 +1,7 @@
 // Issue 11, defects 1-3 and 9: images that once cost seconds and gigabytes (extreme shapes, a 1x1,000,000 PNG,
 // a PNG chunk claiming 2 GB) are refused from their headers and container structure with a clear 4xx, the
 // padded second pass of recognition is bounded for shapes that are allowed, and a normal request still works
-// after each. Every hostile file is made in code (bench/fuzz/hostile-images.ts). Real engine, real SQLite.
+// after each. Every hostile file is made in code (test/support/fuzz/hostile-images.ts). Real engine, real SQLite.
 
 import fs from 'node:fs';
 import path from 'node:path';

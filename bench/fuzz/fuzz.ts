@@ -1,5 +1,5 @@
 // `npm run fuzz -- --cases 10000 --seed 1 --concurrency 4`: starts a real `edgecv serve` on 127.0.0.1 (temporary
-// data folder, self-signed certificate), sends the seeded hostile requests of bench/fuzz/cases.ts, prints
+// data folder, self-signed certificate), sends the seeded hostile requests of test/support/fuzz/cases.ts, prints
 // statuses and time per class, peak RSS and whether the server survived, and writes bench/results/fuzz.json.
 // Exit code 1 when the server died, answered 5xx (other than 503), or answered something that is not JSON.
 
