@@ -9,12 +9,10 @@
 // count (read from the header, so an oversized image is refused before a single pixel is decoded). This file
 // is the facade: it checks, calls the addon through one helper that types its rejections, and shapes results.
 
-import path from 'node:path';
 import { EngineError, toEngineError } from './errors.js';
 import {
   checkEmbedOptions,
   checkEmbedding,
-  faceEmbedderFromManifest,
   l2Normalized,
   type EmbedFaceOptions,
   type FaceEmbedderInfo,
@@ -27,6 +25,7 @@ import { ENGINE_DEFAULTS, ENGINE_RANGES, OBJECT_DEFAULTS, POSE_DEFAULTS } from '
 import {
   chooseObjectDetector,
   faceDetectorSpec,
+  faceEmbedderSpec,
   poseEstimatorSpec,
   rawModelSpec,
   readManifest,
@@ -85,10 +84,7 @@ export class Engine {
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
     const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime);
     const objects = await chooseObjectDetector(opts, manifest, modelDir, runtime);
-    const embedder =
-      faceEmbedder === null
-        ? null
-        : faceEmbedderFromManifest(manifest.models[faceEmbedder], faceEmbedder, (f) => path.join(modelDir, f), manifest.file, runtime);
+    const embedder = faceEmbedder === null ? null : await faceEmbedderSpec(manifest, modelDir, faceEmbedder, runtime);
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({

@@ -1,8 +1,7 @@
-// Face embeddings: the model choice, its manifest settings (crop margin, calibrated distance scale), the
-// options of Engine.embedFace() and their validation, and the calibrated distance itself.
+// Face embeddings: what an embedding was made with, the options of Engine.embedFace() and their validation,
+// query checks, and the calibrated distance. (The model's manifest settings are read in manifest.ts.)
 
 import { CROP_SCALE_RANGE } from './limits.js';
-import type { NativeFaceEmbedderSpec, NativeRuntimeChoice } from './native.js';
 import { invalidArgument as invalid, isRecord, type CheckedDetectOptions } from './options.js';
 import { FACE_EMBEDDER_MODELS, type FaceEmbedderModel } from './types.js';
 
@@ -102,64 +101,6 @@ export function l2Normalized(values: Float32Array, name = 'embedding'): Float32A
   const norm = Math.sqrt(sum);
   if (!Number.isFinite(norm) || norm === 0) throw invalid(`${name} has no direction (zero or non-finite norm)`);
   return values.map((v) => v / norm);
-}
-
-/** The native spec and the public info of an embedding model, from its entry in <modelDir>/manifest.json. */
-export function faceEmbedderFromManifest(
-  entry: unknown,
-  model: FaceEmbedderModel,
-  modelPath: (file: string) => string,
-  manifestFile: string,
-  runtime: NativeRuntimeChoice,
-): { spec: NativeFaceEmbedderSpec; info: Omit<FaceEmbedderInfo, 'dim'> } {
-  const fail = (what: string) => new Error(`${manifestFile}: model "${model}": ${what}; run \`npm run setup\` to regenerate it`);
-  if (!isRecord(entry)) throw fail('not in the manifest');
-  const input = entry['input'];
-  const outputs = entry['outputs'];
-  const recognition = entry['recognition'];
-  if (
-    typeof entry['file'] !== 'string' ||
-    typeof entry['ortFile'] !== 'string' ||
-    typeof entry['sha256'] !== 'string' ||
-    !isRecord(input) ||
-    !Array.isArray(outputs)
-  ) {
-    throw fail('lacks file, ortFile, sha256, input or outputs');
-  }
-  const shape = input['shape'];
-  if (!Array.isArray(shape) || shape.length !== 4 || shape[1] !== 3 || shape[2] !== shape[3] || !Number.isInteger(shape[2])) {
-    throw fail(`expected a square NCHW input [1,3,S,S], got ${JSON.stringify(shape)}`);
-  }
-  const output = outputs.find((o) => isRecord(o) && o['name'] === 'embedding');
-  if (!isRecord(output)) throw fail('has no output named "embedding"');
-  const mean = input['mean'];
-  const scale = input['scale'];
-  const color = input['color'];
-  if (typeof mean !== 'number' || typeof scale !== 'number' || (color !== 'RGB' && color !== 'BGR')) {
-    throw fail('input needs numeric mean/scale and color RGB or BGR');
-  }
-  if (!isRecord(recognition) || typeof recognition['cropScale'] !== 'number' || typeof recognition['distanceScale'] !== 'number') {
-    throw fail('needs recognition.cropScale and recognition.distanceScale');
-  }
-  const cropScale = recognition['cropScale'];
-  const distanceScale = recognition['distanceScale'];
-  if (!(cropScale >= CROP_SCALE_RANGE.min && cropScale <= CROP_SCALE_RANGE.max) || !(distanceScale > 0)) {
-    throw fail(`recognition.cropScale must be ${CROP_SCALE_RANGE.min}..${CROP_SCALE_RANGE.max}, distanceScale > 0`);
-  }
-  return {
-    spec: {
-      path: modelPath(entry['file']),
-      ortPath: modelPath(entry['ortFile']),
-      runtime,
-      inputSize: shape[2] as number,
-      output: 'embedding',
-      meanValue: mean,
-      scale,
-      swapRB: color === 'RGB',
-      cropScale,
-    },
-    info: { model, version: `${entry['sha256'].slice(0, 16)}-crop${cropScale}`, cropScale, distanceScale },
-  };
 }
 
 /** embedFace() options, checked; cropScale undefined means the model's own. */

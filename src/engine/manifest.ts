@@ -6,17 +6,19 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { COCO_CLASSES } from './objects.js';
 import { checkModelFile, isModelPath, objectLabels, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo } from './object-model.js';
-import { CUSTOM_OBJECT_INPUT_SIZE, ENGINE_DEFAULTS, ENGINE_RANGES, YOLO_PAD_VALUE } from './limits.js';
+import type { FaceEmbedderInfo } from './face-embedding.js';
+import { CROP_SCALE_RANGE, CUSTOM_OBJECT_INPUT_SIZE, ENGINE_DEFAULTS, ENGINE_RANGES, YOLO_PAD_VALUE } from './limits.js';
 import { intOption, invalidArgument, isRecord, modelOption, pathOption } from './options.js';
 import type {
   NativeFaceDetectorSpec,
+  NativeFaceEmbedderSpec,
   NativeObjectDetectorSpec,
   NativePoseEstimatorSpec,
   NativeRawModelSpec,
   NativeRuntime,
   NativeYoloDetectorSpec,
 } from './native.js';
-import type { EngineOptions, FaceDetectorModel, PoseModel, RuntimeChoice } from './types.js';
+import type { EngineOptions, FaceDetectorModel, FaceEmbedderModel, PoseModel, RuntimeChoice } from './types.js';
 
 function setupError(message: string, cause?: unknown): Error {
   return new Error(`${message}; run \`npm run setup\` to download and convert the models`, { cause });
@@ -182,6 +184,33 @@ export async function poseEstimatorSpec(
     throw manifestError(manifest.file, `model "${model}": pose.outputs must name the 6 heads`);
   }
   return { ...common, outputs };
+}
+
+/**
+ * The native spec and the public info of embedding model `model`: its manifest entry's `recognition` (crop
+ * margin, calibrated distance scale), an output named "embedding", and the converted file's sha256 (the version).
+ */
+export async function faceEmbedderSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: FaceEmbedderModel,
+  runtime: RuntimeChoice,
+): Promise<{ spec: NativeFaceEmbedderSpec; info: Omit<FaceEmbedderInfo, 'dim'> }> {
+  const fail = (what: string) => manifestError(manifest.file, `model "${model}": ${what}`);
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'recognition', runtime);
+  const outputs = entry['outputs'];
+  if (typeof entry['sha256'] !== 'string') throw fail('lacks sha256');
+  if (!Array.isArray(outputs) || !outputs.some((o) => isRecord(o) && o['name'] === 'embedding')) throw fail('has no output named "embedding"');
+  const recognition = entry['recognition'] as Record<string, unknown>;
+  const { cropScale, distanceScale } = recognition;
+  const { min, max } = CROP_SCALE_RANGE;
+  if (typeof cropScale !== 'number' || typeof distanceScale !== 'number' || !(cropScale >= min && cropScale <= max) || !(distanceScale > 0)) {
+    throw fail(`recognition.cropScale must be ${min}..${max}, distanceScale > 0`);
+  }
+  return {
+    spec: { ...common, output: 'embedding', cropScale },
+    info: { model, version: `${entry['sha256'].slice(0, 16)}-crop${cropScale}`, cropScale, distanceScale },
+  };
 }
 
 export interface ObjectDetectorChoice {
