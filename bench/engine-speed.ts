@@ -15,15 +15,10 @@ import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { loadRow } from './load-row.js';
 import type { BenchContext } from './pose-objects.js';
-import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './vga-photos.js';
+import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../test/support/vga-photos.js';
+import { median } from '../src/metrics/percentiles.js';
 
 type Row = Record<string, string | number>;
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 /** Models slower than this (ms per forward pass on OpenCV) get fewer OpenCV samples, so the section stays short. */
 const SLOW_OPENCV_MS = 60;

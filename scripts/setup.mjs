@@ -190,7 +190,8 @@ function nativeAddon(ortInclude) {
 // ------------------------------------------------------------------ e. TypeScript
 function typescript() {
   const stamp = path.join(ROOT, 'dist', '.tsc-stamp');
-  const inputs = ['src', 'models', 'bench']
+  // test/support: the evaluation code the benches share with the tests
+  const inputs = ['src', 'models', 'bench', path.join('test', 'support')]
     .flatMap((d) => walk(path.join(ROOT, d), (f) => f.endsWith('.ts')))
     .concat([path.join(ROOT, 'tsconfig.json')]);
   const list = inputs.map(rel).sort().join('\n');

@@ -3,10 +3,9 @@
 // compressed bodies, wrong methods, malformed HTTP, long headers, oversize claims) in every input form.
 // The server must survive, never answer 500, and answer JSON every time it answers.
 
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KINDS } from '../bench/fuzz/cases.js';
-import { fuzzPhotos, runFuzz } from '../bench/fuzz/run-fuzz.js';
+import { KINDS } from './support/fuzz/cases.js';
+import { fuzzPhotos, runFuzz } from './support/fuzz/run-fuzz.js';
 import { DATA_DIR, useTempDirs } from './helpers.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
 

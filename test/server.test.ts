@@ -162,7 +162,7 @@ describe('HTTP API (real engine, real photos)', () => {
   let app: ReturnType<typeof createApp>;
   let astronautRects: number[][];
 
-  const post = (body: BodyInit | null, contentType?: string, p = DETECT, extra: Record<string, string> = {}) =>
+  const post = (body: RequestInit['body'], contentType?: string, p = DETECT, extra: Record<string, string> = {}) =>
     app.request(p, { method: 'POST', body, headers: { ...(contentType ? { 'content-type': contentType } : {}), ...extra } });
 
   beforeAll(async () => {

@@ -3,7 +3,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { EngineErrorCode } from '../errors.js';
+import type { EngineErrorCode } from '../engine/errors.js';
 import { engineErrorCode } from './engine-types.js';
 
 export interface ErrorBody {

@@ -8,7 +8,8 @@
 // with spaces ("traffic light").
 
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import type { ObjectDetection } from '../../engine.js';
+import { ENGINE_RANGES } from '../../engine/limits.js';
+import type { ObjectDetection } from '../../engine/types.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
 import { observed } from '../inference-route.js';
@@ -16,7 +17,8 @@ import { customModels, hasObjectModel, type ObjectModelRun } from './models.js';
 import { dsReply } from './reply.js';
 import { limitField, minConfidence, requestImage } from './request.js';
 
-export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: 1000 } as const;
+// maxLimit: what the engine accepts as maxObjects.
+export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: ENGINE_RANGES.maxObjects.max } as const;
 
 export interface ObjectPrediction {
   label: string;

@@ -4,8 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Hono } from 'hono';
-import { packageRoot } from '../../native.js';
-import { BODY_25_BONES } from '../../pose.js';
+import { packageRoot } from '../../engine/native.js';
+import { BODY_25_BONES } from '../../engine/pose.js';
 
 export const WEB_DIR = path.join(packageRoot(), 'web');
 
@@ -25,7 +25,7 @@ export function demoPage(): Hono {
 /** /demo.js and /body25.js, mounted at /. */
 export function demoScripts(): Hono {
   const script = fs.readFileSync(path.join(WEB_DIR, 'demo.js'), 'utf8');
-  const bones = `// made by the server from BODY_25_BONES (src/pose.ts)\nexport const BODY_25_BONES = ${JSON.stringify(BODY_25_BONES)};\n`;
+  const bones = `// made by the server from BODY_25_BONES (src/engine/pose.ts)\nexport const BODY_25_BONES = ${JSON.stringify(BODY_25_BONES)};\n`;
   const headers = { ...HEADERS, 'Content-Type': JS };
   return new Hono().get('/demo.js', (c) => c.body(script, 200, headers)).get('/body25.js', (c) => c.body(bones, 200, headers));
 }

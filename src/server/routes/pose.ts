@@ -7,7 +7,7 @@
 
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { ServerConfig } from '../../config.js';
-import type { Body25Point } from '../../pose.js';
+import type { Body25Point } from '../../engine/pose.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { imageRoute } from '../inference-route.js';
 import { unitParameter } from './detection-options.js';

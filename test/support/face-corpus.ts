@@ -5,7 +5,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import jpeg from 'jpeg-js';
-import type { Engine } from '../src/index.js';
+import type { Engine } from '../../src/index.js';
 import { decode, type Rgba } from './vga-photos.js';
 
 export interface RealFace {

@@ -3,7 +3,7 @@
 // benchmark and the recognition tests.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EmbedFaceOptions, Engine } from '../src/index.js';
+import type { EmbedFaceOptions, Engine } from '../../src/index.js';
 
 export interface LabelledPhoto {
   subject: string;

@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { loadGraphModel, type GraphModel } from '@tensorflow/tfjs-converter';
-import { findRoot, modelPackage, readSourceManifest } from '../models/model-packages.js';
+import { findRoot, modelPackage, readSourceManifest } from '../../models/model-packages.js';
 
 export type TfjsBackend = 'cpu' | 'wasm';
 

@@ -88,9 +88,6 @@ export const BODY_25_BONES: readonly { readonly pair: readonly [number, number];
   { pair: [11, 24], color: '00ffff' },
 ];
 
-/** The largest number of people one image can yield by default: MoveNet MultiPose's own top-k. */
-export const MAX_POSES = 6;
-
 const COCO_INDEX = Object.fromEntries(COCO_KEYPOINTS.map((name, i) => [name, i])) as Record<CocoKeypointName, number>;
 
 /**

@@ -1,6 +1,6 @@
 // Objects that must be found in the darknet test photos, with where their centre lies (fractions of the
 // image width and height): the object test's expectations, and the bench's measure of each input size.
-import type { DetectedObject } from '../src/index.js';
+import type { DetectedObject } from '../../src/index.js';
 
 export interface ExpectedObject {
   /** Any of these classes will do (centernet calls the pickup in dog.jpg a car or a truck). */

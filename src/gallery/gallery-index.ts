@@ -9,9 +9,9 @@
 // in the background, in chunks that yield to the event loop; until `indexed` settles searches stay exact.
 
 import { AnnIndex, DEFAULT_EXPANSION_SEARCH, type AnnQuantization } from './ann-index.js';
-import { EngineError } from './errors.js';
-import { checkEmbedding, l2Normalized, type GalleryMatch } from './face-embedding.js';
-import { loadNative, type NativeGallery } from './native.js';
+import { EngineError } from '../engine/errors.js';
+import { checkEmbedding, l2Normalized, type GalleryMatch } from '../engine/face-embedding.js';
+import { loadNative, type NativeGallery } from '../engine/native.js';
 
 export interface GalleryEntry {
   /** A safe integer, unique in the gallery; adding an id again replaces its entry. */

@@ -1,15 +1,12 @@
-// Face embeddings: the model choice, its manifest settings (crop margin, calibrated distance scale), the
-// options of Engine.embedFace() and their validation, and the calibrated distance itself.
+// Face embeddings: what an embedding was made with, the options of Engine.embedFace() and their validation,
+// query checks, and the calibrated distance. (The model's manifest settings are read in manifest.ts.)
 
-import { EngineError } from './errors.js';
-import type { NativeFaceEmbedderSpec, NativeRuntimeChoice } from './native.js';
+import { CROP_SCALE_RANGE } from './limits.js';
+import { invalidArgument as invalid, isRecord, type CheckedDetectOptions } from './options.js';
+import { FACE_EMBEDDER_MODELS, type FaceEmbedderModel } from './types.js';
 
-export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
-export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
-
-export function isFaceEmbedderModel(value: unknown): value is FaceEmbedderModel {
-  return typeof value === 'string' && (FACE_EMBEDDER_MODELS as readonly string[]).includes(value);
-}
+// The model list is with the other choice lists (types.ts); exported here too, where the embedding API is.
+export { FACE_EMBEDDER_MODELS, type FaceEmbedderModel };
 
 /** What an embedding was made with. Stored with every enrolled sample: a different one means re-embedding. */
 export interface FaceEmbedderInfo {
@@ -76,14 +73,6 @@ export function calibratedDistance(cosine: number, distanceScale: number): numbe
   return Math.max(0, (1 - cosine) * distanceScale);
 }
 
-function invalid(message: string): EngineError {
-  return new EngineError('INVALID_ARGUMENT', message);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Checks a rect option: 4 integers with l < r and t < b. */
 export function checkRect(value: unknown): [number, number, number, number] {
   if (
@@ -114,73 +103,25 @@ export function l2Normalized(values: Float32Array, name = 'embedding'): Float32A
   return values.map((v) => v / norm);
 }
 
-/** The native spec and the public info of an embedding model, from its entry in <modelDir>/manifest.json. */
-export function faceEmbedderFromManifest(
-  entry: unknown,
-  model: FaceEmbedderModel,
-  modelPath: (file: string) => string,
-  manifestFile: string,
-  runtime: NativeRuntimeChoice,
-): { spec: NativeFaceEmbedderSpec; info: Omit<FaceEmbedderInfo, 'dim'> } {
-  const fail = (what: string) => new Error(`${manifestFile}: model "${model}": ${what}; run \`npm run setup\` to regenerate it`);
-  if (!isRecord(entry)) throw fail('not in the manifest');
-  const input = entry['input'];
-  const outputs = entry['outputs'];
-  const recognition = entry['recognition'];
-  if (
-    typeof entry['file'] !== 'string' ||
-    typeof entry['ortFile'] !== 'string' ||
-    typeof entry['sha256'] !== 'string' ||
-    !isRecord(input) ||
-    !Array.isArray(outputs)
-  ) {
-    throw fail('lacks file, ortFile, sha256, input or outputs');
-  }
-  const shape = input['shape'];
-  if (!Array.isArray(shape) || shape.length !== 4 || shape[1] !== 3 || shape[2] !== shape[3] || !Number.isInteger(shape[2])) {
-    throw fail(`expected a square NCHW input [1,3,S,S], got ${JSON.stringify(shape)}`);
-  }
-  const output = outputs.find((o) => isRecord(o) && o['name'] === 'embedding');
-  if (!isRecord(output)) throw fail('has no output named "embedding"');
-  const mean = input['mean'];
-  const scale = input['scale'];
-  const color = input['color'];
-  if (typeof mean !== 'number' || typeof scale !== 'number' || (color !== 'RGB' && color !== 'BGR')) {
-    throw fail('input needs numeric mean/scale and color RGB or BGR');
-  }
-  if (!isRecord(recognition) || typeof recognition['cropScale'] !== 'number' || typeof recognition['distanceScale'] !== 'number') {
-    throw fail('needs recognition.cropScale and recognition.distanceScale');
-  }
-  const cropScale = recognition['cropScale'];
-  const distanceScale = recognition['distanceScale'];
-  if (!(cropScale >= 0.5 && cropScale <= 4) || !(distanceScale > 0)) throw fail('recognition.cropScale must be 0.5..4, distanceScale > 0');
-  return {
-    spec: {
-      path: modelPath(entry['file']),
-      ortPath: modelPath(entry['ortFile']),
-      runtime,
-      inputSize: shape[2] as number,
-      output: 'embedding',
-      meanValue: mean,
-      scale,
-      swapRB: color === 'RGB',
-      cropScale,
-    },
-    info: { model, version: `${entry['sha256'].slice(0, 16)}-crop${cropScale}`, cropScale, distanceScale },
-  };
+/** embedFace() options, checked; cropScale undefined means the model's own. */
+export interface CheckedEmbedOptions {
+  rect?: [number, number, number, number];
+  cropScale?: number;
+  keepCrop: boolean;
+  detect: CheckedDetectOptions;
 }
 
 /** Validates embedFace() options into the native request (everything but the gallery). */
-export function checkEmbedOptions(
-  opts: unknown,
-  detect: (o: unknown) => { scoreThreshold: number; iouThreshold: number; tiles: number | 'auto' },
-): { rect?: [number, number, number, number]; cropScale: number; keepCrop: boolean; detect: { scoreThreshold: number; iouThreshold: number; tiles: number | 'auto' } } {
+export function checkEmbedOptions(opts: unknown, detect: (o: unknown) => CheckedDetectOptions): CheckedEmbedOptions {
   if (!isRecord(opts)) throw invalid('embedFace options must be an object');
-  const out: ReturnType<typeof checkEmbedOptions> = { cropScale: 0, keepCrop: false, detect: detect(opts['detect'] ?? {}) };
+  const out: CheckedEmbedOptions = { keepCrop: false, detect: detect(opts['detect'] ?? {}) };
   if (opts['rect'] !== undefined) out.rect = checkRect(opts['rect']);
   const cropScale = opts['cropScale'];
   if (cropScale !== undefined) {
-    if (typeof cropScale !== 'number' || !(cropScale >= 0.5 && cropScale <= 4)) throw invalid(`cropScale must be a number from 0.5 to 4 (got ${String(cropScale)})`);
+    const { min, max } = CROP_SCALE_RANGE;
+    if (typeof cropScale !== 'number' || !(cropScale >= min && cropScale <= max)) {
+      throw invalid(`cropScale must be a number from ${min} to ${max} (got ${String(cropScale)})`);
+    }
     out.cropScale = cropScale;
   }
   const keepCrop = opts['keepCrop'];

@@ -15,15 +15,6 @@ export interface ImageLimits {
   minSide: number;
 }
 
-export const IMAGE_LIMIT_DEFAULTS = {
-  maxPixels: 40_000_000,
-  // Every model letterboxes to a square input: at 32:1 the picture is already a 4-pixel strip of a 128-pixel
-  // input, and a 65500x1 "image" once cost recognition 29 s and 9.7 GB (issue 11).
-  maxAspectRatio: 32,
-  // Nothing a face, pose or object model finds fits in fewer pixels.
-  minSide: 8,
-} as const satisfies ImageLimits;
-
 export interface AdmittedImage {
   header: ImageHeader;
   /** The bytes to decode (the input, or a copy without decoder-noise chunks: see image-container.ts). */

@@ -18,9 +18,6 @@ export const OBJECT_DETECTOR_MODELS = [
 ] as const;
 export type ObjectDetectorModel = (typeof OBJECT_DETECTOR_MODELS)[number];
 
-/** Default input side of an operator's own YOLO model (YOLOv5's export default). */
-export const CUSTOM_OBJECT_INPUT_SIZE = 640;
-
 /** What /server/capabilities/ and the start-up log say about the object model. */
 export interface ObjectModelInfo {
   /** Model name, or the file name of an operator's own model. */

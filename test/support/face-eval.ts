@@ -2,7 +2,7 @@
 // photos (43 faces) for recall and box overlap, faceless photos for false positives.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DetectFacesOptions, Engine } from '../src/index.js';
+import type { DetectFacesOptions, Engine } from '../../src/index.js';
 import { addMatches, matchDetections, parseImglabXml, type MatchResult, type Rect } from './face-annotations.js';
 
 /** Photos with no human face in them (animals, objects, scenery), from the test data. */

@@ -1,5 +1,6 @@
 // Typed loader of the C++ addon (build/Release/edgecv.node). The interfaces here are the exact contract of
-// native/addon.cc; argument validation happens in engine.ts before anything reaches native code.
+// native/addon.cc; argument validation happens in options.ts/engine.ts before anything reaches native code, and
+// every option is passed explicitly (defaults live in limits.ts, not in the addon).
 
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -22,7 +23,7 @@ export interface NativeImageInput {
   /** ONNX file with an NCHW input, as written for OpenCV's importer. */
   path: string;
   /** The same graph as standard ONNX, for onnxruntime. */
-  ortPath?: string;
+  ortPath: string;
   runtime: NativeRuntimeChoice;
   /** Square input side in pixels. */
   inputSize: number;
@@ -64,8 +65,8 @@ export interface NativeYoloDetectorSpec extends NativeImageInput {
   strides?: number[];
   anchors?: number[][];
   classes: number;
-  /** Letterbox border value. Default 114. */
-  padValue?: number;
+  /** Letterbox border value (YOLO_PAD_VALUE). */
+  padValue: number;
 }
 
 export interface NativePoseOptions {
@@ -122,7 +123,7 @@ export interface NativeEmbedRequest {
   detect: NativeDetectOptions;
   /** Embed this box instead of detecting. */
   rect?: [number, number, number, number];
-  /** 0 = the model's own. */
+  /** Crop side / longer side of the face box: the model's own (spec.cropScale) unless the caller overrides it. */
   cropScale: number;
   keepCrop: boolean;
   /** Searched with the snapshot taken when the call is made. */
