@@ -4,9 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { calibratedDistance } from '../src/face-embedding.js';
+import { calibratedDistance } from '../src/engine/face-embedding.js';
 import { Engine, type GalleryEntry, type GalleryIndex } from '../src/index.js';
-import { distractors, embedRealFaces, statistics } from './face-corpus.js';
+import { distractors, embedRealFaces, statistics } from '../test/support/face-corpus.js';
 
 type Row = Record<string, string | number>;
 

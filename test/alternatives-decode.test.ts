@@ -8,7 +8,7 @@ import * as ort from 'onnxruntime-node';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agreement, decodeFaces, decodeMoveNet, decodeYolo, letterbox, nms, toTensor, type Box, type Letterbox } from '../bench/alternatives/decode.js';
-import { decode } from '../bench/vga-photos.js';
+import { decode } from './support/vga-photos.js';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { COCO_CLASSES, DETECT_DEFAULTS, Engine, OBJECT_DEFAULTS, POSE_DEFAULTS } from '../src/index.js';
 import { DATA_DIR, ROOT } from './helpers.js';

@@ -1,11 +1,11 @@
 // The approximate (HNSW) gallery index against exact search, on real embeddings: faces of the test photos embedded
-// by the real engine from augmented crops (bench/face-corpus.ts), among distractors drawn to their statistics.
+// by the real engine from augmented crops (test/support/face-corpus.ts), among distractors drawn to their statistics.
 // Also: adds, removes and a replace during the background build keep it right; a service restarted over the same
 // SQLite store answers the same; the import's 503 window covers only the swap.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { distractors, embedRealFaces, statistics, type RealFace } from '../bench/face-corpus.js';
-import { calibratedDistance } from '../src/face-embedding.js';
+import { distractors, embedRealFaces, statistics, type RealFace } from './support/face-corpus.js';
+import { calibratedDistance } from '../src/engine/face-embedding.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine, GalleryEntry, GalleryIndex } from '../src/index.js';

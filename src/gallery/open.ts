@@ -1,7 +1,7 @@
 // Opens the gallery store the configuration names and the recognition service over it.
 
 import type { ServerConfig } from '../config.js';
-import type { GalleryIndexOptions } from '../gallery-index.js';
+import type { GalleryIndexOptions } from './gallery-index.js';
 import { RecognitionService, type RecognitionEngine } from './recognition-service.js';
 import { RedisGalleryStore } from './redis-store.js';
 import { SqliteGalleryStore } from './sqlite-store.js';
