@@ -91,6 +91,10 @@ export class AnnIndex {
   #queued: QueuedChange[] | null = null;
   #ready = true;
   #saving: Promise<void> = Promise.resolve();
+  /** Bumped by every change; `#savedAt` is its value when the file last matched the index. */
+  #changes = 0;
+  #savedAt = -1;
+  #savedTo = '';
   lastBuild: AnnBuildReport | null = null;
 
   constructor(dim: number, quantization: AnnQuantization, expansionSearch = DEFAULT_EXPANSION_SEARCH) {
@@ -129,6 +133,7 @@ export class AnnIndex {
 
   /** Adds rows to usearch and records their hashes; `hashes` when already computed. */
   #insert(ids: Float64Array, embeddings: Float32Array, threads: number, hashes = rowHashes(embeddings, this.#dim)): void {
+    this.#changes++;
     const keys = keysOf(ids);
     this.#index.remove(keys); // multi: false refuses a key twice; replacing = remove + add
     this.#index.add(keys, this.#vectors(embeddings), threads);
@@ -136,6 +141,7 @@ export class AnnIndex {
   }
 
   #delete(ids: Float64Array): void {
+    this.#changes++;
     this.#index.remove(keysOf(ids));
     for (const id of ids) this.#rows.delete(id);
   }
@@ -174,6 +180,7 @@ export class AnnIndex {
     try {
       const saved = await checkSavedGraph(file, this.#params);
       if (typeof saved === 'string') return saved;
+      this.#savedTo = file;
       const touched = this.#touched!;
       const stale: number[] = [];
       const present = new Set<number>();
@@ -197,6 +204,7 @@ export class AnnIndex {
         return 'loaded graph does not hold its key list';
       }
       for (const [id, hash] of saved.rows) this.#rows.set(id, hash);
+      this.#savedAt = this.#changes;
       if (gone.length > 0) this.#delete(Float64Array.from(gone));
       for (let start = 0; start < stale.length; start += BUILD_CHUNK) {
         const chunk = stale.slice(start, start + BUILD_CHUNK);
@@ -243,13 +251,22 @@ export class AnnIndex {
     }
   }
 
-  /** Writes the graph and its key list to `file` (ann-file.ts); saves never overlap. Errors reject. */
+  /**
+   * Writes the graph and its key list to `file` (ann-file.ts), unless nothing changed since it was last saved to or
+   * loaded from it; saves never overlap. Errors reject.
+   */
   save(file: string): Promise<void> {
-    const run = () =>
-      saveGraph(file, this.#params, (tmp) => {
+    const run = async () => {
+      if (this.#savedAt === this.#changes && this.#savedTo === file) return;
+      let at = 0;
+      await saveGraph(file, this.#params, (tmp) => {
         this.#index.save(tmp);
+        at = this.#changes;
         return new Map(this.#rows);
       });
+      this.#savedAt = at;
+      this.#savedTo = file;
+    };
     const next = this.#saving.then(run, run);
     this.#saving = next.catch(() => undefined);
     return next;

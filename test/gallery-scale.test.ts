@@ -149,13 +149,16 @@ describe('approximate gallery index on real embeddings', () => {
   });
 });
 
-/** Every query answered through `ann` as through exact search over `list`: same top-1 for real faces, same decision. */
+/**
+ * Every query answered through `ann` as through exact search over `list`: the same decision for all, and the same
+ * sample for every real face whose nearest is an enrolled face (not a distractor: among those "nearest" is noise).
+ */
 async function expectAgreement(ann: GalleryIndex, list: GalleryEntry[]): Promise<void> {
   const exact = await exactGallery(list);
   for (const [i, q] of queries.entries()) {
     const e = (await engine.searchGallery(exact, q)).match!;
     const a = (await engine.searchGallery(ann, q)).match!;
-    if (i < realQueries) expect([a.id, a.subject]).toEqual([e.id, e.subject]);
+    if (i < realQueries && !e.subject.startsWith('distractor-')) expect([a.id, a.subject]).toEqual([e.id, e.subject]);
     expect([i, accepted(a.cosine)]).toEqual([i, accepted(e.cosine)]);
   }
 }
