@@ -34,6 +34,11 @@ const CONFIRM_CANDIDATES = 64;
 const BUILD_CHUNK = 128;
 /** usearch threads for bulk adds (the engine's own workers are idle during a rebuild window). */
 const BUILD_THREADS = 2;
+/**
+ * Smallest graph that build() saves on its own (inside the update window): a smaller one builds in well under a
+ * second, less than its save costs. persist() saves any size.
+ */
+const MIN_SAVED_ROWS = 1000;
 /** A saved graph is patched when at most this share of it differs from the store; beyond, rebuilt. */
 const MAX_PATCH_SHARE = 0.2;
 
@@ -220,7 +225,8 @@ export class AnnIndex {
   /**
    * Fills a new index with `ids` / `embeddings`: from the graph saved in `file` when it can be used, else in chunks,
    * yielding to the event loop between them; stops (resolving false) as soon as `alive()` turns false. Adds and
-   * removes made meanwhile win over the rows still to come. A graph built or patched here is saved to `file`.
+   * removes made meanwhile win over the rows still to come. A graph built or patched here is saved to `file` (from
+   * MIN_SAVED_ROWS rows).
    */
   async build(ids: Float64Array, embeddings: Float32Array, alive: () => boolean, file?: string): Promise<boolean> {
     const t0 = performance.now();
@@ -231,7 +237,7 @@ export class AnnIndex {
       const restored = file ? await this.#restore(file, ids, embeddings, hashes) : 'no graph file configured';
       if (typeof restored === 'number') {
         this.lastBuild = { how: 'loaded', rows: ids.length, ms: performance.now() - t0, patched: restored };
-        if (restored > 0 && alive()) await this.save(file!);
+        if (restored > 0 && ids.length >= MIN_SAVED_ROWS && alive()) await this.save(file!);
         return alive();
       }
       for (let start = 0; start < ids.length; start += BUILD_CHUNK) {
@@ -243,7 +249,7 @@ export class AnnIndex {
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
       this.lastBuild = { how: 'built', rows: ids.length, ms: performance.now() - t0, reason: restored };
-      if (file && alive()) await this.save(file);
+      if (file && ids.length >= MIN_SAVED_ROWS && alive()) await this.save(file);
       return alive();
     } finally {
       this.#touched = null;
