@@ -35,11 +35,13 @@ export interface GalleryIndexOptions {
   /** Beam width of an approximate search (HNSW ef, default 64): wider finds the exact nearest more often, slower. */
   annExpansion?: number;
   /**
-   * Cosine below which an approximate match is searched again with a beam of 1,024 (re-ranked the same way) before
+   * Cosine below which an approximate match is searched again with a wide beam (re-ranked the same way) before
    * it is answered: a would-be rejection costs a few ms more, and an enrolled face the first beam missed is found.
    * Set it at the accept threshold (RecognitionService: distance 105). Default: no second search.
    */
   annConfirmBelow?: number;
+  /** Beam width of that second search (default 2,048). */
+  annConfirmExpansion?: number;
   /**
    * File for the approximate index's graph (with `<file>.json` beside it): replace() loads it when it is intact and
    * matches, patching the rows that changed, instead of building the graph; a built or patched graph is saved there,
@@ -86,6 +88,7 @@ export class GalleryIndex {
   readonly #quantization: AnnQuantization;
   readonly #expansion: number;
   readonly #confirmBelow: number;
+  readonly #confirmExpansion: number;
   readonly #file: string | undefined;
   /** Bumped by replace(): a background build of an older generation stops. */
   #generation = 0;
@@ -106,6 +109,9 @@ export class GalleryIndex {
     const confirm = options.annConfirmBelow ?? -Infinity;
     if (typeof confirm !== 'number' || Number.isNaN(confirm)) throw new EngineError('INVALID_ARGUMENT', 'annConfirmBelow must be a number');
     this.#confirmBelow = confirm;
+    const confirmExpansion = options.annConfirmExpansion ?? CONFIRM_EXPANSION;
+    if (!Number.isInteger(confirmExpansion) || confirmExpansion < 1 || confirmExpansion > 65536) throw new EngineError('INVALID_ARGUMENT', 'annConfirmExpansion must be an integer from 1 to 65536');
+    this.#confirmExpansion = confirmExpansion;
     if (options.annFile !== undefined && (typeof options.annFile !== 'string' || options.annFile === '')) throw new EngineError('INVALID_ARGUMENT', 'annFile must be a non-empty string');
     this.#file = options.annFile;
     parts.set(this, { native: new (loadNative().Gallery)(dim), ann: this.#newAnn() });
@@ -187,7 +193,7 @@ export class GalleryIndex {
     if (!p.ann?.ready) throw new EngineError('INVALID_ARGUMENT', 'the approximate index is not built');
     const match = p.native.bestOf(p.ann.candidates(query), query);
     if (opts.confirm === false || (match !== null && match.cosine >= this.#confirmBelow)) return match;
-    const wide = p.native.bestOf(p.ann.candidates(query, CONFIRM_EXPANSION), query);
+    const wide = p.native.bestOf(p.ann.candidates(query, this.#confirmExpansion), query);
     return wide !== null && (match === null || wide.cosine > match.cosine) ? wide : match;
   }
 }
