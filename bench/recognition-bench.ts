@@ -6,9 +6,9 @@ import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { calibratedDistance, EER_DISTANCE } from '../src/face-embedding.js';
+import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { Engine, type GalleryEntry, type GalleryIndex, type GalleryMatch } from '../src/index.js';
-import { distractors, embedRealFaces, statistics } from './face-corpus.js';
+import { distractors, embedRealFaces, statistics } from '../test/support/face-corpus.js';
 
 type Row = Record<string, string | number>;
 

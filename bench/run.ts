@@ -14,13 +14,15 @@ import { Engine, type DetectFacesOptions, type EngineOptions } from '../src/inde
 import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
-import { evaluateFaceDetector } from './face-eval.js';
+import { evaluateFaceDetector } from '../test/support/face-eval.js';
 import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from './pose-objects.js';
 import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
-import { benchObjectAccuracy, labelsSummary, loadObjectLabels } from './object-accuracy.js';
-import { benchPoseAccuracy, MIN_KEYPOINTS } from './pose-accuracy.js';
+import { benchObjectAccuracy } from './object-accuracy.js';
+import { benchPoseAccuracy } from './pose-accuracy.js';
+import { labelsSummary, loadObjectLabels } from '../test/support/object-labels.js';
+import { MIN_KEYPOINTS } from '../test/support/pose-scoring.js';
 import { table } from './table.js';
 
 function findRoot(): string {

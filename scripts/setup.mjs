@@ -4,6 +4,7 @@
 //   node scripts/setup.mjs                 system packages, npm deps, onnxruntime headers, native addon, TypeScript, models
 //   node scripts/setup.mjs --test          ... and the test photos (test/data)
 //   node scripts/setup.mjs --bench         same as --test (the benchmark uses the test photos)
+//   node scripts/setup.mjs --fuzz          ... and clang with libFuzzer, for the native fuzz target (npm run fuzz:native)
 //   node scripts/setup.mjs --force-build   rebuild native addon, TypeScript and models even if up to date
 //
 // Plain Node ESM without npm dependencies: it runs before `npm ci`.
@@ -16,16 +17,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const KNOWN = new Set(['--test', '--bench', '--force-build', '--help']);
+const KNOWN = new Set(['--test', '--bench', '--fuzz', '--force-build', '--help']);
 const argv = process.argv.slice(2);
 const unknown = argv.filter((a) => !KNOWN.has(a));
 if (unknown.length || argv.includes('--help')) {
   (unknown.length ? console.error : console.log)(
-    'usage: node scripts/setup.mjs [--test] [--bench] [--force-build]' + (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
+    'usage: node scripts/setup.mjs [--test] [--bench] [--fuzz] [--force-build]' + (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
   );
   process.exit(unknown.length ? 2 : 0);
 }
 const WANT_TEST = argv.includes('--test') || argv.includes('--bench');
+const WANT_FUZZ = argv.includes('--fuzz');
 const FORCE = argv.includes('--force-build');
 
 const log = (msg) => console.log(`[setup] ${msg}`);
@@ -109,6 +111,8 @@ function systemPackages() {
   if (!ok('pkg-config', ['--exists', 'opencv4']) || !installed.has('libopencv-contrib-dev')) {
     missing.push('libopencv-dev', 'libopencv-contrib-dev', 'pkg-config');
   }
+  // The addon decodes JPEG with libjpeg directly (native/jobs/jpeg_decoder.h); OpenCV's packages pull it in anyway.
+  if (!ok('pkg-config', ['--exists', 'libjpeg'])) missing.push('libjpeg-dev');
   if (!has('cmake')) missing.push('cmake');
   if (!has('g++')) missing.push('g++');
   if (!has('make')) missing.push('make');
@@ -122,8 +126,13 @@ function systemPackages() {
   // browser test/demo-page.test.ts drives with playwright-core.
   const testTools = ['prometheus', 'redis-server', 'chromium'];
   const missingTestTools = WANT_TEST ? testTools.filter((t) => !has(t)) : [];
+  // The native fuzz target (native/fuzz/) is built with clang and linked with its libFuzzer runtime.
+  if (WANT_FUZZ) {
+    const fuzzInstalled = debInstalled(['clang-14', 'libclang-rt-14-dev']);
+    missingTestTools.push(...['clang-14', 'libclang-rt-14-dev'].filter((p) => !fuzzInstalled.has(p)));
+  }
   if (missing.length === 0 && missingTestTools.length === 0) {
-    log(`system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? `, ${testTools.join(', ')}` : ''} present`);
+    log(`system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? `, ${testTools.join(', ')}` : ''}${WANT_FUZZ ? ', clang 14 with libFuzzer' : ''} present`);
     return;
   }
   const installCmds = [
@@ -181,7 +190,8 @@ function nativeAddon(ortInclude) {
 // ------------------------------------------------------------------ e. TypeScript
 function typescript() {
   const stamp = path.join(ROOT, 'dist', '.tsc-stamp');
-  const inputs = ['src', 'models', 'bench']
+  // test/support: the evaluation code the benches share with the tests
+  const inputs = ['src', 'models', 'bench', path.join('test', 'support')]
     .flatMap((d) => walk(path.join(ROOT, d), (f) => f.endsWith('.ts')))
     .concat([path.join(ROOT, 'tsconfig.json')]);
   const list = inputs.map(rel).sort().join('\n');

@@ -2,13 +2,14 @@
 
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { BACKENDS, POSE_MODES, RUNTIMES, type BackendChoice, type PoseMode, type RuntimeChoice } from './engine.js';
-import { isModelPath, OBJECT_DETECTOR_MODELS } from './object-model.js';
+import { CUSTOM_OBJECT_INPUT_SIZE, DEFAULT_BODY_LIMIT, ENGINE_DEFAULTS, ENGINE_RANGES, type IntRange } from './engine/limits.js';
+import { isModelPath, OBJECT_DETECTOR_MODELS } from './engine/object-model.js';
+import { BACKENDS, POSE_MODES, RUNTIMES, type BackendChoice, type PoseMode, type RuntimeChoice } from './engine/types.js';
 
 export interface ServerConfig {
   port: number;
   host: string;
-  /** Absolute path; holds tls/ (generated certificate) and later state. */
+  /** Absolute path of the state folder: tls/ (generated certificate), the gallery, users, metrics. */
   dataDir: string;
   tlsCert?: string;
   tlsKey?: string;
@@ -82,7 +83,8 @@ export type MetricsAccess = (typeof METRICS_ACCESS)[number];
 
 export const DEFAULT_PORT = 8008;
 export const DEFAULT_HOST = '0.0.0.0';
-export const DEFAULT_BODY_LIMIT = 20 * 1024 * 1024;
+// Defined with every other limit (engine/limits.ts); exported here too, where the server's settings are.
+export { DEFAULT_BODY_LIMIT };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -97,6 +99,13 @@ interface OptionSpec {
   help: string;
   /** The accepted values of a 'choice'. */
   choices?: readonly string[];
+  /** The accepted range of a 'count' that the engine bounds (engine/limits.ts). */
+  range?: IntRange;
+}
+
+/** "from A to B, default C" of an engine option, for --help. */
+function rangeHelp(range: IntRange, fallback: number): string {
+  return `${range.min}-${range.max}, default ${fallback}`;
 }
 
 /** Every server option: flag, environment variable, how it is parsed. The order is the --help order. */
@@ -106,24 +115,24 @@ export const SERVER_OPTIONS = {
   dataDir: { flag: 'data-dir', env: 'EDGECV_DATA_DIR', kind: 'path', help: 'state folder, tls/ lives here (default ./data)' },
   tlsCert: { flag: 'tls-cert', env: 'EDGECV_TLS_CERT', kind: 'path', help: 'PEM certificate (default: self-signed in data-dir/tls)' },
   tlsKey: { flag: 'tls-key', env: 'EDGECV_TLS_KEY', kind: 'path', help: 'PEM private key for --tls-cert' },
-  bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: 'largest request body, bytes; K/M/G suffixes allowed (default 20M)' },
+  bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: `largest request body, bytes; K/M/G suffixes allowed (default ${DEFAULT_BODY_LIMIT / 1024 ** 2}M)` },
   modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', kind: 'path', help: 'folder of converted models (default: engine default)' },
   runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
   backend: { flag: 'backend', env: 'EDGECV_BACKEND', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
-  maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', help: 'largest image, width*height (default: engine default)' },
-  maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', kind: 'count', help: 'refuse images whose longer side is over N times the shorter (default 32)' },
-  minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', kind: 'count', help: 'refuse images with a side shorter than this, pixels (default 8)' },
+  maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', range: ENGINE_RANGES.maxPixels, help: `largest image, width*height (default ${ENGINE_DEFAULTS.maxPixels})` },
+  maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', kind: 'count', range: ENGINE_RANGES.maxAspectRatio, help: `refuse images whose longer side is over N times the shorter (${rangeHelp(ENGINE_RANGES.maxAspectRatio, ENGINE_DEFAULTS.maxAspectRatio)})` },
+  minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', kind: 'count', range: ENGINE_RANGES.minImageSide, help: `refuse images with a side shorter than this, pixels (${rangeHelp(ENGINE_RANGES.minImageSide, ENGINE_DEFAULTS.minImageSide)})` },
   headersTimeout: { flag: 'headers-timeout', env: 'EDGECV_HEADERS_TIMEOUT', kind: 'duration', help: 'time a client has to send the request headers (default 10s)' },
   handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', kind: 'duration', help: 'time a connection has to finish the TLS handshake (default 10s)' },
   requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', kind: 'duration', help: 'time a client has to send a whole request, body included (default 120s)' },
   minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: 'slowest request body after a 5 s grace, bytes/s (default 8K)' },
   metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
-  workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', help: 'inference workers (default: engine default)' },
-  threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', help: 'threads per worker (default: engine default)' },
-  queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', help: 'queued images before 503 (default: engine default)' },
-  objectModel: { flag: 'object-model', env: 'EDGECV_OBJECT_MODEL', kind: 'model', help: `object model: ${OBJECT_DETECTOR_MODELS.join(', ')}, or an own YOLO export /path/model.onnx (default: engine default)` },
+  workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', range: ENGINE_RANGES.workers, help: `inference workers (${rangeHelp(ENGINE_RANGES.workers, ENGINE_DEFAULTS.workers)})` },
+  threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', range: ENGINE_RANGES.threadsPerWorker, help: `threads per worker (${rangeHelp(ENGINE_RANGES.threadsPerWorker, ENGINE_DEFAULTS.threadsPerWorker)})` },
+  queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', range: ENGINE_RANGES.queueLimit, help: `queued images before 503 (${rangeHelp(ENGINE_RANGES.queueLimit, ENGINE_DEFAULTS.queueLimit)})` },
+  objectModel: { flag: 'object-model', env: 'EDGECV_OBJECT_MODEL', kind: 'model', help: `object model: ${OBJECT_DETECTOR_MODELS.join(', ')}, or an own YOLO export /path/model.onnx (default ${ENGINE_DEFAULTS.objectDetector})` },
   objectLabels: { flag: 'object-labels', env: 'EDGECV_OBJECT_LABELS', kind: 'path', help: 'class names of an own --object-model, one per line (default: the 80 COCO classes)' },
-  objectInputSize: { flag: 'object-input-size', env: 'EDGECV_OBJECT_INPUT_SIZE', kind: 'count', help: 'input side of an own --object-model, a multiple of 32 (default 640)' },
+  objectInputSize: { flag: 'object-input-size', env: 'EDGECV_OBJECT_INPUT_SIZE', kind: 'count', range: ENGINE_RANGES.objectInputSize, help: `input side of an own --object-model, a multiple of 32 (${rangeHelp(ENGINE_RANGES.objectInputSize, CUSTOM_OBJECT_INPUT_SIZE)})` },
   poseMode: { flag: 'pose-mode', env: 'EDGECV_POSE_MODE', kind: 'choice', choices: POSE_MODES, help: "pose: 'persons' (object detector, then a pose per person; default) or 'whole' (one pass, faster)" },
   poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
   region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: 'region of this instance (default local)' },
@@ -163,6 +172,7 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
       if (!/^\d+$/.test(v)) bad('expected a positive integer');
       const n = Number(v);
       if (!Number.isSafeInteger(n) || n < 1) bad('expected a positive integer');
+      if (spec.range && (n < spec.range.min || n > spec.range.max)) bad(`expected an integer from ${spec.range.min} to ${spec.range.max}`);
       return n;
     }
     case 'bytes': {

@@ -1,16 +1,19 @@
 // Public API of the edgecv engine.
 
+export { Engine } from './engine/engine.js';
 export {
   autoTiles,
   DETECT_DEFAULTS,
-  Engine,
   ENGINE_DEFAULTS,
-  FACE_DETECTOR_MODELS,
+  MAX_POSES,
   MAX_POSES_LIMIT,
   MAX_TILES,
   OBJECT_DEFAULTS,
-  OBJECT_DETECTOR_MODELS,
   POSE_DEFAULTS,
+} from './engine/limits.js';
+export {
+  FACE_DETECTOR_MODELS,
+  OBJECT_DETECTOR_MODELS,
   POSE_MODES,
   POSE_MODELS,
   type BackendInfo,
@@ -33,18 +36,17 @@ export {
   type Face,
   type FaceDetection,
   type FaceDetectorModel,
-} from './engine.js';
-export { COCO_CLASSES, type CocoClass } from './objects.js';
+} from './engine/types.js';
+export { COCO_CLASSES, type CocoClass } from './engine/objects.js';
 export {
   BODY_25_BONES,
   BODY_25_KEYPOINTS,
   COCO_KEYPOINTS,
   cocoToBody25,
-  MAX_POSES,
   type Body25KeypointName,
   type Body25Point,
   type CocoKeypointName,
-} from './pose.js';
+} from './engine/pose.js';
 export {
   calibratedDistance,
   FACE_EMBEDDER_MODELS,
@@ -54,13 +56,13 @@ export {
   type FaceEmbedderModel,
   type FaceEmbeddingResult,
   type GalleryMatch,
-} from './face-embedding.js';
-export { GalleryIndex, type GalleryEntry } from './gallery-index.js';
-export { ENGINE_ERROR_CODES, EngineError, isEngineErrorCode, toEngineError, type EngineErrorCode } from './errors.js';
+} from './engine/face-embedding.js';
+export { GalleryIndex, type GalleryEntry } from './gallery/gallery-index.js';
+export { ENGINE_ERROR_CODES, EngineError, isEngineErrorCode, toEngineError, type EngineErrorCode } from './engine/errors.js';
 export {
   readImageHeader,
   sniffImageFormat,
   tryReadImageHeader,
   type ImageFormat,
   type ImageHeader,
-} from './image-header.js';
+} from './engine/image-header.js';

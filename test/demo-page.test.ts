@@ -8,18 +8,27 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns } from '../bench/face-verification.js';
+import { loadJohns } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine } from '../src/index.js';
-import { BODY_25_BONES, type Body25Point } from '../src/pose.js';
+import { BODY_25_BONES, type Body25Point } from '../src/engine/pose.js';
 import { createApp } from '../src/server/app.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';
 import { DATA_DIR, httpsRequest, openEngine, ROOT, useTempDirs } from './helpers.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
+// The callbacks given to page.evaluate run in the page. These are the few browser globals they use: the tests
+// compile without the DOM library, whose BodyInit would refuse the Buffers the other tests send.
+interface PageCanvas {
+  width: number;
+  getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } | null;
+}
+declare const window: object;
+declare const document: { getElementById(id: string): unknown };
+
 const OUT = path.join(ROOT, 'test-output', 'demo');
 const GROUP = 'dlib/faces/2008_002506.jpg';
 const JOHN = 'dlib/johns/John_Savage/000296_01099007.jpg';
@@ -86,7 +95,7 @@ async function show(mode: string, transport: 'rest' | 'ws', name: string): Promi
 function pixel(x: number, y: number): Promise<string> {
   return page.evaluate(
     ([px, py]) => {
-      const canvas = document.getElementById('view') as HTMLCanvasElement;
+      const canvas = document.getElementById('view') as PageCanvas;
       const [r, g, b] = canvas.getContext('2d')!.getImageData(Math.round(px), Math.round(py), 1, 1).data;
       return `#${[r!, g!, b!].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
     },
@@ -168,7 +177,7 @@ describe('demo page in chromium', () => {
     expect(objects.map((o) => o.class)).toContain('dog');
     const last = objects.at(-1)!;
     const colour = await page.evaluate((c) => (window as unknown as { edgecvDemo: { classColor(c: string): string } }).edgecvDemo.classColor(c), last.class);
-    const size = await page.evaluate(() => (document.getElementById('view') as HTMLCanvasElement).width);
+    const size = await page.evaluate(() => (document.getElementById('view') as PageCanvas).width);
     const [l, t, r, b] = last.rect;
     const x = l >= 0 ? l : r < size ? r : size - 1;
     expect(await pixel(x, (t + b) / 2)).toBe(colour);

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadJohns } from '../bench/face-verification.js';
+import { loadJohns } from './support/face-verification.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
 

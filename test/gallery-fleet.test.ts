@@ -9,7 +9,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/face-verification.js';
+import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';
 import { eventually, freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
 

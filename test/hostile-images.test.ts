@@ -1,17 +1,18 @@
 // Issue 11, defects 1-3 and 9: images that once cost seconds and gigabytes (extreme shapes, a 1x1,000,000 PNG,
 // a PNG chunk claiming 2 GB) are refused from their headers and container structure with a clear 4xx, the
 // padded second pass of recognition is bounded for shapes that are allowed, and a normal request still works
-// after each. Every hostile file is made in code (bench/fuzz/hostile-images.ts). Real engine, real SQLite.
+// after each. Every hostile file is made in code (test/support/fuzz/hostile-images.ts). Real engine, real SQLite.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngChunk, pngLengthBomb } from '../bench/fuzz/hostile-images.js';
-import { loadJohns } from '../bench/face-verification.js';
+import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngChunk, pngLengthBomb } from './support/fuzz/hostile-images.js';
+import { loadJohns } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
-import { admitImage, IMAGE_LIMIT_DEFAULTS } from '../src/image-admission.js';
+import { admitImage } from '../src/engine/image-admission.js';
+import { IMAGE_LIMIT_DEFAULTS } from '../src/engine/limits.js';
 import { EngineError, type Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
@@ -90,12 +91,13 @@ describe('container checks before decoding', () => {
   it('refuse a PNG chunk claiming 0x7fffffff bytes on every image call, cheaply (defect 3)', async () => {
     const bomb = pngLengthBomb();
     expect(bomb.length).toBeLessThan(200);
-    for (const call of [
+    const calls: (() => Promise<unknown>)[] = [
       () => engine.detectFaces(bomb),
       () => engine.embedFace(bomb),
       () => engine.detectPoses(bomb),
       () => engine.detectObjects(bomb),
-    ]) {
+    ];
+    for (const call of calls) {
       const { result, growthMb } = await peakRssGrowth(call);
       expect(codeOf(result)).toBe('INVALID_IMAGE');
       expect((result as EngineError).message).toMatch(/claims 2147483647 bytes/);

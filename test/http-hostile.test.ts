@@ -159,13 +159,16 @@ describe('requests the HTTP parser refuses (defect 5)', () => {
     await detectStillWorks();
   });
 
-  it('bad chunking after the headers: the connection is cut and the app records 400, not 500', async () => {
+  it('bad chunking after the headers: a JSON 400 with the trace id the app records, then the connection is cut', async () => {
     const before = auditLines().length;
     const a = await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Transfer-Encoding: chunked']), 'zz\r\nxx\r\n'], { waitMs: 5000 });
     expect(a.closed).toBe(true);
+    const answer = parse(a.text);
+    expectJsonError(answer, 400, /chunked/);
     await new Promise((r) => setTimeout(r, 300));
     const lines = auditLines().slice(before);
-    expect(lines.map((l) => [l.route, l.status])).toEqual([['/detector/detect', 400]]);
+    expect(lines.map((l) => [l.route, l.status, l.tracid])).toEqual([['/detector/detect', 400, answer.headers.tracid]]);
+    await detectStillWorks();
   });
 });
 
@@ -269,13 +272,15 @@ describe('slow clients (defect 6)', () => {
     expect(closed).toBe(true);
   });
 
-  it('a body slower than --min-body-rate is cut and recorded as 408', async () => {
+  it('a body slower than --min-body-rate is answered with a JSON 408, cut, and recorded as 408', async () => {
     const before = auditLines().length;
     const bytes = Array.from({ length: 40 }, () => 'a');
     const a = await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Content-Length: 100000']), ...bytes], { gapMs: 500, waitMs: 15_000 });
     expect(a.closed).toBe(true);
+    const answer = parse(a.text);
+    expectJsonError(answer, 408, /slower than/);
     await new Promise((r) => setTimeout(r, 300));
-    expect(auditLines().slice(before).map((l) => l.status)).toContain(408);
+    expect(auditLines().slice(before).map((l) => [l.status, l.tracid])).toContainEqual([408, answer.headers.tracid]);
     await detectStillWorks();
   });
 });

@@ -5,11 +5,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpsRequest, photo, ROOT, useTempDirs, type HttpsResult } from './helpers.js';
+import { freePort } from './support/server-process.js';
 
 const CLI = path.join(ROOT, 'dist/src/cli.js');
 const INTERVAL_MS = 200;
@@ -62,8 +62,8 @@ function runCli(args: string[], env: Record<string, string> = {}, stdin?: string
     if (stdin !== undefined) child.stdin!.end(stdin);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`edgecv ${args.join(' ')} did not finish within 60 s\n${stdout}\n${stderr}`));
@@ -84,17 +84,6 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, timeo
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function stopChild(child: ChildProcess | undefined, timeoutMs = 10_000): Promise<void> {
@@ -481,6 +470,9 @@ describe('Prometheus', () => {
       ca,
     });
     expect(JSON.parse(predict.text)).toMatchObject({ success: 'true', subject: 'astronaut' });
+    // The stage series are labelled with the device the server runs on, as its capabilities report it.
+    const { backend } = JSON.parse((await request('/server/capabilities/')).text) as { backend: string };
+    expect(['cpu', 'cuda']).toContain(backend);
     const res = await request('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -491,15 +483,15 @@ describe('Prometheus', () => {
     expect(value('edgecv_http_requests_total{method="POST",route="/detector/detect",status="200"}')).toBeGreaterThanOrEqual(1);
     expect(value('edgecv_http_request_duration_seconds_count{method="POST",route="/detector/detect",status="200"}')).toBeGreaterThanOrEqual(1);
     for (const stage of ['queue', 'decode', 'preprocess', 'inference', 'postprocess']) {
-      expect(value(`edgecv_inference_stage_seconds_count{model="facemesh-detection-full",backend="cpu",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
+      expect(value(`edgecv_inference_stage_seconds_count{model="facemesh-detection-full",backend="${backend}",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
     }
-    expect(value('edgecv_inference_stage_seconds_sum{model="facemesh-detection-full",backend="cpu",stage="inference"}')).toBeGreaterThan(0);
+    expect(value(`edgecv_inference_stage_seconds_sum{model="facemesh-detection-full",backend="${backend}",stage="inference"}`)).toBeGreaterThan(0);
     expect(value('edgecv_engine_queue_depth')).toBe(0);
     expect(value('edgecv_engine_jobs_completed_total')).toBeGreaterThanOrEqual(1);
     expect(value('edgecv_engine_jobs_rejected_total')).toBe(0);
     // Recognition reports its own stages under the embedding model's name.
     for (const stage of ['detect', 'embedInference', 'search']) {
-      expect(value(`edgecv_inference_stage_seconds_count{model="faceres",backend="cpu",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
+      expect(value(`edgecv_inference_stage_seconds_count{model="faceres",backend="${backend}",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
     }
     expect(value('edgecv_gallery_samples')).toBe(1);
     expect(value('edgecv_gallery_subjects')).toBe(1);

@@ -7,7 +7,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FailedLoginLimiter } from '../src/auth/login-limiter.js';
 import { hashPassword, verifyPassword } from '../src/auth/passwords.js';
 import { loadOrCreateJwtKey, TokenError, TokenSigner } from '../src/auth/tokens.js';

@@ -243,8 +243,9 @@ describe('pose and object routes (real engine, real photos)', () => {
 
   describe('--pose-requires-gpu', () => {
     it('on a server without CUDA: 501 with a plain-text message; objects still work', async () => {
-      expect(gpu).toBe(false); // this test describes the CPU machine
-      const strict = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, poseRequiresGpu: true } });
+      // Only the backend report is replaced (so this holds on a CUDA machine too); detection is the real engine's.
+      const cpuReport = { detectFaces: engine.detectFaces.bind(engine), detectPoses: engine.detectPoses.bind(engine), detectObjects: engine.detectObjects.bind(engine), backend: () => ({ ...engine.backend(), backend: 'cpu' as const }) };
+      const strict = createApp({ engine: cpuReport, config: { bodyLimit: DEFAULT_BODY_LIMIT, poseRequiresGpu: true } });
       for (const path of [POSE, '/openpose/detect/']) {
         const res = await strict.request(path, { method: 'POST', body: photo('darknet/person.jpg'), headers: { 'content-type': 'image/jpeg' } });
         expect(res.status).toBe(501);
@@ -264,7 +265,7 @@ describe('pose and object routes (real engine, real photos)', () => {
 
     it('on, with an engine that reports CUDA: pose is served', async () => {
       // Only the backend report is replaced (no CUDA here); the detection itself is the real engine's.
-      const cudaReport = { detectFaces: engine.detectFaces.bind(engine), detectPoses: engine.detectPoses.bind(engine), detectObjects: engine.detectObjects.bind(engine), backend: () => ({ backend: 'cuda' as const, device: 'reported' }) };
+      const cudaReport = { detectFaces: engine.detectFaces.bind(engine), detectPoses: engine.detectPoses.bind(engine), detectObjects: engine.detectObjects.bind(engine), backend: () => ({ ...engine.backend(), backend: 'cuda' as const, device: 'reported' }) };
       const strict = createApp({ engine: cudaReport, config: { bodyLimit: DEFAULT_BODY_LIMIT, poseRequiresGpu: true } });
       const res = await strict.request(POSE, { method: 'POST', body: photo('darknet/person.jpg'), headers: { 'content-type': 'image/jpeg' } });
       expect(res.status).toBe(200);

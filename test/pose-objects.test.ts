@@ -11,9 +11,9 @@ import {
   MAX_POSES,
   type PoseMode,
 } from '../src/index.js';
-import { EXPECTED_OBJECTS, matchesExpected } from '../bench/object-eval.js';
-import { loadObjectLabels } from '../bench/object-accuracy.js';
-import { scorePoses } from '../bench/pose-accuracy.js';
+import { EXPECTED_OBJECTS, matchesExpected } from './support/object-eval.js';
+import { loadObjectLabels } from './support/object-labels.js';
+import { scorePoses } from './support/pose-scoring.js';
 import { garbage, openEngine, photo, ROOT } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.

@@ -2,7 +2,7 @@
 // real identity-labelled photos (dlib's examples/johns: 5 people x 11 photos).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorRates, loadJohns, verificationReport, type LabelledPhoto } from '../bench/face-verification.js';
+import { errorRates, loadJohns, verificationReport, type LabelledPhoto } from './support/face-verification.js';
 import { calibratedDistance, EngineError, GalleryIndex, type Engine } from '../src/index.js';
 import { DATA_DIR, garbage, openEngine, photo } from './helpers.js';
 
@@ -57,6 +57,7 @@ describe('embedFace', () => {
 
   it('finds the face in every tight 150x150 johns crop (second pass inside a border)', async () => {
     const results = await Promise.all(johns.map((p) => engine.embedFace(p.bytes)));
+    expect(results).toHaveLength(55); // 5 people x 11 photos
     expect(results.filter((r) => r.embedding === null)).toHaveLength(0);
     for (const r of results) {
       const [l, t, rr, b] = r.face!.rect;

@@ -2,13 +2,12 @@
 // removal, prediction answers, export/import, the "Training data update in progress" window, re-embedding after
 // a model change. Real engine, real photos, real SQLite files in a temporary folder.
 
-import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/face-verification.js';
+import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -95,7 +94,8 @@ describe('recognition API', () => {
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
     expectError(await none.json(), /admin key/);
-    for (const headers of [{ authorization: 'Bearer nope' }, { 'x-api-key': `${KEY}x` }, { 'x-api-key': KEY.slice(0, -1) }, { authorization: KEY }]) {
+    const wrongKeys: Record<string, string>[] = [{ authorization: 'Bearer nope' }, { 'x-api-key': `${KEY}x` }, { 'x-api-key': KEY.slice(0, -1) }, { authorization: KEY }];
+    for (const headers of wrongKeys) {
       const res = await addRaw(app, 'John_Salley', bytes, headers);
       expect(res.status).toBe(401);
       expectError(await res.json());
@@ -318,8 +318,8 @@ describe('recognition API', () => {
 
   it('never answers 503 because of single adds and removes', async () => {
     const probe = johns.get('John_Schneider')![10]!.bytes;
-    const predictions: Promise<Response>[] = [];
-    const changes: Promise<Response>[] = [];
+    const predictions: (Response | Promise<Response>)[] = [];
+    const changes: (Response | Promise<Response>)[] = [];
     for (const p of johns.get('John_Shimkus')!.slice(4, 10)) {
       changes.push(addRaw(app, 'John_Shimkus', p.bytes));
       for (let k = 0; k < 3; k++) predictions.push(predict(app, probe));

@@ -6,7 +6,7 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TfjsReference, useTfjsBackend } from '../bench/tfjs-reference.js';
+import { TfjsReference, useTfjsBackend } from './support/tfjs-reference.js';
 import { parseServerConfig } from '../src/config.js';
 import { Engine, type DetectedObject } from '../src/index.js';
 import { photoTensor } from './support/photo-tensor.js';

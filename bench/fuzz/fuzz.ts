@@ -1,13 +1,13 @@
 // `npm run fuzz -- --cases 10000 --seed 1 --concurrency 4`: starts a real `edgecv serve` on 127.0.0.1 (temporary
-// data folder, self-signed certificate), sends the seeded hostile requests of bench/fuzz/cases.ts, prints
+// data folder, self-signed certificate), sends the seeded hostile requests of test/support/fuzz/cases.ts, prints
 // statuses and time per class, peak RSS and whether the server survived, and writes bench/results/fuzz.json.
 // Exit code 1 when the server died, answered 5xx (other than 503), or answered something that is not JSON.
 
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT, withTempServer, writeResult } from '../server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../../test/support/server-process.js';
 import { numericFlags } from './cli-args.js';
-import { fuzzPhotos, runFuzz } from './run-fuzz.js';
+import { fuzzPhotos, runFuzz } from '../../test/support/fuzz/run-fuzz.js';
 
 const ADMIN_KEY = 'fuzz-admin-key-0123456789';
 const MB = 1024 * 1024;

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import { REPO_ROOT, withTempServer, writeResult } from '../server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../../test/support/server-process.js';
 import { numericFlags } from './cli-args.js';
 
 function percentile(sorted: number[], p: number): number {

@@ -7,12 +7,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { loadJohns } from '../face-verification.js';
+import { loadJohns } from '../../test/support/face-verification.js';
 import { loadRow } from '../load-row.js';
-import { REPO_ROOT, withTempServer, writeResult } from '../server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../../test/support/server-process.js';
 import { numericFlags } from './cli-args.js';
-import { sendRaw } from './raw-client.js';
-import { sampleRss } from './rss.js';
+import { sendRaw } from '../../test/support/fuzz/raw-client.js';
+import { sampleRss } from '../../test/support/fuzz/rss.js';
 
 const ADMIN_KEY = 'soak-admin-key-0123456789';
 const MB = 1024 * 1024;

@@ -9,7 +9,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "backend.h"
+#include "runtime/backend.h"
 
 namespace edgecv {
 
@@ -38,7 +38,6 @@ class InferenceModel {
   // Runs one float32 input (the blob's shape is the input shape) and returns the outputs named at load time,
   // in that order, as dense float32 Mats. They stay valid until the next Run() of this model.
   virtual std::vector<cv::Mat> Run(const cv::Mat& input) = 0;
-  virtual RuntimeKind runtime() const = 0;
   // The outputs Run() returns, in order: those named at load, or all of the graph's when none were.
   virtual const std::vector<std::string>& outputNames() const = 0;
   // True when the runtime may hold on to the input Mat after Run() and reuses its output buffers in the next

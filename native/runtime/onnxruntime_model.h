@@ -19,7 +19,6 @@ class OnnxRuntimeModel : public InferenceModel {
   ~OnnxRuntimeModel() override;
 
   std::vector<cv::Mat> Run(const cv::Mat& input) override;
-  RuntimeKind runtime() const override { return RuntimeKind::kOnnxRuntime; }
   bool SharesBuffers() const override { return false; }
   const std::vector<std::string>& outputNames() const override;
 

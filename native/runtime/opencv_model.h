@@ -17,7 +17,6 @@ class OpenCvModel : public InferenceModel {
               const std::string& what);
 
   std::vector<cv::Mat> Run(const cv::Mat& input) override;
-  RuntimeKind runtime() const override { return RuntimeKind::kOpenCv; }
   bool SharesBuffers() const override { return true; }  // setInput() keeps the Mat; forward() reuses its blobs
   const std::vector<std::string>& outputNames() const override { return outputs_; }
 

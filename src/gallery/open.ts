@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { ServerConfig } from '../config.js';
-import type { GalleryIndexOptions } from '../gallery-index.js';
+import type { GalleryIndexOptions } from './gallery-index.js';
 import { RecognitionService, type RecognitionEngine } from './recognition-service.js';
 import { RedisGalleryStore } from './redis-store.js';
 import { SqliteGalleryStore } from './sqlite-store.js';

@@ -6,9 +6,9 @@
 // search a gallery that is half there. A single add or remove never opens the window: it is applied to the index
 // as one atomic swap (GalleryIndex), so predictions before it see the old gallery and after it the new one.
 
-import type { Engine } from '../engine.js';
-import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../face-embedding.js';
-import type { GalleryIndex, GalleryIndexOptions } from '../gallery-index.js';
+import type { Engine } from '../engine/engine.js';
+import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../engine/face-embedding.js';
+import type { GalleryIndex, GalleryIndexOptions } from './gallery-index.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
 import type { GalleryStore, NewSample, Rect, RemoteChanges, SampleVector } from './types.js';
 

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ServerConfig } from '../config.js';
-import { packageRoot } from '../native.js';
+import { packageRoot } from '../engine/native.js';
 
 export interface InstanceIdentity {
   region: string;

@@ -15,6 +15,11 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (rank - lo);
 }
 
+/** The median (P50, the mean of the two middle values of an even count); 0 for an empty list. */
+export function median(values: readonly number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 50);
+}
+
 export function latencyPercentiles(values: readonly number[]): number[] {
   const sorted = [...values].sort((a, b) => a - b);
   return LATENCY_PERCENTILES.map((p) => percentile(sorted, p));

@@ -6,6 +6,7 @@ import type { InstanceIdentity } from './identity.js';
 import { SELECTORS, isSelector, seriesColumns, seriesName, TAG_COLUMNS, type Selector } from './selectors.js';
 import type { AppFilter, MetricsStore, RowWindow } from './store.js';
 import { formatRfc3339Nano, parseRfc3339 } from './time.js';
+import { isRecord } from '../engine/options.js';
 
 export class QueryError extends Error {
   override name = 'QueryError';
@@ -27,10 +28,6 @@ export interface Series {
 
 export interface MetricsAppAnswer {
   data: { Series: Series[] }[];
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function requiredString(v: unknown, name: string): string {

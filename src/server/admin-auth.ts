@@ -4,9 +4,9 @@
 // With no key configured, only loopback clients may (127.0.0.0/8, ::1): an unknown client address counts as remote.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { getConnInfo } from '@hono/node-server/conninfo';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { HttpError } from './errors.js';
+import { clientAddress } from './request-trace.js';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
@@ -25,31 +25,27 @@ export function presentedKey(c: Context): string | undefined {
   return apiKey === undefined ? undefined : apiKey.trim();
 }
 
-export function isLoopback(address: string | undefined): boolean {
+/** Whether `address` (from clientAddress(): '' without a socket) is this machine. */
+export function isLoopback(address: string): boolean {
   if (!address) return false;
   const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
   return v4 === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
 
-/** The client's address from the socket; undefined without one (e.g. app.request() in tests). */
-export function clientAddress(c: Context): string | undefined {
-  try {
-    return getConnInfo(c).remote.address;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * A check to run first in every gallery-changing handler (and on /metrics with --metrics-access admin):
- * throws HttpError 401/403 unless the caller is the admin. `what` names the guarded thing in the errors.
- * `formKey` is a key the request's form carries (the DeepStack routes' api_key / admin_key), used when no header does.
+ * Middleware of every gallery-changing route (and of /metrics with --metrics-access admin): 401/403 unless the
+ * caller is the admin. `what` names the guarded thing in the errors. `formKey` gives a key the request's form
+ * carries (the DeepStack routes' api_key / admin_key), used when no header does.
  */
-export function adminCheck(adminKey: string | undefined, what = 'gallery changes'): (c: Context, formKey?: string) => void {
+export function requireAdmin(
+  adminKey: string | undefined,
+  opts: { what?: string; formKey?: (c: Context) => string | undefined } = {},
+): MiddlewareHandler {
+  const what = opts.what ?? 'gallery changes';
   const matches = adminKey ? keyMatcher(adminKey) : undefined;
-  return (c, formKey) => {
+  return async (c, next) => {
     if (matches) {
-      const key = presentedKey(c) || formKey?.trim();
+      const key = presentedKey(c) || opts.formKey?.(c)?.trim();
       if (key === undefined || key === '') {
         throw new HttpError(401, `${what} need the admin key: send it as "Authorization: Bearer <key>" or "X-API-Key: <key>"`, {
           'WWW-Authenticate': 'Bearer',
@@ -59,5 +55,6 @@ export function adminCheck(adminKey: string | undefined, what = 'gallery changes
     } else if (!isLoopback(clientAddress(c))) {
       throw new HttpError(403, `${what} are allowed from this machine only (loopback), unless the server is started with --admin-key`);
     }
+    await next();
   };
 }

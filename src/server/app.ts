@@ -6,28 +6,29 @@ import { bodyLimit } from 'hono/body-limit';
 import type { ServerConfig } from '../config.js';
 import type { RecognitionService } from '../gallery/recognition-service.js';
 import type { FaceEngine, PoseObjectEngine } from './engine-types.js';
+import { allowedMethods } from './allowed-methods.js';
 import { requireUser } from './auth-guard.js';
-import { clientAbortError } from './client-abort.js';
 import { refuseContentEncoding } from './content-encoding.js';
-import { errorResponse, onError } from './errors.js';
+import { onError } from './error-handler.js';
+import { errorResponse } from './errors.js';
 import { bodyTooLargeMessage } from './http-guards.js';
-import { registerDeepStackRoutes } from './deepstack/index.js';
+import { deepStackRoutes } from './deepstack/index.js';
 import type { OpsDeps } from './ops.js';
-import { requestTrace } from './request-trace.js';
-import { registerAuditRoutes } from './routes/audit.js';
-import { registerCapabilitiesRoutes } from './routes/capabilities.js';
-import { registerDemoRoutes } from './routes/demo.js';
-import { registerDetectorRoutes } from './routes/detector.js';
-import { registerLoginRoutes } from './routes/login.js';
-import { registerMetricsAppRoutes } from './routes/metrics-app.js';
-import { registerObjectRoutes } from './routes/objects.js';
-import { registerPoseRoutes } from './routes/pose.js';
-import { registerPrometheusRoutes } from './routes/prometheus.js';
-import { registerRecognizerRoutes } from './routes/recognizer.js';
-import { registerTestRoutes } from './routes/test.js';
-import { registerTrainerRoutes } from './routes/trainer.js';
+import { requestPath, requestTrace } from './request-trace.js';
+import { auditRoutes } from './routes/audit.js';
+import { capabilitiesRoutes } from './routes/capabilities.js';
+import { demoPage, demoScripts } from './routes/demo.js';
+import { detectorRoutes } from './routes/detector.js';
+import { loginRoutes } from './routes/login.js';
+import { metricsAppRoutes } from './routes/metrics-app.js';
+import { objectRoutes } from './routes/objects.js';
+import { POSE_MOUNTS, poseRoutes } from './routes/pose.js';
+import { prometheusRoutes } from './routes/prometheus.js';
+import { recognizerRoutes } from './routes/recognizer.js';
+import { testRoutes } from './routes/test.js';
+import { trainerRoutes } from './routes/trainer.js';
 import { securityHeaders } from './security-headers.js';
-import { registerUsageRoutes } from './routes/usage.js';
+import { usageRoutes } from './routes/usage.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
@@ -38,9 +39,13 @@ export interface AppDeps {
   recognition?: RecognitionService;
 }
 
-/** An app with the middleware every answer goes through: trace id, metrics, audit line, body-size limit. */
-function baseApp(deps: Pick<AppDeps, 'config' | 'ops'>): Hono {
-  const app = new Hono();
+/**
+ * The app around `api` (the routes, one sub-app per route file): the middleware every answer goes through (trace
+ * id, metrics, audit line, security headers, body-size limit), 405/OPTIONS for api's paths, JSON 404 and errors.
+ * strict: false serves every route with and without a trailing slash. `page`: served outside the 405 handling.
+ */
+function serverApp(deps: Pick<AppDeps, 'config' | 'ops'>, api: Hono, page?: Hono): Hono {
+  const app = new Hono({ strict: false });
   const limit = deps.config.bodyLimit;
 
   // First, so that every answer (413s and 404s included) gets a tracid, request metrics and an audit line.
@@ -57,45 +62,42 @@ function baseApp(deps: Pick<AppDeps, 'config' | 'ops'>): Hono {
         errorResponse(c, 413, bodyTooLargeMessage(limit), { Connection: 'close' }),
     }),
   );
-  return app;
-}
+  app.use('*', allowedMethods(api));
 
-function finish(app: Hono): Hono {
-  app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
-  // A body read that failed because the client left (or was cut for slowness) is the client's doing.
-  app.onError((err, c) => onError(clientAbortError(c) ?? err, c));
+  if (page) app.route('/', page);
+  app.route('/', api);
+  app.notFound((c) => errorResponse(c, 404, `no such path: ${requestPath(c)}`));
+  app.onError(onError);
   return app;
 }
 
 export function createApp(deps: AppDeps): Hono {
-  const app = baseApp(deps);
-  const ops = deps.ops;
-
-  registerDemoRoutes(app);
-  registerTestRoutes(app);
-  registerCapabilitiesRoutes(app, deps);
-  registerUsageRoutes(app, deps);
-  registerDetectorRoutes(app, deps);
-  if (deps.recognition) {
-    registerRecognizerRoutes(app, { recognition: deps.recognition, engine: deps.engine });
-    registerTrainerRoutes(app, { recognition: deps.recognition, adminKey: deps.config.adminKey });
+  const { engine, config, ops, recognition } = deps;
+  const api = new Hono()
+    .route('/', demoScripts())
+    .route('/test', testRoutes())
+    .route('/server/capabilities', capabilitiesRoutes(deps))
+    .route('/server/usage', usageRoutes(deps))
+    .route('/detector', detectorRoutes(deps));
+  if (recognition) {
+    api.route('/recognizer', recognizerRoutes({ recognition, engine }));
+    api.route('/trainer', trainerRoutes({ recognition, adminKey: config.adminKey }));
   }
-  registerPoseRoutes(app, deps);
-  registerObjectRoutes(app, deps);
-  registerDeepStackRoutes(app, deps);
-  registerPrometheusRoutes(app, { access: deps.config.metricsAccess, adminKey: deps.config.adminKey });
+  const pose = poseRoutes(deps);
+  for (const mount of POSE_MOUNTS) api.route(mount, pose);
+  api.route('/object', objectRoutes(deps));
+  api.route('/v1/vision', deepStackRoutes(deps));
+  api.route('/metrics', prometheusRoutes({ access: config.metricsAccess, adminKey: config.adminKey }));
   if (ops) {
-    registerLoginRoutes(app, ops);
-    app.use('/api/v1/auth/*', requireUser(ops.auth));
-    registerMetricsAppRoutes(app, ops);
-    if (ops.audit) registerAuditRoutes(app, { audit: ops.audit, identity: ops.identity });
+    api.route('/api/v1/login', loginRoutes(ops));
+    api.use('/api/v1/auth/*', requireUser(ops.auth));
+    api.route('/api/v1/auth/metrics/app', metricsAppRoutes(ops));
+    if (ops.audit) api.route('/api/v1/auth/audit', auditRoutes({ audit: ops.audit, identity: ops.identity }));
   }
-  return finish(app);
+  return serverApp(deps, api, demoPage());
 }
 
 /** Only the DeepStack-compatible /v1/vision/* routes, for the plain-HTTP listener. */
 export function createDeepStackApp(deps: AppDeps): Hono {
-  const app = baseApp(deps);
-  registerDeepStackRoutes(app, deps);
-  return finish(app);
+  return serverApp(deps, new Hono().route('/v1/vision', deepStackRoutes(deps)));
 }

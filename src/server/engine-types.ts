@@ -1,7 +1,7 @@
 // What the HTTP layer needs from the engine: a slice of the library's own Engine, so that
 // createApp() takes any engine an embedder opened, and the server uses only what the library exports.
-import type { Engine } from '../engine.js';
-import { isEngineErrorCode, type EngineErrorCode } from '../errors.js';
+import type { Engine } from '../engine/engine.js';
+import { isEngineErrorCode, type EngineErrorCode } from '../engine/errors.js';
 
 export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'> & Partial<Pick<Engine, 'models' | 'objectModel'>>;
 export type PoseObjectEngine = Pick<Engine, 'detectPoses' | 'detectObjects' | 'backend'> & Partial<Pick<Engine, 'models'>>;

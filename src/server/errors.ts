@@ -3,7 +3,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { EngineErrorCode } from '../errors.js';
+import type { EngineErrorCode } from '../engine/errors.js';
 import { engineErrorCode } from './engine-types.js';
 
 export interface ErrorBody {
@@ -53,13 +53,4 @@ export function toHttpError(err: unknown): HttpError {
     return new HttpError(err.status as ContentfulStatusCode, err.message || 'request error');
   }
   return new HttpError(500, 'internal server error');
-}
-
-/** Hono onError handler. */
-export function onError(err: Error, c: Context) {
-  const e = toHttpError(err);
-  if (e.status >= 500 && e.status !== 503) {
-    console.error(`[edgecv] ${c.req.method} ${c.req.path} failed:`, err);
-  }
-  return errorResponse(c, e.status, e.message, e.headers);
 }

@@ -16,7 +16,7 @@ import type { Socket } from 'node:net';
 import type { AuditLog } from '../audit/audit-log.js';
 import { errorBody } from './errors.js';
 import { observeHttpRequest } from './prometheus.js';
-import { newTraceId, TRACE_HEADER } from './request-trace.js';
+import { newTraceId, TRACE_HEADER, traceIdOf } from './request-trace.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 
 export interface HttpGuardOptions {
@@ -124,8 +124,7 @@ function watchBodyRate(req: IncomingMessage, res: ServerResponse, opts: HttpGuar
     if (seconds * 1000 < opts.bodyGraceMs) return;
     if (socket.bytesRead - read0 < opts.minBodyBytesPerSec * seconds) {
       clearInterval(timer);
-      cutRequests.set(req, { status: 408, message: `request body arrived slower than ${opts.minBodyBytesPerSec} bytes/s` });
-      socket.destroy();
+      cutRequest(req, socket, { status: 408, message: `request body arrived slower than ${opts.minBodyBytesPerSec} bytes/s` }, opts);
     }
   }, 1000);
   timer.unref();
@@ -149,19 +148,48 @@ function onClientError(err: Error & { code?: string }, socket: Socket, opts: Htt
   const e = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (inFlight?.req && !inFlight.req.complete && err.code !== 'ECONNRESET') {
-    // A body gone bad (chunking) after the app took the request: the app records the 400 when its read fails.
-    cutRequests.set(inFlight.req, { status: e.status === 408 ? 408 : 400, message: e.message });
+    // A body gone bad (chunking) after the app took the request.
+    cutRequest(inFlight.req, socket, { status: e.status === 408 ? 408 : 400, message: e.message }, opts);
+    return;
   }
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight) {
     socket.destroy();
     return;
   }
-  writeRawAnswer(socket, e.status, e.reason, e.message, opts, '', '');
+  writeRawAnswer(socket, e.status, e.reason, e.message, opts, { method: '', path: '' });
 }
 
-/** An answer written straight on the socket (no request object exists), then the connection is closed. */
-function writeRawAnswer(socket: Socket, status: number, reason: string, message: string, opts: HttpGuardOptions, method: string, path: string): void {
-  const tracid = newTraceId();
+const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout' };
+
+/**
+ * Cuts a request the app has taken but whose body went bad (malformed chunking, too slow). While nothing was
+ * answered on the connection yet, the JSON error goes out on the raw socket first, with the request's own trace
+ * id (as Node itself would send a bare 400). The connection is then closed, the app's body read fails, and the
+ * app records the cut from whyCut(); what it answers goes nowhere.
+ */
+function cutRequest(req: IncomingMessage, socket: Socket, why: { status: 400 | 408; message: string }, opts: HttpGuardOptions): void {
+  cutRequests.set(req, why);
+  const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (!socket.writable || (res && res.headersSent)) {
+    socket.destroy();
+    return;
+  }
+  writeRawAnswer(socket, why.status, REASONS[why.status]!, why.message, opts, { appTracid: traceIdOf(req) ?? newTraceId() });
+}
+
+/**
+ * An answer written straight on the socket (no request object exists, or the app's cannot be used any more), then
+ * the connection is closed. `of` says whose: a request recorded here, or (appTracid) one the app records itself.
+ */
+function writeRawAnswer(
+  socket: Socket,
+  status: number,
+  reason: string,
+  message: string,
+  opts: HttpGuardOptions,
+  of: { method: string; path: string } | { appTracid: string },
+): void {
+  const tracid = 'appTracid' in of ? of.appTracid : newTraceId();
   const body = JSON.stringify(errorBody(message));
   const headers = {
     'Content-Type': 'application/json',
@@ -171,9 +199,15 @@ function writeRawAnswer(socket: Socket, status: number, reason: string, message:
     ...SECURITY_HEADERS,
   };
   const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\n${head}\r\n${body}`);
+  const answer = `HTTP/1.1 ${status} ${reason}\r\n${head}\r\n${body}`;
   setTimeout(() => socket.destroy(), 1000).unref();
-  record(opts, tracid, method, path, status, clientOf(socket));
+  if ('appTracid' in of) {
+    // Closed as soon as the answer is written: the app's own late answer then finds a destroyed socket.
+    socket.end(answer, () => socket.destroy());
+    return;
+  }
+  socket.end(answer);
+  record(opts, tracid, of.method, of.path, status, clientOf(socket));
 }
 
 /**
@@ -207,7 +241,7 @@ export function installHttpGuards(server: http.Server | https.Server, opts: Http
   server.on('clientError', (err: Error, socket: Socket) => onClientError(err, socket, opts));
   // Without this listener Node drops a CONNECT request without a word.
   server.on('connect', (req: IncomingMessage, socket: Socket) =>
-    writeRawAnswer(socket, 405, 'Method Not Allowed', 'CONNECT is not supported here', opts, 'CONNECT', ''));
+    writeRawAnswer(socket, 405, 'Method Not Allowed', 'CONNECT is not supported here', opts, { method: 'CONNECT', path: req.url ?? '' }));
 }
 
 /** Options for http(s).createServer that the guards rely on (the handshake timeout only matters with TLS). */

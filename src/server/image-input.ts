@@ -1,5 +1,5 @@
-// Getting the image out of a request. Every image route (detection, and later recognition, pose, objects,
-// enrolment) accepts the same four inputs and answers the same errors:
+// Getting the image out of a request. Every image route (detection, recognition, pose, objects, enrolment)
+// accepts the same four inputs and answers the same errors:
 //   1. raw body, Content-Type image/png
 //   2. raw body, Content-Type image/jpeg or image/jpg
 //   3. multipart/form-data with a file part named `image` (a base64 text part is accepted too)
@@ -20,8 +20,6 @@ const HOW_TO_SEND =
 
 export interface ImageInput {
   bytes: Buffer;
-  /** How it came: 'raw', 'multipart' or 'urlencoded'. */
-  via: 'raw' | 'multipart' | 'urlencoded';
   /** Other form fields (multipart text parts, urlencoded parameters) for routes that take options. */
   fields: Map<string, string>;
 }
@@ -146,7 +144,7 @@ export async function readImageInput(c: Context): Promise<ImageInput> {
   if (RAW_TYPES.has(type)) {
     const bytes = await readBody(c);
     if (bytes.length === 0) throw missing('the request body is empty');
-    return { bytes, via: 'raw', fields: new Map() };
+    return { bytes, fields: new Map() };
   }
   const parts = await readFormParts(c);
   if (parts) {
@@ -154,7 +152,7 @@ export async function readImageInput(c: Context): Promise<ImageInput> {
     if (!bytes) throw missing(parts.via === 'multipart' ? `the form has no '${IMAGE_FIELD}' part` : `no '${IMAGE_FIELD}' parameter in the form`);
     const fields = new Map(parts.fields);
     fields.delete(IMAGE_FIELD);
-    return { bytes, via: parts.via, fields };
+    return { bytes, fields };
   }
 
   if (type === '') {

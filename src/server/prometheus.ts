@@ -7,7 +7,7 @@
 //   - engine worker pool: queue depth, running jobs, completed/failed/rejected jobs
 
 import client from 'prom-client';
-import type { EngineStats } from '../engine.js';
+import type { EngineStats } from '../engine/types.js';
 
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });

@@ -2,8 +2,10 @@
 // response is ready records it in the Prometheus request metrics and in the audit trail.
 
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
+import { getPath } from 'hono/utils/url';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { AuthenticatedUser } from '../auth/auth-service.js';
 import { observeHttpRequest } from './prometheus.js';
@@ -22,6 +24,13 @@ export function newTraceId(): string {
   return randomBytes(16).toString('hex');
 }
 
+/** The trace id of each Node request the app has taken, so that an answer written on its raw socket carries it. */
+const traceIds = new WeakMap<IncomingMessage, string>();
+
+export function traceIdOf(incoming: IncomingMessage): string | undefined {
+  return traceIds.get(incoming);
+}
+
 /** The route pattern that matched (without trailing slash), or 'unmatched': a bounded label set. */
 export function routeLabel(c: Context): string {
   const route = matchedRoutes(c)
@@ -30,6 +39,11 @@ export function routeLabel(c: Context): string {
     .at(-1);
   if (route === undefined) return 'unmatched';
   return route.length > 1 ? route.replace(/\/+$/, '') : route;
+}
+
+/** The path as the client sent it: c.req.path has lost its trailing slash (the app is built with strict: false). */
+export function requestPath(c: Context): string {
+  return getPath(c.req.raw);
 }
 
 /** The peer's IP address on a real socket ('' for in-process requests such as app.request()). */
@@ -43,6 +57,8 @@ export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler {
   return async (c, next) => {
     const tracid = newTraceId();
     c.set('tracid', tracid);
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    if (incoming) traceIds.set(incoming, tracid);
     const t0 = performance.now();
     await next();
     c.header(TRACE_HEADER, tracid);
@@ -53,7 +69,7 @@ export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler {
       tracid,
       method: c.req.method,
       route,
-      path: c.req.path,
+      path: requestPath(c),
       status: c.res.status,
       durationMs: Math.round(ms * 1000) / 1000,
       client: clientAddress(c),

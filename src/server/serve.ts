@@ -19,7 +19,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
   }
   if (tls.source === 'generated') console.log(`edgecv: created a self-signed TLS certificate in ${tls.certPath}`);
 
-  const { Engine } = await import('../engine.js');
+  const { Engine } = await import('../engine/engine.js');
   let engine;
   try {
     engine = await Engine.open({

@@ -7,17 +7,18 @@
 // room for 20), boxes are integer pixels of the posted image clipped to it, labels are COCO names in lower case
 // with spaces ("traffic light").
 
-import type { Context, Hono } from 'hono';
-import type { ObjectDetection } from '../../engine.js';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { ENGINE_RANGES } from '../../engine/limits.js';
+import type { ObjectDetection } from '../../engine/types.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
-import { observeInference } from '../prometheus.js';
-import { resource } from '../routing.js';
+import { observed } from '../inference-route.js';
 import { customModels, hasObjectModel, type ObjectModelRun } from './models.js';
-import { dsHandler, dsReply } from './reply.js';
-import { limitField, minConfidence, readDeepStackRequest, requestImage, type DeepStackRequest } from './request.js';
+import { dsReply } from './reply.js';
+import { limitField, minConfidence, requestImage } from './request.js';
 
-export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: 1000 } as const;
+// maxLimit: what the engine accepts as maxObjects.
+export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: ENGINE_RANGES.maxObjects.max } as const;
 
 export interface ObjectPrediction {
   label: string;
@@ -44,47 +45,33 @@ export function objectPredictions(result: ObjectDetection, limit: number): Objec
     }));
 }
 
-export function registerDeepStackDetectionRoutes(
-  app: Hono,
-  deps: { engine: PoseObjectEngine; guard: (c: Context, req: DeepStackRequest) => void },
-): void {
-  const { engine, guard } = deps;
+/** Mounted at /v1/vision; `open` reads the request and checks the API key (request.ts). */
+export function deepStackDetectionRoutes(deps: { engine: PoseObjectEngine; open: MiddlewareHandler }): Hono {
+  const { engine, open } = deps;
 
-  const detect = async (c: Context, req: DeepStackRequest, model: string, run: ObjectModelRun) => {
+  const detect = async (c: Context, model: string, run: ObjectModelRun) => {
+    const req = c.get('deepstack');
     const image = requestImage(req);
     const scoreThreshold = minConfidence(req, DETECTION_DEFAULTS.minConfidence);
     const limit = limitField(req, DETECTION_DEFAULTS.limit, DETECTION_DEFAULTS.maxLimit);
-    const result = await run(image, { scoreThreshold, maxObjects: limit });
-    observeInference(model, engine.backend().backend, result.timings);
+    const result = await observed(engine, model, run(image, { scoreThreshold, maxObjects: limit }));
     return dsReply(c, { success: true, predictions: objectPredictions(result, limit) });
   };
 
-  resource(app, '/v1/vision/detection', {
-    POST: dsHandler(async (c) => {
-      const req = await readDeepStackRequest(c);
-      guard(c, req);
-      if (!hasObjectModel(engine)) throw new HttpError(403, 'object detection is not enabled on this server');
-      return detect(c, req, engine.models?.objects ?? 'objects', (image, opts) => engine.detectObjects(image, opts));
-    }),
-  });
-
-  // Before /custom/:model, which would otherwise take "list" for a model name.
-  resource(app, '/v1/vision/custom/list', {
-    POST: dsHandler(async (c) => {
-      guard(c, await readDeepStackRequest(c));
-      return dsReply(c, { success: true, models: [...customModels(engine).keys()] });
-    }),
-  });
-
-  resource(app, '/v1/vision/custom/:model', {
-    POST: dsHandler(async (c) => {
-      const req = await readDeepStackRequest(c);
-      guard(c, req);
-      const name = c.req.param('model') ?? '';
-      if (!/^[A-Za-z0-9._-]{1,128}$/.test(name)) throw new HttpError(400, 'invalid model name');
-      const run = customModels(engine).get(name);
-      if (!run) throw new HttpError(404, `no custom model '${name}' on this server: POST /v1/vision/custom/list lists them`);
-      return detect(c, req, name, run);
-    }),
-  });
+  return (
+    new Hono()
+      .post('/detection', open, (c) => {
+        if (!hasObjectModel(engine)) throw new HttpError(403, 'object detection is not enabled on this server');
+        return detect(c, engine.models?.objects ?? 'objects', (image, opts) => engine.detectObjects(image, opts));
+      })
+      // Before /custom/:model, which would otherwise take "list" for a model name.
+      .post('/custom/list', open, (c) => dsReply(c, { success: true, models: [...customModels(engine).keys()] }))
+      .post('/custom/:model', open, (c) => {
+        const name = c.req.param('model');
+        if (!/^[A-Za-z0-9._-]{1,128}$/.test(name)) throw new HttpError(400, 'invalid model name');
+        const run = customModels(engine).get(name);
+        if (!run) throw new HttpError(404, `no custom model '${name}' on this server: POST /v1/vision/custom/list lists them`);
+        return detect(c, name, run);
+      })
+  );
 }

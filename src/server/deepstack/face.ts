@@ -9,16 +9,15 @@
 //   POST /v1/vision/face/list        -> {"success":true,"faces":["alice","bob"],"duration":0}
 //   POST /v1/vision/face/delete      userid (admin) -> {"success":true,"duration":0}, also for an unknown user
 
-import type { Context, Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { EnrolmentError, type RecognitionService } from '../../gallery/recognition-service.js';
-import { adminCheck } from '../admin-auth.js';
+import { requireAdmin } from '../admin-auth.js';
 import { engineErrorCode, type FaceEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
-import { observeInference } from '../prometheus.js';
+import { observed } from '../inference-route.js';
 import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
-import { resource } from '../routing.js';
-import { dsHandler, dsReply, INVALID_IMAGE, NO_IMAGE } from './reply.js';
-import { formAdminKey, minConfidence, readDeepStackRequest, requestImage, userId, type DeepStackRequest } from './request.js';
+import { dsReply, INVALID_IMAGE, NO_IMAGE } from './reply.js';
+import { formAdminKey, minConfidence, requestImage, userId } from './request.js';
 import { DEEPSTACK_RECOGNITION_THRESHOLD, similarityFromDistance } from './similarity.js';
 
 export const FACE_DETECTION_MIN_CONFIDENCE = 0.55;
@@ -49,47 +48,35 @@ async function registerPhotos(service: RecognitionService, subject: string, phot
   return added;
 }
 
-export function registerDeepStackFaceRoutes(
-  app: Hono,
-  deps: {
-    engine: FaceEngine;
-    recognition?: RecognitionService;
-    adminKey?: string;
-    guard: (c: Context, req: DeepStackRequest) => void;
-  },
-): void {
-  const { engine, guard } = deps;
-  const requireAdmin = adminCheck(deps.adminKey);
+/** Mounted at /v1/vision; `open` reads the request and checks the API key (request.ts). */
+export function deepStackFaceRoutes(deps: {
+  engine: FaceEngine;
+  recognition?: RecognitionService;
+  adminKey?: string;
+  open: MiddlewareHandler;
+}): Hono {
+  const { engine, open } = deps;
+  const admin = requireAdmin(deps.adminKey, { formKey: formAdminKey });
   const service = (): RecognitionService => {
     if (!deps.recognition) throw new HttpError(403, 'face recognition is not enabled on this server');
     return deps.recognition;
   };
-  /** Reads the form and checks the API key: the first step of every route. */
-  const open = async (c: Context) => {
-    const req = await readDeepStackRequest(c);
-    guard(c, req);
-    return req;
-  };
 
-  resource(app, '/v1/vision/face/', {
-    POST: dsHandler(async (c) => {
-      const req = await open(c);
+  return new Hono()
+    .post('/face', open, async (c) => {
+      const req = c.get('deepstack');
       const image = requestImage(req);
-      const result = await engine.detectFaces(image, { scoreThreshold: minConfidence(req, FACE_DETECTION_MIN_CONFIDENCE) });
-      observeInference(engine.models?.faceDetector ?? 'face-detector', engine.backend().backend, result.timings);
+      const model = engine.models?.faceDetector ?? 'face-detector';
+      const result = await observed(engine, model, engine.detectFaces(image, { scoreThreshold: minConfidence(req, FACE_DETECTION_MIN_CONFIDENCE) }));
       const predictions = [...result.faces].sort((a, b) => b.score - a.score).map((f) => ({ confidence: f.score, ...box(f.rect) }));
       return dsReply(c, { success: true, predictions });
-    }),
-  });
-
-  resource(app, '/v1/vision/face/recognize', {
-    POST: dsHandler(async (c) => {
-      const req = await open(c);
+    })
+    .post('/face/recognize', open, async (c) => {
+      const req = c.get('deepstack');
       const image = requestImage(req);
       const threshold = minConfidence(req, DEEPSTACK_RECOGNITION_THRESHOLD);
       const recognition = service();
-      const { faces, timings } = await recognitionCall(() => recognition.identify(image));
-      observeInference(recognition.embedder.model, engine.backend().backend, timings);
+      const { faces } = await observed(engine, recognition.embedder.model, recognitionCall(() => recognition.identify(image)));
       const predictions = faces.map((f) => {
         const similarity = f.match ? similarityFromDistance(f.match.distance) : 0;
         return f.match && similarity >= threshold
@@ -97,35 +84,19 @@ export function registerDeepStackFaceRoutes(
           : { userid: 'unknown', confidence: 0, ...box(f.rect) };
       });
       return dsReply(c, { success: true, predictions });
-    }),
-  });
-
-  resource(app, '/v1/vision/face/register', {
-    POST: dsHandler(async (c) => {
-      const req = await open(c);
-      requireAdmin(c, formAdminKey(req));
+    })
+    .post('/face/register', open, admin, async (c) => {
+      const req = c.get('deepstack');
       if (req.files.length === 0) throw new HttpError(400, NO_IMAGE);
       const subject = userId(req);
       await registerPhotos(service(), subject, req.files.map((f) => f.bytes));
       return dsReply(c, { success: true, message: 'face added' });
-    }),
-  });
-
-  resource(app, '/v1/vision/face/list', {
-    POST: dsHandler(async (c) => {
-      await open(c);
-      return dsReply(c, { success: true, faces: service().subjects().map((s) => s.subject) });
-    }),
-  });
-
-  resource(app, '/v1/vision/face/delete', {
-    POST: dsHandler(async (c) => {
-      const req = await open(c);
-      requireAdmin(c, formAdminKey(req));
-      const subject = userId(req);
+    })
+    .post('/face/list', open, (c) => dsReply(c, { success: true, faces: service().subjects().map((s) => s.subject) }))
+    .post('/face/delete', open, admin, async (c) => {
+      const subject = userId(c.get('deepstack'));
       const recognition = service();
       await recognitionCall(() => recognition.remove(subject));
       return dsReply(c, { success: true });
-    }),
-  });
+    });
 }

@@ -1,13 +1,14 @@
 // The DeepStack-compatible API (/v1/vision/*): what Frigate, Blue Iris, Home Assistant, Double Take and Agent DVR
 // speak. Served on the HTTPS port with every other route, and alone on the plain-HTTP port (--http-port).
 
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import type { ServerConfig } from '../../config.js';
 import type { RecognitionService } from '../../gallery/recognition-service.js';
 import type { FaceEngine, PoseObjectEngine } from '../engine-types.js';
-import { registerDeepStackDetectionRoutes } from './detection.js';
-import { registerDeepStackFaceRoutes } from './face.js';
-import { apiKeyGuard } from './request.js';
+import { deepStackDetectionRoutes } from './detection.js';
+import { deepStackFaceRoutes } from './face.js';
+import { dsErrorReply } from './reply.js';
+import { openDeepStackRequest } from './request.js';
 
 export interface DeepStackDeps {
   engine: FaceEngine & PoseObjectEngine;
@@ -15,8 +16,12 @@ export interface DeepStackDeps {
   recognition?: RecognitionService;
 }
 
-export function registerDeepStackRoutes(app: Hono, deps: DeepStackDeps): void {
-  const guard = apiKeyGuard(deps.config.apiKey, deps.config.adminKey);
-  registerDeepStackDetectionRoutes(app, { engine: deps.engine, guard });
-  registerDeepStackFaceRoutes(app, { engine: deps.engine, recognition: deps.recognition, adminKey: deps.config.adminKey, guard });
+/** Mounted at /v1/vision. Every error its handlers and middleware throw answers in the DeepStack shape. */
+export function deepStackRoutes(deps: DeepStackDeps): Hono {
+  const open = openDeepStackRequest(deps.config.apiKey, deps.config.adminKey);
+  const app = new Hono()
+    .route('/', deepStackDetectionRoutes({ engine: deps.engine, open }))
+    .route('/', deepStackFaceRoutes({ engine: deps.engine, recognition: deps.recognition, adminKey: deps.config.adminKey, open }));
+  app.onError(dsErrorReply);
+  return app;
 }

@@ -2,7 +2,7 @@
 // /v1/vision/custom/<name> runs a model by name. Today that is the one object model the engine loaded; a server
 // with more models (e.g. a bring-your-own YOLO one) extends customModels() and nothing else.
 
-import type { ObjectDetection, DetectObjectsOptions } from '../../engine.js';
+import type { ObjectDetection, DetectObjectsOptions } from '../../engine/types.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 
 export type ObjectModelRun = (image: Buffer, opts: DetectObjectsOptions) => Promise<ObjectDetection>;

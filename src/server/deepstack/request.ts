@@ -1,7 +1,7 @@
 // Reading a DeepStack request: its form (multipart/form-data as every client sends it, urlencoded too, or a raw
 // image body), the API key, and the numeric options, with DeepStack's own error messages.
 
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { keyMatcher, presentedKey } from '../admin-auth.js';
 import { HttpError } from '../errors.js';
 import { formImage, readFormParts, readImageInput, type FormFile } from '../image-input.js';
@@ -11,6 +11,13 @@ export interface DeepStackRequest {
   fields: Map<string, string>;
   /** Every file part, in order (a raw image body is one part named `image`). */
   files: FormFile[];
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Set by openDeepStackRequest(), the first middleware of every DeepStack route. */
+    deepstack: DeepStackRequest;
+  }
 }
 
 export async function readDeepStackRequest(c: Context): Promise<DeepStackRequest> {
@@ -38,7 +45,7 @@ export function requestImage(req: DeepStackRequest): Buffer {
  * way), X-API-Key or Bearer. The admin key passes too, so that one client that also trains (Double Take) needs
  * only one key. Clients send api_key="" on every call: that passes when no API key is configured.
  */
-export function apiKeyGuard(apiKey: string | undefined, adminKey: string | undefined): (c: Context, req: DeepStackRequest) => void {
+function apiKeyGuard(apiKey: string | undefined, adminKey: string | undefined): (c: Context, req: DeepStackRequest) => void {
   if (!apiKey) return () => {};
   const isApiKey = keyMatcher(apiKey);
   const isAdminKey = adminKey ? keyMatcher(adminKey) : () => false;
@@ -48,8 +55,20 @@ export function apiKeyGuard(apiKey: string | undefined, adminKey: string | undef
   };
 }
 
+/** The first middleware of every DeepStack route: reads the form (c.get('deepstack')) and checks the API key. */
+export function openDeepStackRequest(apiKey: string | undefined, adminKey: string | undefined): MiddlewareHandler {
+  const guard = apiKeyGuard(apiKey, adminKey);
+  return async (c, next) => {
+    const req = await readDeepStackRequest(c);
+    guard(c, req);
+    c.set('deepstack', req);
+    await next();
+  };
+}
+
 /** The key a form carries for the admin check of register/delete: api_key, or DeepStack's admin_key. */
-export function formAdminKey(req: DeepStackRequest): string | undefined {
+export function formAdminKey(c: Context): string | undefined {
+  const req = c.get('deepstack');
   return req.fields.get('admin_key') || req.fields.get('api_key') || undefined;
 }
 

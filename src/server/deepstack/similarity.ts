@@ -5,7 +5,7 @@
 // so that similarity 0.67 sits exactly where distance 105 sits, and DeepStack's default threshold gets edgecv's
 // equal-error-rate trade-off.
 
-import { EER_DISTANCE } from '../../face-embedding.js';
+import { EER_DISTANCE } from '../../engine/face-embedding.js';
 
 export { EER_DISTANCE };
 

@@ -1,18 +1,17 @@
 // GET /api/v1/auth/audit[?tracid=<id>][&limit=N]: recent audit entries, newest first, for users of the
 // instance's organization. {"success":"true","entries":[{time,tracid,method,route,path,status,durationMs,client,user}]}
 
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import type { AuditLog } from '../../audit/audit-log.js';
 import type { InstanceIdentity } from '../../metrics/identity.js';
 import { requireOrg } from '../auth-guard.js';
 import { HttpError } from '../errors.js';
-import { resource } from '../routing.js';
 
 const MAX_LIMIT = 1000;
 
-export function registerAuditRoutes(app: Hono, deps: { audit: AuditLog; identity: InstanceIdentity }): void {
-  resource(app, '/api/v1/auth/audit', {
-    GET: (c) => {
+/** Mounted at /api/v1/auth/audit, behind the auth guard. */
+export function auditRoutes(deps: { audit: AuditLog; identity: InstanceIdentity }): Hono {
+  return new Hono().get('/', (c) => {
       requireOrg(c.get('user'), deps.identity.appOrg);
       const tracid = c.req.query('tracid');
       if (tracid !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(tracid)) {
@@ -22,6 +21,5 @@ export function registerAuditRoutes(app: Hono, deps: { audit: AuditLog; identity
       const limit = /^\d+$/.test(limitText) ? Number(limitText) : NaN;
       if (!(limit >= 1 && limit <= MAX_LIMIT)) throw new HttpError(400, `limit must be an integer from 1 to ${MAX_LIMIT}`);
       return c.json({ success: 'true', entries: deps.audit.recent({ tracid, limit }) });
-    },
   });
 }

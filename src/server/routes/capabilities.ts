@@ -3,9 +3,8 @@
 // model's details (name, input size, licence of its weights: an operator who needs permissive weights can check)
 // follow.
 
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import type { FaceEngine } from '../engine-types.js';
-import { resource } from '../routing.js';
 
 /** Capability name -> [name in engine.models, key in backend().runtimes]. */
 const ROLES = {
@@ -15,9 +14,9 @@ const ROLES = {
   objects: ['objects', 'objectDetector'],
 } as const;
 
-export function registerCapabilitiesRoutes(app: Hono, deps: { engine: FaceEngine }): void {
-  resource(app, '/server/capabilities/', {
-    GET: (c) => {
+/** Mounted at /server/capabilities. */
+export function capabilitiesRoutes(deps: { engine: FaceEngine }): Hono {
+  return new Hono().get('/', (c) => {
       const { backend, device, runtimes, onnxRuntime } = deps.engine.backend();
       const loaded = deps.engine.models;
       const models: Record<string, { name: string; runtime: string }> = {};
@@ -38,6 +37,5 @@ export function registerCapabilitiesRoutes(app: Hono, deps: { engine: FaceEngine
           ? { object_model: { name: model.name, kind: model.kind, input_size: model.inputSize, classes: model.classes, licence: model.licence } }
           : {}),
       });
-    },
   });
 }

@@ -3,22 +3,29 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Hono } from 'hono';
-import { packageRoot } from '../../native.js';
-import { BODY_25_BONES } from '../../pose.js';
-import { resource } from '../routing.js';
+import { Hono } from 'hono';
+import { packageRoot } from '../../engine/native.js';
+import { BODY_25_BONES } from '../../engine/pose.js';
 
 export const WEB_DIR = path.join(packageRoot(), 'web');
 
 const JS = 'text/javascript; charset=utf-8';
 
-export function registerDemoRoutes(app: Hono): void {
-  // read once: the page is small and never changes while the server runs
+const HEADERS = { 'Cache-Control': 'no-cache' };
+
+/**
+ * The page at /: mounted outside the API's 405 handling (allowed-methods.ts), so that any other method on / is a
+ * 404, as it has always been. Read once: the files are small and never change while the server runs.
+ */
+export function demoPage(): Hono {
   const page = fs.readFileSync(path.join(WEB_DIR, 'index.html'), 'utf8');
+  return new Hono().get('/', (c) => c.html(page, 200, HEADERS));
+}
+
+/** /demo.js and /body25.js, mounted at /. */
+export function demoScripts(): Hono {
   const script = fs.readFileSync(path.join(WEB_DIR, 'demo.js'), 'utf8');
-  const bones = `// made by the server from BODY_25_BONES (src/pose.ts)\nexport const BODY_25_BONES = ${JSON.stringify(BODY_25_BONES)};\n`;
-  const headers = { 'Cache-Control': 'no-cache' };
-  app.get('/', (c) => c.html(page, 200, headers));
-  resource(app, '/demo.js', { GET: (c) => c.body(script, 200, { ...headers, 'Content-Type': JS }) });
-  resource(app, '/body25.js', { GET: (c) => c.body(bones, 200, { ...headers, 'Content-Type': JS }) });
+  const bones = `// made by the server from BODY_25_BONES (src/engine/pose.ts)\nexport const BODY_25_BONES = ${JSON.stringify(BODY_25_BONES)};\n`;
+  const headers = { ...HEADERS, 'Content-Type': JS };
+  return new Hono().get('/demo.js', (c) => c.body(script, 200, headers)).get('/body25.js', (c) => c.body(bones, 200, headers));
 }

@@ -1,16 +1,15 @@
 // POST /api/v1/login {"username","password"} -> {"token":"<JWT>"}; 401 when wrong, 429 while throttled.
 
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import { AuthError, type AuthService } from '../../auth/auth-service.js';
 import { authHttpError } from '../auth-guard.js';
 import { HttpError } from '../errors.js';
 import { readJsonBody } from '../json-body.js';
 import { clientAddress } from '../request-trace.js';
-import { resource } from '../routing.js';
 
-export function registerLoginRoutes(app: Hono, deps: { auth: AuthService }): void {
-  resource(app, '/api/v1/login', {
-    POST: async (c) => {
+/** Mounted at /api/v1/login. */
+export function loginRoutes(deps: { auth: AuthService }): Hono {
+  return new Hono().post('/', async (c) => {
       const body = await readJsonBody(c);
       const { username, password } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
       if (typeof username !== 'string' || username === '' || typeof password !== 'string' || password === '') {
@@ -23,6 +22,5 @@ export function registerLoginRoutes(app: Hono, deps: { auth: AuthService }): voi
       } catch (e) {
         throw e instanceof AuthError ? authHttpError(e) : e;
       }
-    },
   });
 }

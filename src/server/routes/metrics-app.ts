@@ -1,15 +1,14 @@
 // POST /api/v1/auth/metrics/app: this instance's metrics series (format in src/metrics/query.ts).
 
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import { parseMetricsAppQuery, QueryError, type MetricsAppQuery } from '../../metrics/query.js';
 import { requireOrg } from '../auth-guard.js';
 import { HttpError } from '../errors.js';
 import { readJsonBody } from '../json-body.js';
-import { resource } from '../routing.js';
 
-export function registerMetricsAppRoutes(app: Hono, deps: { metrics: { answer(query: MetricsAppQuery): Promise<string> } }): void {
-  resource(app, '/api/v1/auth/metrics/app', {
-    POST: async (c) => {
+/** Mounted at /api/v1/auth/metrics/app, behind the auth guard. */
+export function metricsAppRoutes(deps: { metrics: { answer(query: MetricsAppQuery): Promise<string> } }): Hono {
+  return new Hono().post('/', async (c) => {
       let query: MetricsAppQuery;
       try {
         query = parseMetricsAppQuery(await readJsonBody(c));
@@ -19,6 +18,5 @@ export function registerMetricsAppRoutes(app: Hono, deps: { metrics: { answer(qu
       requireOrg(c.get('user'), query.app.apporg);
       // built off the event loop (MetricsQueryRunner), already JSON
       return c.body(await deps.metrics.answer(query), 200, { 'Content-Type': 'application/json' });
-    },
   });
 }

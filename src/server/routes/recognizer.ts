@@ -6,13 +6,11 @@
 // the nearest subject is always returned, and 105 is the equal-error-rate threshold (clients call more "Unknown").
 // Errors: 409 nobody enrolled, 503 + Retry-After during a training data update, and the image errors of detection.
 
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import type { RecognitionService } from '../../gallery/recognition-service.js';
 import type { FaceEngine } from '../engine-types.js';
-import { readImageInput } from '../image-input.js';
-import { observeInference } from '../prometheus.js';
-import { recognitionHttpError } from '../recognition-errors.js';
-import { resource } from '../routing.js';
+import { imageRoute } from '../inference-route.js';
+import { recognitionCall } from '../recognition-errors.js';
 
 export interface PredictResponse {
   success: 'true' | 'false';
@@ -23,30 +21,26 @@ export interface PredictResponse {
   server_processing_time?: string;
 }
 
-export function registerRecognizerRoutes(app: Hono, deps: { recognition: RecognitionService; engine: FaceEngine }): void {
-  resource(app, '/recognizer/predict/', {
-    POST: async (c) => {
-      const t0 = performance.now();
-      const { bytes } = await readImageInput(c);
-      let prediction;
-      try {
-        prediction = await deps.recognition.predict(bytes);
-      } catch (e) {
-        throw recognitionHttpError(e);
-      }
-      observeInference(deps.recognition.embedder.model, deps.engine.backend().backend, prediction.timings);
-      const ms = (performance.now() - t0).toFixed(3);
-      const body: PredictResponse = prediction.face
-        ? {
-            success: 'true',
-            subject: prediction.subject,
-            confidence: prediction.distance.toFixed(2),
-            rect: prediction.face.rect,
-            serverprocessingtime: ms,
-            server_processing_time: ms,
-          }
-        : { success: 'false', serverprocessingtime: ms };
-      return c.json(body);
-    },
-  });
+/** Mounted at /recognizer. */
+export function recognizerRoutes(deps: { recognition: RecognitionService; engine: FaceEngine }): Hono {
+  const { recognition, engine } = deps;
+  return new Hono().post(
+    '/predict',
+    imageRoute({
+      engine,
+      model: () => recognition.embedder.model,
+      run: (_c, { bytes }) => recognitionCall(() => recognition.predict(bytes)),
+      reply: (prediction, ms): PredictResponse =>
+        prediction.face
+          ? {
+              success: 'true',
+              subject: prediction.subject,
+              confidence: prediction.distance.toFixed(2),
+              rect: prediction.face.rect,
+              serverprocessingtime: ms,
+              server_processing_time: ms,
+            }
+          : { success: 'false', serverprocessingtime: ms },
+    }),
+  );
 }

@@ -1,10 +1,8 @@
 // GET/HEAD /test/ : connectivity check.
 
-import type { Hono } from 'hono';
-import { resource } from '../routing.js';
+import { Hono } from 'hono';
 
-export function registerTestRoutes(app: Hono): void {
-  resource(app, '/test/', {
-    GET: (c) => c.json({ success: 'true' }),
-  });
+/** Mounted at /test. */
+export function testRoutes(): Hono {
+  return new Hono().get('/', (c) => c.json({ success: 'true' }));
 }

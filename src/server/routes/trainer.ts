@@ -1,4 +1,4 @@
-// Enrolment: the gallery's routes. All but GET /trainer/subjects/ need the admin (see admin-auth.ts).
+// Enrolment: the gallery's routes. All but GET /trainer/subjects/ need the admin (requireAdmin, admin-auth.ts).
 //   POST /trainer/add/      subject + image (multipart, urlencoded base64, or a raw image body with ?subject=)
 //                           -> {"success":"true","subject":"alice","id":17,"samples":3,"rect":[l,t,r,b],...times}
 //   GET  /trainer/subjects/ -> {"success":"true","subjects":[{"subject":"alice","samples":3,"ids":[4,9,17]}]}
@@ -8,15 +8,15 @@
 //                           -> {"success":"true","added":55,"samples":55}
 //   GET  /trainer/export/   JSON lines of every stored sample
 
-import type { Context, Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { JSONL_MEDIA_TYPE } from '../../gallery/jsonl.js';
 import type { RecognitionService } from '../../gallery/recognition-service.js';
-import { adminCheck } from '../admin-auth.js';
+import { requireAdmin } from '../admin-auth.js';
 import { HttpError } from '../errors.js';
 import { mediaType, readImageInput } from '../image-input.js';
+import { elapsedMs } from '../inference-route.js';
 import { recognitionCall } from '../recognition-errors.js';
-import { resource } from '../routing.js';
 
 const JSONL_TYPES = new Set([JSONL_MEDIA_TYPE, 'application/jsonl', 'application/json-lines', 'application/x-jsonlines', 'text/plain']);
 
@@ -44,30 +44,23 @@ async function readFields(c: Context): Promise<Map<string, string>> {
   return fields;
 }
 
-export function registerTrainerRoutes(app: Hono, deps: { recognition: RecognitionService; adminKey?: string }): void {
-  const requireAdmin = adminCheck(deps.adminKey);
+/** Mounted at /trainer. */
+export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?: string }): Hono {
+  const admin = requireAdmin(deps.adminKey);
   const service = deps.recognition;
 
-  resource(app, '/trainer/add/', {
-    POST: async (c) => {
-      requireAdmin(c);
+  return new Hono()
+    .post('/add', admin, async (c) => {
       const t0 = performance.now();
       const { bytes, fields } = await readImageInput(c);
       const subject = fields.get('subject') ?? c.req.query('subject');
       if (subject === undefined) throw new HttpError(400, "missing 'subject': send it as a form field, or as ?subject= with a raw image body");
       const r = await recognitionCall(() => service.enrol(subject, bytes));
-      const ms = (performance.now() - t0).toFixed(3);
+      const ms = elapsedMs(t0);
       return c.json({ success: 'true', subject: r.subject, id: r.id, samples: r.samples, rect: r.rect, serverprocessingtime: ms, server_processing_time: ms });
-    },
-  });
-
-  resource(app, '/trainer/subjects/', {
-    GET: (c) => c.json({ success: 'true', subjects: service.subjects() }),
-  });
-
-  resource(app, '/trainer/remove/', {
-    POST: async (c) => {
-      requireAdmin(c);
+    })
+    .get('/subjects', (c) => c.json({ success: 'true', subjects: service.subjects() }))
+    .post('/remove', admin, async (c) => {
       const fields = await readFields(c);
       const subject = fields.get('subject');
       if (subject === undefined) throw new HttpError(400, "missing 'subject'");
@@ -82,12 +75,8 @@ export function registerTrainerRoutes(app: Hono, deps: { recognition: Recognitio
         throw new HttpError(404, id === undefined ? `no subject '${subject}'` : `subject '${subject}' has no sample ${id}`);
       }
       return c.json({ success: 'true', subject, removed });
-    },
-  });
-
-  resource(app, '/trainer/import/', {
-    POST: async (c) => {
-      requireAdmin(c);
+    })
+    .post('/import', admin, async (c) => {
       const type = mediaType(c.req.header('content-type'));
       if (!JSONL_TYPES.has(type)) throw new HttpError(415, `send the gallery as JSON lines (Content-Type ${JSONL_MEDIA_TYPE})`);
       const mode = c.req.query('mode') ?? 'append';
@@ -100,17 +89,12 @@ export function registerTrainerRoutes(app: Hono, deps: { recognition: Recognitio
       }
       const r = await recognitionCall(() => service.import(text, mode === 'replace'));
       return c.json({ success: 'true', added: r.added, samples: r.total });
-    },
-  });
-
-  resource(app, '/trainer/export/', {
-    GET: async (c) => {
-      requireAdmin(c);
+    })
+    .get('/export', admin, (c) => {
       c.header('Content-Type', JSONL_MEDIA_TYPE);
       c.header('Content-Disposition', 'attachment; filename="edgecv-gallery.jsonl"');
       return stream(c, async (s) => {
         for await (const line of service.exportLines()) await s.write(line);
       });
-    },
-  });
+    });
 }

@@ -3,19 +3,17 @@
 //   + "gpu_util","gpu_mem_util" (percent), "gpu_memory_total","gpu_memory_used","gpu_memory_free" (MiB), strings,
 //     only when the engine runs on a GPU (CUDA backend) and nvidia-smi answers.
 
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import type { FaceEngine } from '../engine-types.js';
-import { resource } from '../routing.js';
 import { CpuSampler, memoryUtil, readGpuUsage } from '../usage/system-usage.js';
 
-export function registerUsageRoutes(app: Hono, deps: { engine: FaceEngine }): void {
+/** Mounted at /server/usage. */
+export function usageRoutes(deps: { engine: FaceEngine }): Hono {
   const cpu = new CpuSampler();
-  resource(app, '/server/usage/', {
-    GET: async (c) => {
+  return new Hono().get('/', async (c) => {
       const round = (n: number) => Math.round(n * 100) / 100;
       const body = { success: 'true', cpu_util: round(cpu.read()), mem_util: round(memoryUtil()) };
       const gpu = deps.engine.backend().backend === 'cuda' ? await readGpuUsage() : undefined;
       return c.json(gpu ? { ...body, ...gpu } : body);
-    },
   });
 }

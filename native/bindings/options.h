@@ -1,0 +1,63 @@
+// createEngine()'s options and the per-call options of the engine methods, read from JS on the JS thread.
+//
+// The host (src/engine.ts) validates every option and owns every default and range; it always passes what
+// is read here as required. The bounds checked here are safety bounds only: they keep a bad call from
+// overflowing an int or exhausting memory, and they are deliberately wider than the host's policy.
+// Every failure throws a TypeError with code INVALID_ARGUMENT (js_errors.h).
+#pragma once
+
+#include <napi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "jobs/face_embed_job.h"  // FaceEmbedRequest
+#include "jobs/run_model_job.h"   // RawModelSpec
+#include "models/face_detector.h"
+#include "models/face_embedder.h"
+#include "models/object_detector.h"
+#include "models/pose_estimator.h"
+#include "models/yolo_detector.h"
+#include "runtime/backend.h"
+
+namespace edgecv {
+
+bool IsMissing(const Napi::Value& v);
+std::string ReadString(Napi::Object obj, const char* key, const std::string& where);
+
+// The worker pool's shape.
+struct PoolOptions {
+  int workers = 0;
+  int threadsPerWorker = 0;
+  size_t queueLimit = 0;
+};
+PoolOptions ReadPoolOptions(Napi::Object options);
+
+// What the engine can run models on, known before any spec is read: the backend, and whether onnxruntime loaded.
+struct RuntimeAvailability {
+  BackendInfo backend;
+  bool onnxRuntime = false;
+  std::string onnxRuntimeMissing;  // why not, when it did not load
+};
+
+// The model specs of createEngine()'s options; null where the engine has no such model.
+struct ModelSpecs {
+  std::unique_ptr<FaceDetectorSpec> faceDetector;
+  std::unique_ptr<PoseEstimatorSpec> poseEstimator;
+  std::unique_ptr<ObjectDetectorSpec> objectDetector;  // centernet
+  std::unique_ptr<YoloDetectorSpec> yoloDetector;      // `objectDetector` with kind "yolo"
+  std::unique_ptr<FaceEmbedderSpec> faceEmbedder;
+};
+ModelSpecs ReadModelSpecs(Napi::Object options, const RuntimeAvailability& available);
+
+DetectOptions ReadDetectOptions(Napi::Env env, Napi::Value value);
+PoseOptions ReadPoseOptions(Napi::Env env, Napi::Value value);
+ObjectOptions ReadObjectOptions(Napi::Env env, Napi::Value value);
+FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value);
+// The gallery behind a JS value made by createGallery(), or null if it is something else.
+std::shared_ptr<GalleryIndex> ReadGallery(Napi::Env env, Napi::Value value);
+// runModel()'s spec; onnxruntime must have loaded when it asks for it (`onnxRuntimeMissing` says why not).
+RawModelSpec ReadRawModelSpec(Napi::Object obj, bool onnxRuntime, const std::string& onnxRuntimeMissing);
+
+}  // namespace edgecv

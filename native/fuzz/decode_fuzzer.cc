@@ -1,0 +1,55 @@
+// libFuzzer target for the native decode path: the bytes a client sends go through DecodeBgr (libjpeg for
+// JPEG, OpenCV's decoders for the rest) and the letterbox every scene model applies. A JPEG libjpeg decodes
+// without a warning is also decoded by cv::imdecode, and both must agree pixel for pixel. With damaged data
+// they may differ: at a premature end, libjpeg's memory source goes on as if the file ended there (the rest
+// comes out flat grey), while OpenCV's source suspends and leaves the undecoded rows black. Built and run by scripts/fuzz-native.mjs with
+// clang's -fsanitize=fuzzer,address,undefined; a crash, a sanitizer report, a hang or an allocation over
+// the limit is a finding. Expected failures (JobError: not an image) are not.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "jobs/image.h"
+#include "jobs/jpeg_decoder.h"
+#include "models/letterbox.h"
+#include "runtime/error_code.h"
+
+namespace {
+// The server refuses images over 40 megapixels from their header before decoding (src/image-admission.ts);
+// the same cap here keeps the fuzzer on decoding, not on allocating giant buffers.
+constexpr uint64_t kServerMaxPixels = 40'000'000;
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(kServerMaxPixels).c_str(), 1);  // OpenCV's decoders
+  cv::setNumThreads(1);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const bool jpeg = edgecv::LooksLikeJpeg(data, size);
+  cv::Mat image;
+  int warnings = -1;
+  try {
+    image = jpeg ? edgecv::DecodeJpegBgr(data, size, &warnings, kServerMaxPixels) : edgecv::DecodeBgr(data, size);
+  } catch (const edgecv::JobError&) {
+    return 0;  // refused as an image: the answer a client gets is a 400
+  }
+  if (image.type() != CV_8UC3 || image.empty()) __builtin_trap();  // the decoders promise 8-bit BGR
+  if (jpeg && warnings == 0) {
+    const cv::Mat reference = cv::imdecode(cv::Mat(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data)), cv::IMREAD_COLOR);
+    if (reference.size() != image.size() || cv::norm(reference, image, cv::NORM_INF) != 0) __builtin_trap();
+  }
+  edgecv::ImageModelSpec spec;
+  spec.inputSize = 64;
+  spec.scale = 1.0 / 255;
+  edgecv::LetterboxSource source;
+  source.padValue = 114;
+  cv::Mat blob;
+  const edgecv::Letterbox box = edgecv::LetterboxBlob(image, spec, source, &blob);
+  if (blob.total() != 3 * 64 * 64 || !(box.scaleX > 0) || !(box.scaleY > 0)) __builtin_trap();
+  return 0;
+}

@@ -1,0 +1,77 @@
+#include "jobs/detect_job.h"
+
+#include "runtime/worker_context.h"
+
+namespace edgecv {
+namespace {
+
+std::vector<Face> DetectFaces(WorkerContext& ctx, const cv::Mat& image, const DetectOptions& options,
+                              StageTimings* timings) {
+  if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
+  return ctx.faceDetector->Detect(image, options, timings);
+}
+
+std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const cv::Mat& image, const ObjectOptions& options,
+                                          StageTimings* timings) {
+  if (!ctx.objectDetector && !ctx.yoloDetector) throw JobError(ErrorCode::kInternal, "engine has no object model");
+  return ctx.yoloDetector ? ctx.yoloDetector->Detect(image, options, timings)
+                          : ctx.objectDetector->Detect(image, options, timings);
+}
+
+// Objects asked of the detector when looking for people: a bound on its work, not a policy (the people among
+// them are capped by maxPoses).
+constexpr int kMaxPersonObjects = 1000;
+
+std::vector<Pose> DetectPoses(WorkerContext& ctx, const cv::Mat& image, const PoseOptions& options,
+                              StageTimings* timings) {
+  if (!ctx.poseEstimator) throw JobError(ErrorCode::kInternal, "engine has no pose model");
+  const bool personCrops = options.personClassId >= 0 && (ctx.yoloDetector || ctx.objectDetector);
+  if (!personCrops) return ctx.poseEstimator->Detect(image, options, timings);
+  ObjectOptions find;
+  find.scoreThreshold = options.personThreshold;
+  find.maxObjects = kMaxPersonObjects;
+  std::vector<Box> people;  // best first, as the detectors return them
+  for (const DetectedObject& o : DetectObjects(ctx, image, find, timings)) {
+    if (o.classId == options.personClassId && people.size() < static_cast<size_t>(options.maxPoses)) people.push_back(o.rect);
+  }
+  return ctx.poseEstimator->DetectInBoxes(image, people, options, timings);
+}
+
+Napi::Value PoseToJs(Napi::Env env, const Pose& p) {
+  // Flat [x0, y0, score0, x1, ...]: one array instead of 17 objects per person.
+  Napi::Array keypoints = Napi::Array::New(env, 3 * p.keypoints.size());
+  for (size_t k = 0; k < p.keypoints.size(); ++k) {
+    keypoints.Set(3 * k, Napi::Number::New(env, p.keypoints[k].x));
+    keypoints.Set(3 * k + 1, Napi::Number::New(env, p.keypoints[k].y));
+    keypoints.Set(3 * k + 2, Napi::Number::New(env, p.keypoints[k].score));
+  }
+  Napi::Object pose = Napi::Object::New(env);
+  pose.Set("score", Napi::Number::New(env, p.score));
+  pose.Set("box", NumberArray(env, p.box));
+  pose.Set("keypoints", keypoints);
+  return pose;
+}
+
+Napi::Value ObjectToJs(Napi::Env env, const DetectedObject& o) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("rect", NumberArray(env, o.rect));
+  object.Set("classId", Napi::Number::New(env, o.classId));
+  object.Set("score", Napi::Number::New(env, o.score));
+  return object;
+}
+
+}  // namespace
+
+Napi::Value FaceToJs(Napi::Env env, const Face& f) {
+  Napi::Object face = Napi::Object::New(env);
+  face.Set("rect", NumberArray(env, f.rect));
+  face.Set("score", Napi::Number::New(env, f.score));
+  face.Set("keypoints", NumberArray(env, f.keypoints));
+  return face;
+}
+
+const FaceDetectJob::Kind kFaceDetection{"faces", &DetectFaces, &FaceToJs};
+const PoseDetectJob::Kind kPoseDetection{"poses", &DetectPoses, &PoseToJs};
+const ObjectDetectJob::Kind kObjectDetection{"objects", &DetectObjects, &ObjectToJs};
+
+}  // namespace edgecv

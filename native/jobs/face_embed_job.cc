@@ -1,0 +1,153 @@
+#include "jobs/face_embed_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "bindings/gallery_match_js.h"
+#include "bindings/js_values.h"
+#include "jobs/detect_job.h"  // FaceToJs
+#include "runtime/worker_context.h"
+
+namespace edgecv {
+
+FaceEmbedJob::FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request)
+    : ImageJob(env, bytes), request_(std::move(request)) {}
+
+std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
+                                               StageTimings* timings) {
+  // The detector sees the padded image letterboxed to its small square input, so a padded copy larger than
+  // kPaddedPassMaxSide only costs memory: shrink first (a 65500x1 image once became 98250x32751, 9.7 GB).
+  const double paddedSide = (1 + 2 * kTightCropPadding) * std::max(bgr.cols, bgr.rows);
+  const double shrink = std::min(1.0, kPaddedPassMaxSide / paddedSide);
+  cv::Mat source = bgr;
+  if (shrink < 1.0) {
+    const cv::Size size(std::max(1, static_cast<int>(std::lround(bgr.cols * shrink))),
+                        std::max(1, static_cast<int>(std::lround(bgr.rows * shrink))));
+    cv::resize(bgr, source, size, 0, 0, cv::INTER_AREA);
+  }
+  const int pad = static_cast<int>(std::lround(kTightCropPadding * std::max(source.cols, source.rows)));
+  cv::Mat padded;
+  cv::copyMakeBorder(source, padded, pad, pad, pad, pad, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+  DetectOptions whole = options;
+  whole.tiles = 0;  // the photo is small or one big face: tiles would cut it
+  const auto back = [&](double v, int limit) {
+    return std::clamp(static_cast<int>(std::lround((v - pad) / shrink)), 0, limit);
+  };
+  std::vector<Face> faces;
+  for (Face face : detector.Detect(padded, whole, timings)) {
+    face.rect = {back(face.rect[0], bgr.cols), back(face.rect[1], bgr.rows), back(face.rect[2], bgr.cols),
+                 back(face.rect[3], bgr.rows)};
+    if (face.rect[2] <= face.rect[0] || face.rect[3] <= face.rect[1]) continue;
+    for (size_t k = 0; k < face.keypoints.size(); ++k) face.keypoints[k] = static_cast<float>((face.keypoints[k] - pad) / shrink);
+    faces.push_back(face);
+  }
+  return faces;
+}
+
+StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face) {
+  const cv::Rect region = SquareAround(face, StoredCrop::kScale);
+  cv::Mat square = CutPadded(bgr, region);
+  const double shrink = std::min(1.0, static_cast<double>(StoredCrop::kMaxSide) / square.cols);
+  if (shrink < 1.0) {
+    cv::Mat small;
+    const int side = std::max(1, static_cast<int>(std::lround(square.cols * shrink)));
+    cv::resize(square, small, cv::Size(side, side), 0, 0, cv::INTER_AREA);
+    square = small;
+  }
+  StoredCrop crop;
+  // From region pixels to crop pixels (CutPadded may already have shrunk a very large region).
+  const double scale = static_cast<double>(square.cols) / std::max(1, region.width);
+  const auto map = [&](int v, int origin) { return static_cast<int>(std::lround((v - origin) * scale)); };
+  crop.face = {map(face[0], region.x), map(face[1], region.y), map(face[2], region.x), map(face[3], region.y)};
+  if (!cv::imencode(".jpg", square, crop.jpeg, {cv::IMWRITE_JPEG_QUALITY, StoredCrop::kJpegQuality})) {
+    throw JobError(ErrorCode::kInternal, "could not encode the face crop");
+  }
+  return crop;
+}
+
+void FaceEmbedJob::Execute(WorkerContext& ctx) {
+  if (!ctx.faceEmbedder) throw JobError(ErrorCode::kInternal, "engine has no face embedding model");
+  const cv::Mat image = DecodeImage();
+
+  if (request_.useRect) {
+    PixelRect r = request_.rect;
+    r[0] = std::clamp(r[0], 0, width());
+    r[2] = std::clamp(r[2], 0, width());
+    r[1] = std::clamp(r[1], 0, height());
+    r[3] = std::clamp(r[3], 0, height());
+    if (r[2] <= r[0] || r[3] <= r[1]) throw JobError(ErrorCode::kInvalidArgument, "the face rect lies outside the image");
+    chosen_ = r;
+    chosenScore_ = 1;
+  } else {
+    if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
+    faces_ = ctx.faceDetector->Detect(image, request_.detect, &detectTimings_);
+    if (faces_.empty()) faces_ = DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_);
+    std::stable_sort(faces_.begin(), faces_.end(), [](const Face& a, const Face& b) {
+      if (a.score != b.score) return a.score > b.score;
+      if (a.rect[0] != b.rect[0]) return a.rect[0] < b.rect[0];
+      return a.rect[1] < b.rect[1];
+    });
+    if (faces_.empty()) return;  // nothing to embed: a result, not an error
+    chosen_ = faces_.front().rect;
+    chosenScore_ = faces_.front().score;
+  }
+
+  embedding_ = ctx.faceEmbedder->Embed(image, chosen_, request_.cropScale, &embedTimings_);
+  embedded_ = true;
+  if (request_.keepCrop) crop_ = MakeStoredCrop(image, chosen_);
+  if (request_.gallery) {
+    const auto t1 = Clock::now();
+    if (request_.gallery->dim() != static_cast<int>(embedding_.size())) {
+      throw JobError(ErrorCode::kInvalidArgument, "the gallery's dimension differs from the model's embedding size");
+    }
+    match_ = request_.gallery->Search(embedding_.data());
+    searchMs_ = MillisBetween(t1, Clock::now());
+  }
+}
+
+Napi::Value FaceEmbedJob::Result(Napi::Env env) {
+  Napi::Array faces = Napi::Array::New(env, faces_.size());
+  for (size_t i = 0; i < faces_.size(); ++i) faces.Set(static_cast<uint32_t>(i), FaceToJs(env, faces_[i]));
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("width", Napi::Number::New(env, width()));
+  result.Set("height", Napi::Number::New(env, height()));
+  result.Set("faces", faces);
+  if (embedded_) {
+    Napi::Object face = Napi::Object::New(env);
+    face.Set("rect", NumberArray(env, chosen_));
+    face.Set("score", Napi::Number::New(env, chosenScore_));
+    result.Set("face", face);
+    Napi::Float32Array embedding = Napi::Float32Array::New(env, embedding_.size());
+    std::memcpy(embedding.Data(), embedding_.data(), embedding_.size() * sizeof(float));
+    result.Set("embedding", embedding);
+  } else {
+    result.Set("face", env.Null());
+    result.Set("embedding", env.Null());
+  }
+  if (embedded_ && request_.keepCrop) {
+    Napi::Object crop = Napi::Object::New(env);
+    crop.Set("jpeg", Napi::Buffer<uchar>::Copy(env, crop_.jpeg.data(), crop_.jpeg.size()));
+    crop.Set("rect", NumberArray(env, crop_.face));
+    result.Set("crop", crop);
+  } else {
+    result.Set("crop", env.Null());
+  }
+  result.Set("match", GalleryMatchToJs(env, match_));
+
+  Napi::Object timings = Napi::Object::New(env);
+  timings.Set("queueMs", Napi::Number::New(env, queueMs()));
+  timings.Set("decodeMs", Napi::Number::New(env, decodeMs()));
+  timings.Set("detectMs", Napi::Number::New(env, detectTimings_.preprocessMs + detectTimings_.inferenceMs +
+                                                     detectTimings_.postprocessMs));
+  timings.Set("embedPreprocessMs", Napi::Number::New(env, embedTimings_.preprocessMs));
+  timings.Set("embedInferenceMs", Napi::Number::New(env, embedTimings_.inferenceMs));
+  timings.Set("searchMs", Napi::Number::New(env, searchMs_));
+  result.Set("timings", timings);
+  return result;
+}
+
+}  // namespace edgecv

@@ -1,0 +1,72 @@
+// embedFace(): decode, detect, pick the first face, embed it, and optionally
+// keep a crop for the store and search a gallery snapshot, all on one worker.
+//
+// "First" face = highest detection score (ties: leftmost, then topmost), so the
+// choice does not depend on the detector's internal order.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+#include <vector>
+
+#include "models/face_detector.h"
+#include "models/face_embedder.h"
+#include "gallery/gallery_index.h"
+#include "jobs/image_job.h"
+
+namespace edgecv {
+
+struct FaceEmbedRequest {
+  DetectOptions detect;
+  bool useRect = false;  // true: embed `rect` as given, no detection
+  PixelRect rect{};
+  double cropScale = 0;  // <= 0: the model's own
+  bool keepCrop = false;  // also return a JPEG crop (for re-embedding later)
+  std::shared_ptr<const GallerySnapshot> gallery;  // search it when set
+};
+
+// The crop kept with an enrolled sample: a square twice the face box, so any
+// embedding margin up to 2 can be cut from it again, at most kMaxSide pixels.
+struct StoredCrop {
+  static constexpr double kScale = 2.0;
+  static constexpr int kMaxSide = 448;
+  static constexpr int kJpegQuality = 92;
+  std::vector<uchar> jpeg;
+  PixelRect face{};  // the face box in crop pixels
+};
+
+class FaceEmbedJob : public ImageJob {
+ public:
+  // JS thread. `bytes` is pinned, not copied.
+  FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request);
+
+  void Execute(WorkerContext& ctx) override;
+  Napi::Value Result(Napi::Env env) override;
+
+ private:
+  // The full-range detector scores a face that fills the whole photo (a tight
+  // face crop, as people often enrol) low: when the photo gives no face, it is
+  // searched again inside a black border of this fraction of its longer side.
+  static constexpr double kTightCropPadding = 0.25;
+  // Longest side of that padded image; larger photos are shrunk before padding (same detector input).
+  static constexpr double kPaddedPassMaxSide = 1536;
+  static std::vector<Face> DetectInPadded(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
+                                          StageTimings* timings);
+  static StoredCrop MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face);
+
+  FaceEmbedRequest request_;
+
+  std::vector<Face> faces_;
+  bool embedded_ = false;
+  PixelRect chosen_{};
+  float chosenScore_ = 0;
+  std::vector<float> embedding_;
+  StoredCrop crop_;
+  GalleryMatch match_;
+  double searchMs_ = 0;
+  StageTimings detectTimings_;
+  StageTimings embedTimings_;  // its postprocessing (normalization) is not reported
+};
+
+}  // namespace edgecv

@@ -1,0 +1,37 @@
+// A Job whose input is one encoded image: the bytes are pinned (not copied) on the
+// JS thread and decoded, timed, on the worker. Face, pose, object and embedding jobs share it.
+#pragma once
+
+#include <napi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include <opencv2/core.hpp>
+
+#include "runtime/job.h"
+
+namespace edgecv {
+
+class ImageJob : public Job {
+ protected:
+  // JS thread. `bytes` stays pinned until the job is settled.
+  ImageJob(Napi::Env env, Napi::Uint8Array bytes);
+
+  // Worker thread: decodes to BGR (JobError INVALID_IMAGE on failure) and records
+  // decodeMs(), width() and height().
+  cv::Mat DecodeImage();
+
+  double decodeMs() const { return decodeMs_; }
+  int width() const { return width_; }
+  int height() const { return height_; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  double decodeMs_ = 0;
+  int width_ = 0;
+  int height_ = 0;
+};
+
+}  // namespace edgecv

@@ -1,0 +1,154 @@
+#include "jobs/jpeg_decoder.h"
+
+#include <csetjmp>
+#include <cstdio>
+#include <string>
+
+#include <jpeglib.h>
+
+#include <opencv2/core.hpp>
+
+#include "runtime/error_code.h"
+
+namespace edgecv {
+namespace {
+
+// libjpeg reports fatal errors through error_exit, which must not return: it longjmps back to the setjmp in
+// ReadHeader/ReadPixels. Those two functions hold only plain data, so the jump skips no destructor.
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void OnFatal(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  cinfo->err->format_message(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+void Silent(j_common_ptr) {}  // warnings: libjpeg still counts them in num_warnings
+
+// The decompressor and its error manager, destroyed on every path.
+struct Decompressor {
+  jpeg_decompress_struct cinfo{};
+  ErrorManager err{};
+  int orientation = 1;  // EXIF, read with the header: jpeg_finish_decompress frees the saved markers
+  Decompressor() {
+    cinfo.err = jpeg_std_error(&err.pub);
+    err.pub.error_exit = OnFatal;
+    err.pub.output_message = Silent;
+    jpeg_create_decompress(&cinfo);
+  }
+  ~Decompressor() { jpeg_destroy_decompress(&cinfo); }
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+};
+
+int ExifOrientation(const jpeg_decompress_struct& cinfo);
+
+bool ReadHeader(Decompressor& d, const uint8_t* data, size_t size) {
+  if (setjmp(d.err.jump)) return false;
+  jpeg_mem_src(&d.cinfo, data, static_cast<unsigned long>(size));
+  jpeg_save_markers(&d.cinfo, JPEG_APP0 + 1, 0xFFFF);  // APP1: EXIF, for the orientation
+  jpeg_read_header(&d.cinfo, TRUE);
+  d.orientation = ExifOrientation(d.cinfo);
+  // libjpeg-turbo converts grey and YCbCr straight to BGR; CMYK and YCCK come out as (Adobe-inverted) CMYK.
+  const bool cmyk = d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK;
+  d.cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_EXT_BGR;
+  jpeg_start_decompress(&d.cinfo);
+  return true;
+}
+
+bool ReadPixels(Decompressor& d, uint8_t* pixels, size_t stride) {
+  if (setjmp(d.err.jump)) return false;
+  while (d.cinfo.output_scanline < d.cinfo.output_height) {
+    JSAMPROW row = pixels + d.cinfo.output_scanline * stride;
+    jpeg_read_scanlines(&d.cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&d.cinfo);
+  return true;
+}
+
+// Adobe writes CMYK inverted (0 = full ink); the same conversion cv::imdecode applies.
+cv::Mat CmykToBgr(const cv::Mat& cmyk) {
+  cv::Mat bgr(cmyk.rows, cmyk.cols, CV_8UC3);
+  for (int y = 0; y < cmyk.rows; ++y) {
+    const uint8_t* in = cmyk.ptr<uint8_t>(y);
+    uint8_t* out = bgr.ptr<uint8_t>(y);
+    for (int x = 0; x < cmyk.cols; ++x, in += 4, out += 3) {
+      const int k = in[3];
+      out[2] = static_cast<uint8_t>(k - ((255 - in[0]) * k >> 8));
+      out[1] = static_cast<uint8_t>(k - ((255 - in[1]) * k >> 8));
+      out[0] = static_cast<uint8_t>(k - ((255 - in[2]) * k >> 8));
+    }
+  }
+  return bgr;
+}
+
+// The EXIF orientation tag (1..8) of the first APP1 "Exif" segment, 1 when there is none or it is unreadable.
+int ExifOrientation(const jpeg_decompress_struct& cinfo) {
+  for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next) {
+    if (m->marker != JPEG_APP0 + 1 || m->data_length < 14 || std::string(reinterpret_cast<const char*>(m->data), 6) != std::string("Exif\0\0", 6)) continue;
+    const uint8_t* tiff = m->data + 6;
+    const size_t n = m->data_length - 6;
+    const bool little = tiff[0] == 'I' && tiff[1] == 'I';
+    if (!little && !(tiff[0] == 'M' && tiff[1] == 'M')) return 1;
+    auto u16 = [&](size_t at) -> unsigned { return little ? tiff[at] | tiff[at + 1] << 8 : tiff[at] << 8 | tiff[at + 1]; };
+    auto u32 = [&](size_t at) -> size_t { return little ? u16(at) | size_t{u16(at + 2)} << 16 : size_t{u16(at)} << 16 | u16(at + 2); };
+    const size_t ifd = u32(4);
+    if (ifd + 2 > n) return 1;
+    const unsigned entries = u16(ifd);
+    for (unsigned i = 0; i < entries; ++i) {
+      const size_t e = ifd + 2 + 12 * size_t{i};
+      if (e + 12 > n) return 1;
+      if (u16(e) == 0x0112) {
+        const unsigned v = u16(e + 8);
+        return v >= 1 && v <= 8 ? static_cast<int>(v) : 1;
+      }
+    }
+    return 1;
+  }
+  return 1;
+}
+
+// As OpenCV's imdecode applies the tag: flips and transposes so the picture stands the way the camera saw it.
+void ApplyOrientation(cv::Mat& img, int orientation) {
+  switch (orientation) {
+    case 2: cv::flip(img, img, 1); break;
+    case 3: cv::flip(img, img, -1); break;
+    case 4: cv::flip(img, img, 0); break;
+    case 5: cv::transpose(img, img); break;
+    case 6: cv::transpose(img, img); cv::flip(img, img, 1); break;
+    case 7: cv::transpose(img, img); cv::flip(img, img, -1); break;
+    case 8: cv::transpose(img, img); cv::flip(img, img, 0); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+bool LooksLikeJpeg(const uint8_t* data, size_t size) {
+  return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings, uint64_t maxPixels) {
+  Decompressor d;
+  if (!ReadHeader(d, data, size)) {
+    throw JobError(ErrorCode::kInvalidImage, std::string("image could not be decoded: ") + d.err.message);
+  }
+  if (static_cast<uint64_t>(d.cinfo.output_width) * d.cinfo.output_height > maxPixels) {
+    throw JobError(ErrorCode::kInvalidImage, "image could not be decoded: over " + std::to_string(maxPixels) + " pixels");
+  }
+  const int channels = d.cinfo.out_color_space == JCS_CMYK ? 4 : 3;
+  cv::Mat pixels(static_cast<int>(d.cinfo.output_height), static_cast<int>(d.cinfo.output_width), CV_8UC(channels));
+  if (!ReadPixels(d, pixels.data, pixels.step)) {
+    throw JobError(ErrorCode::kInvalidImage, std::string("image could not be decoded: ") + d.err.message);
+  }
+  if (warnings != nullptr) *warnings = static_cast<int>(d.err.pub.num_warnings);
+  cv::Mat bgr = channels == 4 ? CmykToBgr(pixels) : pixels;
+  ApplyOrientation(bgr, d.orientation);
+  return bgr;
+}
+
+}  // namespace edgecv

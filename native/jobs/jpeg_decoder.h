@@ -1,0 +1,25 @@
+// JPEG decoding through libjpeg(-turbo) directly instead of cv::imdecode. The pixels are the same (same
+// library, same defaults); the difference is libjpeg's warnings on damaged data ("Corrupt JPEG data: 3
+// extraneous bytes before marker"), which OpenCV leaves libjpeg to print on stderr, one line per damaged
+// image a client sends. Here they are counted, and fatal errors become the job's INVALID_IMAGE message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <opencv2/core.hpp>
+
+namespace edgecv {
+
+// True when the bytes start with a JPEG SOI marker.
+bool LooksLikeJpeg(const uint8_t* data, size_t size);
+
+// OpenCV's own default cap for imdecode. The server refuses far smaller images from their header first
+// (src/image-admission.ts, the policy); this is only the memory-safety bound.
+constexpr uint64_t kMaxJpegPixels = uint64_t{1} << 30;
+
+// 8-bit BGR, EXIF orientation applied (as cv::imdecode with IMREAD_COLOR does). Throws JobError(INVALID_IMAGE),
+// also for more than maxPixels. `warnings` (optional) receives how many corrupt-data warnings libjpeg raised.
+cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings = nullptr, uint64_t maxPixels = kMaxJpegPixels);
+
+}  // namespace edgecv

@@ -1,0 +1,49 @@
+// Face embedding model (OpenCV Zoo style: preprocess -> infer ->
+// postprocess). Preprocess cuts a square around the detected face box, enlarged
+// by `cropScale` (the margin the model was trained with), pads whatever falls
+// outside the image with black and resizes to the model input. Postprocess
+// L2-normalizes the output, so a dot product of two embeddings is their cosine.
+//
+// Not thread-safe (owns an InferenceModel): one instance per worker thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "models/crop.h"
+#include "models/image_model_spec.h"
+#include "runtime/inference_model.h"
+#include "runtime/stage_timings.h"
+
+namespace edgecv {
+
+struct FaceEmbedderSpec : ImageModelSpec {
+  std::string output;    // name of the embedding output
+  double cropScale = 0;  // side of the square crop / longer side of the face box
+};
+
+class FaceEmbedder {
+ public:
+  // Loads the model and runs one warm-up pass that validates the output and
+  // learns the embedding size. Throws std::runtime_error with a clear message.
+  FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& runtime);
+
+  // L2-normalized embedding of the face in `face` (image pixels), each stage's time added to *timings.
+  // `cropScale` <= 0 uses the spec's. Throws JobError(INTERNAL) on a bad output.
+  std::vector<float> Embed(const cv::Mat& bgr, const PixelRect& face, double cropScale, StageTimings* timings);
+
+  int dim() const { return dim_; }
+
+ private:
+  cv::Mat Preprocess(const cv::Mat& bgr, const PixelRect& face, double cropScale) const;
+  std::vector<float> Postprocess(const cv::Mat& output) const;
+
+  FaceEmbedderSpec spec_;
+  std::unique_ptr<InferenceModel> model_;
+  int dim_ = 0;
+};
+
+}  // namespace edgecv

@@ -1,0 +1,39 @@
+#include "models/letterbox.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
+
+namespace edgecv {
+
+Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const LetterboxSource& source, cv::Mat* blob) {
+  const cv::Rect region = source.region.empty() ? cv::Rect(0, 0, bgr.cols, bgr.rows) : source.region;
+  const int size = spec.inputSize;
+  const double fit = std::min(static_cast<double>(size) / region.width, static_cast<double>(size) / region.height);
+  const int w = std::max(1, std::min(size, static_cast<int>(std::lround(region.width * fit))));
+  const int h = std::max(1, std::min(size, static_cast<int>(std::lround(region.height * fit))));
+
+  Letterbox box;
+  box.scaleX = static_cast<float>(w) / region.width;
+  box.scaleY = static_cast<float>(h) / region.height;
+  box.padX = static_cast<float>((size - w) / 2);
+  box.padY = static_cast<float>((size - h) / 2);
+  box.originX = static_cast<float>(region.x);
+  box.originY = static_cast<float>(region.y);
+
+  cv::Mat resized;
+  // INTER_AREA when shrinking avoids the aliasing that blurs small faces and objects away.
+  cv::resize(bgr(region), resized, cv::Size(w, h), 0, 0, w < region.width ? cv::INTER_AREA : cv::INTER_LINEAR);
+  cv::Mat padded;
+  const int left = (size - w) / 2;
+  const int top = (size - h) / 2;
+  cv::copyMakeBorder(resized, padded, top, size - h - top, left, size - w - left, cv::BORDER_CONSTANT,
+                     cv::Scalar::all(source.padValue));
+  cv::dnn::blobFromImage(padded, *blob, spec.scale, cv::Size(), cv::Scalar::all(spec.meanValue), spec.swapRB, false,
+                         CV_32F);
+  return box;
+}
+
+}  // namespace edgecv

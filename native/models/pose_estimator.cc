@@ -1,0 +1,190 @@
+#include "models/pose_estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "models/crop.h"
+#include "runtime/inference_model.h"
+
+namespace edgecv {
+namespace {
+
+// Constants of the original graph's post-processing (movenet-multipose.json, after the cut points).
+constexpr int kCentreWindow = 5;                  // MaxPool ksize 5, SAME: a centre is the max of its 5x5 window
+constexpr float kPeakTolerance = 1.013279e-06f;   // |centre - maxpool| < this counts as a peak
+constexpr float kDistanceSpread = 0.30004883f;    // weight = exp(-d^2 / (spread * grid)), d in heatmap cells
+constexpr float kKeypointValid = 0.12695312f;     // keypoints above this count towards the person score
+
+float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+
+}  // namespace
+
+PoseEstimator::PoseEstimator(const PoseEstimatorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
+  const std::string what = "pose model " + spec_.model.path + ": ";
+  if (spec_.inputSize < 32 || spec_.inputSize % 4 != 0) throw std::runtime_error(what + "inputSize must be a multiple of 4");
+  if (spec_.outputs.size() != kOutputs) throw std::runtime_error(what + "needs exactly 6 output names");
+  model_ = LoadInferenceModel(spec_.model, spec_.outputs, runtime, what);
+  grid_ = spec_.inputSize / 4;
+
+  const std::vector<cv::Mat> outputs = WarmUp(*model_, spec_.inputSize, what);
+  const int k = Pose::kKeypoints;
+  const int channels[kOutputs] = {1, 2, 2, k, 2 * k, 2 * k};
+  for (int i = 0; i < kOutputs; ++i) {
+    if (!IsNhwc(outputs[i], grid_, grid_, channels[i])) {
+      throw std::runtime_error(what + "output \"" + spec_.outputs[i] + "\" is " + ShapeString(outputs[i]) + ", expected [1," +
+                               std::to_string(grid_) + "," + std::to_string(grid_) + "," + std::to_string(channels[i]) + "]");
+    }
+  }
+}
+
+std::vector<Pose> PoseEstimator::Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings) {
+  return RunLetterboxed(bgr, spec_, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
+    return Postprocess(outputs, box, options);
+  });
+}
+
+std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
+                                               const PoseOptions& options, StageTimings* timings) {
+  // The crop's side / the box's longer side. Context around the person matters to MoveNet: on the labelled
+  // persons (README) 1.0 posed 71%, 1.2 83%, 1.5 86%, 2.0 to 3.0 88-91%; 2.0 is the cheapest of that plateau.
+  constexpr double kCropScale = 2.0;
+  PoseOptions inCrop = options;
+  inCrop.maxPoses = 6;  // the model's own top-k: the crop's person plus whoever overlaps it
+  std::vector<Pose> poses;
+  for (const Box& b : boxes) {
+    const PixelRect rect = {static_cast<int>(b[0]), static_cast<int>(b[1]), static_cast<int>(b[2]), static_cast<int>(b[3])};
+    const cv::Rect region = SquareAround(rect, kCropScale);
+    if (region.width < 8) continue;
+    std::vector<Pose> candidates = Detect(CutPadded(bgr, region), inCrop, timings);
+    // The crop's person is the pose whose box overlaps the person's box most: in a group, neighbours reach into
+    // the crop too, and their keypoints fall inside the (overlapping) box as well.
+    auto overlap = [&](const Pose& p) {
+      return Iou({p.box[0] + region.x, p.box[1] + region.y, p.box[2] + region.x, p.box[3] + region.y}, b);
+    };
+    const auto best = std::max_element(candidates.begin(), candidates.end(),
+                                       [&](const Pose& x, const Pose& y) { return overlap(x) < overlap(y); });
+    if (best == candidates.end() || overlap(*best) == 0) continue;
+    Pose pose = *best;
+    for (Keypoint& k : pose.keypoints) {
+      k.x += region.x;
+      k.y += region.y;
+    }
+    pose.box = {pose.box[0] + region.x, pose.box[1] + region.y, pose.box[2] + region.x, pose.box[3] + region.y};
+    poses.push_back(pose);
+  }
+  std::stable_sort(poses.begin(), poses.end(), [](const Pose& x, const Pose& y) { return x.score > y.score; });
+  return poses;
+}
+
+std::vector<Pose> PoseEstimator::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
+                                             const PoseOptions& options) const {
+  const int g = grid_;
+  const int cells = g * g;
+  const int kpts = Pose::kKeypoints;
+  const float* centreLogits = outputs[0].ptr<float>();
+  const float* boxScale = outputs[1].ptr<float>();
+  const float* boxOffset = outputs[2].ptr<float>();
+  const float* heatLogits = outputs[3].ptr<float>();
+  const float* regress = outputs[4].ptr<float>();
+  const float* offsets = outputs[5].ptr<float>();
+
+  // 1. Person centres: local maxima of the sigmoid centre map in a 5x5 window, best first.
+  std::vector<float> centre(cells);
+  for (int i = 0; i < cells; ++i) centre[i] = Sigmoid(centreLogits[i]);
+  std::vector<std::pair<float, int>> peaks;  // (score, cell)
+  const int r = kCentreWindow / 2;
+  for (int y = 0; y < g; ++y) {
+    for (int x = 0; x < g; ++x) {
+      float windowMax = 0;
+      for (int yy = std::max(0, y - r); yy <= std::min(g - 1, y + r); ++yy) {
+        for (int xx = std::max(0, x - r); xx <= std::min(g - 1, x + r); ++xx) windowMax = std::max(windowMax, centre[yy * g + xx]);
+      }
+      const float v = centre[y * g + x];
+      peaks.emplace_back(std::abs(v - windowMax) < kPeakTolerance ? v : 0.f, y * g + x);
+    }
+  }
+  // TopKV2: by score, ties to the lower index.
+  const int k = std::min<int>(options.maxPoses, cells);
+  std::partial_sort(peaks.begin(), peaks.begin() + k, peaks.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  peaks.resize(k);
+
+  // 2. Per person: box and regressed keypoints, in heatmap cells.
+  struct Candidate {
+    float centreScore;
+    float ymin, xmin, ymax, xmax;
+    std::array<float, 2 * Pose::kKeypoints> regressed;  // (y, x) per keypoint
+  };
+  std::vector<Candidate> people(k);
+  const float side = static_cast<float>(g);
+  for (int p = 0; p < k; ++p) {
+    const int cell = peaks[p].second;
+    const float cy = static_cast<float>(cell / g), cx = static_cast<float>(cell % g);
+    Candidate& c = people[p];
+    c.centreScore = peaks[p].first;
+    const float sy = std::max(0.f, boxScale[2 * cell]), sx = std::max(0.f, boxScale[2 * cell + 1]);
+    const float oy = cy + boxOffset[2 * cell], ox = cx + boxOffset[2 * cell + 1];
+    c.ymin = std::clamp(oy - sy / 2, 0.f, side);
+    c.xmin = std::clamp(ox - sx / 2, 0.f, side);
+    c.ymax = std::clamp(oy + sy / 2, 0.f, side);
+    c.xmax = std::clamp(ox + sx / 2, 0.f, side);
+    for (int j = 0; j < kpts; ++j) {
+      c.regressed[2 * j] = cy + regress[cell * 2 * kpts + 2 * j];
+      c.regressed[2 * j + 1] = cx + regress[cell * 2 * kpts + 2 * j + 1];
+    }
+  }
+
+  // 3. Each keypoint snaps to the heatmap cell, inside the person's box, that maximizes
+  //    heatmap x exp(-distance^2 to the regressed point / spread). Its score is the best weighted value
+  //    any of the k people gives that cell (the graph's Max over people, kept as is).
+  std::vector<float> heat(static_cast<size_t>(cells) * kpts);
+  for (size_t i = 0; i < heat.size(); ++i) heat[i] = Sigmoid(heatLogits[i]);
+  const float spread = kDistanceSpread * side;
+  auto weighted = [&](const Candidate& c, int y, int x, int j) {
+    if (y < c.ymin || y >= c.ymax || x < c.xmin || x >= c.xmax) return 0.f;
+    const float dy = y - c.regressed[2 * j], dx = x - c.regressed[2 * j + 1];
+    return heat[(y * g + x) * kpts + j] * std::exp(-(dy * dy + dx * dx) / spread);
+  };
+
+  std::vector<Pose> poses;
+  for (int p = 0; p < k; ++p) {
+    const Candidate& c = people[p];
+    Pose pose;
+    float sum = 0;
+    int valid = 0;
+    for (int j = 0; j < kpts; ++j) {
+      float best = -1;
+      int bestCell = 0;
+      for (int y = 0; y < g; ++y) {
+        for (int x = 0; x < g; ++x) {
+          const float w = weighted(c, y, x, j);
+          if (w > best) {
+            best = w;
+            bestCell = y * g + x;
+          }
+        }
+      }
+      const int by = bestCell / g, bx = bestCell % g;
+      float score = 0;
+      for (const Candidate& other : people) score = std::max(score, weighted(other, by, bx, j));
+      const float y = (by + offsets[bestCell * 2 * kpts + 2 * j]) * 4.f;  // input pixels
+      const float x = (bx + offsets[bestCell * 2 * kpts + 2 * j + 1]) * 4.f;
+      pose.keypoints[j] = {box.ToImageX(x), box.ToImageY(y), score};
+      if (score > kKeypointValid) {
+        sum += score;
+        ++valid;
+      }
+    }
+    pose.score = c.centreScore * sum / std::max(1, valid);
+    if (!(pose.score >= options.scoreThreshold) || c.centreScore <= 0) continue;
+    pose.box = {box.ToImageX(c.xmin * 4.f), box.ToImageY(c.ymin * 4.f), box.ToImageX(c.xmax * 4.f),
+                box.ToImageY(c.ymax * 4.f)};
+    poses.push_back(pose);
+  }
+  std::sort(poses.begin(), poses.end(), [](const Pose& a, const Pose& b) { return a.score > b.score; });
+  return poses;
+}
+
+}  // namespace edgecv

@@ -1,0 +1,56 @@
+// YOLOv5-style object detector (OpenCV Zoo style: preprocess -> infer -> postprocess).
+//
+// Two output layouts:
+//  - kGrid: the raw head convolutions, one [1,H,W,anchors*(5+classes)] tensor per stride (the converted
+//    yolov5s is cut there); Postprocess() applies sigmoid, grid offsets and anchors as YOLOv5 v6 does.
+//  - kDecoded: one [1,N,5+classes] tensor of already-decoded rows (cx, cy, w, h, objectness, class
+//    scores), YOLOv5's own export layout, for operators' own models. Boxes in input pixels, or in 0..1
+//    (TF exports) which is detected and scaled.
+// Then: score = objectness x best class score, class-aware NMS, letterbox undone.
+//
+// Not thread-safe (owns an InferenceModel): one instance per worker thread. All network access is in Infer().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "models/image_model_spec.h"
+#include "models/letterbox.h"
+#include "models/object_detector.h"  // ObjectOptions, DetectedObject
+#include "runtime/inference_model.h"
+#include "runtime/stage_timings.h"
+
+namespace edgecv {
+
+struct YoloDetectorSpec : ImageModelSpec {
+  enum class Layout { kGrid, kDecoded };
+  Layout layout = Layout::kGrid;
+  std::vector<std::string> outputs;  // kGrid: one per stride; kDecoded: one, or none for the network's own
+  std::vector<int> strides;          // kGrid: input pixels per cell of each output
+  std::vector<std::vector<float>> anchors;  // kGrid: per stride, (w, h) pairs in input pixels
+  int classes = 0;
+  double padValue = 114;  // letterbox border, as YOLOv5 trains with
+};
+
+class YoloDetector {
+ public:
+  // Loads the model and runs one warm-up pass that checks the output shapes. Throws std::runtime_error.
+  YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& runtime);
+
+  std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings);
+
+  static constexpr float kNmsIou = 0.45f;  // YOLOv5's default
+
+ private:
+  std::vector<DetectedObject> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
+                                          const ObjectOptions& options) const;
+  void CheckOutputs(const std::vector<cv::Mat>& outputs, const std::string& what) const;
+
+  YoloDetectorSpec spec_;
+  std::unique_ptr<InferenceModel> model_;
+};
+
+}  // namespace edgecv

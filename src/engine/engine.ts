@@ -1,0 +1,317 @@
+// The engine: onnxruntime or OpenCV DNN on the addon's own worker threads, behind a small promise API.
+//
+//   const engine = await Engine.open();
+//   const { faces } = await engine.detectFaces(jpegBytes);
+//   await engine.close();
+//
+// Everything a caller can get wrong is checked in TS before native code, with a friendly EngineError: option
+// types and ranges (options.ts, against limits.ts), the image format (sniffed from the bytes) and its pixel
+// count (read from the header, so an oversized image is refused before a single pixel is decoded). This file
+// is the facade: it checks, calls the addon through one helper that types its rejections, and shapes results.
+
+import { EngineError, toEngineError } from './errors.js';
+import {
+  checkEmbedOptions,
+  checkEmbedding,
+  l2Normalized,
+  type EmbedFaceOptions,
+  type FaceEmbedderInfo,
+  type FaceEmbeddingResult,
+  type GalleryMatch,
+} from './face-embedding.js';
+import { GalleryIndex, nativeGallery, type GalleryIndexOptions } from '../gallery/gallery-index.js';
+import { admitImage, type AdmittedImage, type ImageLimits } from './image-admission.js';
+import { ENGINE_DEFAULTS, ENGINE_RANGES, OBJECT_DEFAULTS, POSE_DEFAULTS } from './limits.js';
+import {
+  chooseObjectDetector,
+  faceDetectorSpec,
+  faceEmbedderSpec,
+  poseEstimatorSpec,
+  rawModelSpec,
+  readManifest,
+  type LoadedManifest,
+} from './manifest.js';
+import { loadNative, type NativeEngine, type NativeRuntime } from './native.js';
+import { checkDetectOptions, checkEngineOptions, choiceOption, intOption, invalidArgument, resolveTiles, unitOption } from './options.js';
+import { cocoToBody25 } from './pose.js';
+import {
+  POSE_MODES,
+  type BackendInfo,
+  type DetectFacesOptions,
+  type DetectObjectsOptions,
+  type DetectPosesOptions,
+  type EngineModels,
+  type EngineOptions,
+  type EngineStats,
+  type FaceDetection,
+  type ObjectDetection,
+  type ObjectModelInfo,
+  type PoseDetection,
+} from './types.js';
+
+export class Engine {
+  readonly #native: NativeEngine;
+  readonly #manifest: LoadedManifest;
+  readonly #modelDir: string;
+  readonly #limits: ImageLimits;
+  readonly #backend: BackendInfo;
+  readonly #embedder: FaceEmbedderInfo | null;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null, faceEmbedder: null };
+  #objects: { info: ObjectModelInfo; labels: readonly string[] } | null = null;
+
+  private constructor(
+    native: NativeEngine,
+    manifest: LoadedManifest,
+    modelDir: string,
+    limits: ImageLimits,
+    embedder: FaceEmbedderInfo | null,
+  ) {
+    this.#embedder = embedder;
+    this.#native = native;
+    this.#manifest = manifest;
+    this.#modelDir = modelDir;
+    this.#limits = limits;
+    this.#backend = native.backend();
+  }
+
+  /** Loads the models (one copy per worker) and starts the workers. */
+  static async open(opts: EngineOptions = {}): Promise<Engine> {
+    const { workers, threadsPerWorker, queueLimit, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library } =
+      checkEngineOptions(opts);
+    const manifest = await readManifest(modelDir);
+    const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
+    const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime);
+    const objects = await chooseObjectDetector(opts, manifest, modelDir, runtime);
+    const embedder = faceEmbedder === null ? null : await faceEmbedderSpec(manifest, modelDir, faceEmbedder, runtime);
+    const binding = loadNative();
+    // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
+    const native = binding.createEngine({
+      workers,
+      threadsPerWorker,
+      queueLimit,
+      backend,
+      ...(library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {}),
+      faceDetector: spec,
+      poseEstimator,
+      ...(objects ? { objectDetector: objects.spec } : {}),
+      ...(embedder ? { faceEmbedder: embedder.spec } : {}),
+    });
+    const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
+    const engine = new Engine(native, manifest, modelDir, limits, embedderInfo);
+    engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, faceEmbedder };
+    engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;
+    return engine;
+  }
+
+  /** The object model (name, kind, input size, licence), or null when none is loaded. */
+  get objectModel(): ObjectModelInfo | null {
+    return this.#objects ? { ...this.#objects.info } : null;
+  }
+
+  /** The models this engine loaded (labels for metrics and logs); null where a model was left out. */
+  get models(): EngineModels {
+    return { ...this.#models };
+  }
+
+  /** Finds faces in a PNG or JPEG image. Rejects with EngineError (see EngineErrorCode). */
+  async detectFaces(image: Buffer | Uint8Array, opts: DetectFacesOptions = {}): Promise<FaceDetection> {
+    const { header, bytes } = this.#checkImage(image, opts, 'detectFaces');
+    const options = resolveTiles(checkDetectOptions(opts), header);
+    const result = await this.#call(() => this.#native.detectFaces(bytes, options));
+    return { ...result, format: header.format };
+  }
+
+  /** The embedding model in use (null when the engine was opened with faceEmbedder: null). */
+  faceEmbedder(): FaceEmbedderInfo | null {
+    return this.#embedder ? { ...this.#embedder } : null;
+  }
+
+  #requireEmbedder(): FaceEmbedderInfo {
+    if (!this.#embedder) throw invalidArgument('this engine was opened with faceEmbedder: null');
+    return this.#embedder;
+  }
+
+  /** An empty gallery for this engine's embeddings (options: when to search it approximately, and how). */
+  createGallery(options: GalleryIndexOptions = {}): GalleryIndex {
+    return new GalleryIndex(this.#requireEmbedder().dim, options);
+  }
+
+  /**
+   * Detects the faces and embeds the first one: the highest detection score (ties: leftmost, then topmost). With
+   * options.rect, embeds that box instead of detecting. No face is a result (face and embedding null), not an error.
+   */
+  async embedFace(image: Buffer | Uint8Array, opts: EmbedFaceOptions = {}): Promise<FaceEmbeddingResult> {
+    return this.#embed(image, opts, undefined);
+  }
+
+  /** embedFace() plus the nearest entry of `gallery` (null when the gallery is empty or no face was found). */
+  async recognizeFace(
+    image: Buffer | Uint8Array,
+    gallery: GalleryIndex,
+    opts: EmbedFaceOptions = {},
+  ): Promise<FaceEmbeddingResult & { match: GalleryMatch | null }> {
+    return this.#embed(image, opts, gallery);
+  }
+
+  async #embed(image: Buffer | Uint8Array, opts: EmbedFaceOptions, gallery: GalleryIndex | undefined) {
+    const embedder = this.#requireEmbedder();
+    const { header, bytes } = this.#checkImage(image, opts, 'embedFace');
+    const native = gallery === undefined ? undefined : nativeGallery(gallery);
+    if (native && native.dim() !== embedder.dim) throw invalidArgument(`gallery has dimension ${native.dim()}, the model ${embedder.dim}`);
+    const checked = checkEmbedOptions(opts, (d) => checkDetectOptions(d, 'detect options'));
+    // A large gallery is searched approximately on this thread once the embedding is back; a small one exactly,
+    // inside the job on the worker.
+    const approximate = gallery !== undefined && gallery.approximate;
+    return this.#call(async () => {
+      const result = await this.#native.embedFace(bytes, {
+        detect: resolveTiles(checked.detect, header),
+        // The model's own crop margin unless the caller set one: passed explicitly, the addon holds no default.
+        cropScale: checked.cropScale ?? embedder.cropScale,
+        keepCrop: checked.keepCrop,
+        ...(checked.rect ? { rect: checked.rect } : {}),
+        ...(native && !approximate ? { gallery: native } : {}),
+      });
+      if (approximate && result.embedding) {
+        const t = performance.now();
+        result.match = gallery.searchApproximate(result.embedding);
+        result.timings.searchMs = performance.now() - t;
+      }
+      return result;
+    });
+  }
+
+  /**
+   * The nearest entry of `gallery` to `embedding` (null when the gallery is empty): through its approximate index
+   * on this thread when it has one in use, else (or with `exact: true`) with the exact index on a worker.
+   */
+  async searchGallery(
+    gallery: GalleryIndex,
+    embedding: Float32Array,
+    opts: { exact?: boolean } = {},
+  ): Promise<{ match: GalleryMatch | null; searchMs: number }> {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    const native = nativeGallery(gallery);
+    const query = l2Normalized(checkEmbedding(embedding, native.dim(), 'query'), 'query');
+    if (gallery.approximate && opts.exact !== true) {
+      const t = performance.now();
+      const match = gallery.searchApproximate(query);
+      return { match, searchMs: performance.now() - t };
+    }
+    return this.#call(() => this.#native.searchGallery(native, query));
+  }
+
+  /**
+   * Finds people and their keypoints in a PNG or JPEG image: at most `maxPoses` (default 6), best first.
+   * Rejects with EngineError (see EngineErrorCode).
+   */
+  async detectPoses(image: Buffer | Uint8Array, opts: DetectPosesOptions = {}): Promise<PoseDetection> {
+    const { header, bytes } = this.#checkImage(image, opts, 'detectPoses');
+    const keypointThreshold = unitOption(opts.keypointThreshold, 'keypointThreshold', POSE_DEFAULTS.keypointThreshold);
+    const personClassId = this.#objects?.labels.indexOf('person') ?? -1;
+    const mode = choiceOption(opts.mode, 'mode', POSE_MODES, personClassId >= 0 ? POSE_DEFAULTS.mode : 'whole');
+    if (mode === 'persons' && personClassId < 0) {
+      throw invalidArgument("mode 'persons' needs an object model with a \"person\" class (this engine has none)");
+    }
+    const defaultMax = mode === 'persons' ? POSE_DEFAULTS.maxPosesPersons : POSE_DEFAULTS.maxPoses;
+    const defaultScore = mode === 'persons' ? POSE_DEFAULTS.scoreThresholdPersons : POSE_DEFAULTS.scoreThreshold;
+    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', defaultScore);
+    const maxPoses = intOption(opts.maxPoses, 'maxPoses', defaultMax, ENGINE_RANGES.maxPoses);
+    const result = await this.#call(() =>
+      this.#native.detectPoses(bytes, {
+        scoreThreshold,
+        maxPoses,
+        personClassId: mode === 'persons' ? personClassId : -1,
+        personThreshold: POSE_DEFAULTS.personThreshold,
+      }),
+    );
+    const poses = result.poses.map((p) => ({
+      score: p.score,
+      box: p.box,
+      keypoints: Array.from({ length: p.keypoints.length / 3 }, (_, i) => ({
+        x: p.keypoints[3 * i]!,
+        y: p.keypoints[3 * i + 1]!,
+        score: p.keypoints[3 * i + 2]!,
+      })),
+      body25: cocoToBody25(p.keypoints, keypointThreshold),
+    }));
+    return { width: result.width, height: result.height, format: header.format, poses, timings: result.timings };
+  }
+
+  /** Finds COCO objects in a PNG or JPEG image, best first. Rejects with EngineError (see EngineErrorCode). */
+  async detectObjects(image: Buffer | Uint8Array, opts: DetectObjectsOptions = {}): Promise<ObjectDetection> {
+    const { header, bytes } = this.#checkImage(image, opts, 'detectObjects');
+    const kind = this.#objects?.info.kind ?? 'centernet';
+    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', OBJECT_DEFAULTS.scoreThreshold[kind]);
+    const maxObjects = intOption(opts.maxObjects, 'maxObjects', OBJECT_DEFAULTS.maxObjects, ENGINE_RANGES.maxObjects);
+    const result = await this.#call(() => this.#native.detectObjects(bytes, { scoreThreshold, maxObjects }));
+    const objects = result.objects.map((o) => ({
+      rect: o.rect,
+      className: this.#objects?.labels[o.classId] ?? String(o.classId),
+      classId: o.classId,
+      score: o.score,
+    }));
+    return { width: result.width, height: result.height, format: header.format, objects, timings: result.timings };
+  }
+
+  /** The checks every image call makes before native code: open engine, bytes, options object, then admitImage. */
+  #checkImage(image: unknown, opts: unknown, method: string): AdmittedImage {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    if (!(image instanceof Uint8Array)) throw invalidArgument('image must be a Buffer or Uint8Array');
+    if (typeof opts !== 'object' || opts === null) throw invalidArgument(`${method} options must be an object`);
+    return admitImage(image, this.#limits); // UNSUPPORTED_FORMAT / INVALID_IMAGE / IMAGE_TOO_LARGE
+  }
+
+  /**
+   * One forward pass of any model in the manifest on a caller-made input tensor (NCHW, already normalized),
+   * returning its outputs in manifest order. For checking converted models (parity tests); goes through the
+   * same queue and workers as detection, each worker loading the model on first use.
+   */
+  async runModel(name: string, input: Float32Array, opts: { runtime?: NativeRuntime } = {}): Promise<Float32Array[]> {
+    if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
+    if (typeof name !== 'string') throw invalidArgument('model name must be a string');
+    if (!(input instanceof Float32Array)) throw invalidArgument('input must be a Float32Array');
+    if (typeof opts !== 'object' || opts === null) throw invalidArgument('runModel options must be an object');
+    const runtime = choiceOption(opts.runtime, 'runtime', ['onnxruntime', 'opencv'] as const, this.#backend.onnxRuntime ? 'onnxruntime' : 'opencv');
+    const spec = rawModelSpec(this.#manifest, this.#modelDir, name, runtime);
+    if (spec === null) {
+      throw invalidArgument(`unknown model "${name}" (known: ${Object.keys(this.#manifest.models).join(', ')})`);
+    }
+    const expected = spec.inputShape.reduce((a, b) => a * b, 1);
+    if (input.length !== expected) {
+      throw invalidArgument(`input has ${input.length} values; ${name} takes [${spec.inputShape.join(',')}] = ${expected}`);
+    }
+    return this.#call(() => this.#native.runModel(input, spec));
+  }
+
+  /** The device in use (the single source of "gpu_support") and the runtime of each model. */
+  backend(): BackendInfo {
+    return { ...this.#backend };
+  }
+
+  stats(): EngineStats {
+    return this.#native.stats();
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Stops accepting work, lets queued jobs finish, joins the workers. Idempotent. */
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#closing ??= this.#call(() => this.#native.close());
+    return this.#closing;
+  }
+
+  /** A native call: its rejection (an Error with a native `.code`, or anything else) becomes an EngineError. */
+  async #call<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (e) {
+      throw toEngineError(e);
+    }
+  }
+
+}

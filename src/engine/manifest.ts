@@ -1,0 +1,331 @@
+// From <modelDir>/manifest.json (written by the model converter at set-up) to the native specs: each model's
+// files, input normalization and decoder settings, checked so that a stale or hand-edited manifest fails with
+// a message saying what to do, not deep inside native code.
+
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { COCO_CLASSES } from './objects.js';
+import { checkModelFile, isModelPath, objectLabels, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo } from './object-model.js';
+import type { FaceEmbedderInfo } from './face-embedding.js';
+import { CROP_SCALE_RANGE, CUSTOM_OBJECT_INPUT_SIZE, ENGINE_DEFAULTS, ENGINE_RANGES, YOLO_PAD_VALUE } from './limits.js';
+import { intOption, invalidArgument, isRecord, modelOption, pathOption } from './options.js';
+import type {
+  NativeFaceDetectorSpec,
+  NativeFaceEmbedderSpec,
+  NativeObjectDetectorSpec,
+  NativePoseEstimatorSpec,
+  NativeRawModelSpec,
+  NativeRuntime,
+  NativeYoloDetectorSpec,
+} from './native.js';
+import type { EngineOptions, FaceDetectorModel, FaceEmbedderModel, PoseModel, RuntimeChoice } from './types.js';
+
+function setupError(message: string, cause?: unknown): Error {
+  return new Error(`${message}; run \`npm run setup\` to download and convert the models`, { cause });
+}
+
+function manifestError(file: string, message: string): Error {
+  return new Error(`${file}: ${message}; run \`npm run setup\` to regenerate it`);
+}
+
+function stringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string' && v.length > 0);
+}
+
+export interface LoadedManifest {
+  file: string;
+  models: Record<string, unknown>;
+}
+
+/** <modelDir>/manifest.json, written by the model converter at set-up. */
+export async function readManifest(modelDir: string): Promise<LoadedManifest> {
+  const file = path.join(modelDir, 'manifest.json');
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (e) {
+    throw setupError(`model manifest ${file} not found`, e);
+  }
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(text);
+  } catch (e) {
+    throw manifestError(file, `not valid JSON (${(e as Error).message})`);
+  }
+  const models = isRecord(manifest) ? manifest['models'] : undefined;
+  if (!isRecord(models)) throw manifestError(file, 'no "models" object');
+  return { file, models };
+}
+
+/** A raw-tensor spec (file, input shape, output names) for any manifest model; null if `name` is not there. */
+export function rawModelSpec(manifest: LoadedManifest, modelDir: string, name: string, runtime: NativeRuntime): NativeRawModelSpec | null {
+  const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
+  if (!isRecord(entry)) return null;
+  const input = entry['input'];
+  const outputs = entry['outputs'];
+  const shape = isRecord(input) ? input['shape'] : undefined;
+  if (
+    typeof entry['file'] !== 'string' ||
+    typeof entry['ortFile'] !== 'string' ||
+    !Array.isArray(shape) ||
+    !shape.every((d) => Number.isInteger(d) && d > 0) ||
+    !Array.isArray(outputs) ||
+    !outputs.every((o) => isRecord(o) && typeof o['name'] === 'string')
+  ) {
+    throw manifestError(manifest.file, `model "${name}" lacks file, ortFile, input.shape or outputs[].name`);
+  }
+  return {
+    path: path.join(modelDir, runtime === 'onnxruntime' ? entry['ortFile'] : entry['file']),
+    runtime,
+    inputShape: shape as number[],
+    outputs: outputs.map((o) => (o as Record<string, string>)['name']!),
+  };
+}
+
+/** What every image model's spec needs: its files and runtime, square input side and input normalization. */
+interface SquareImageModel {
+  entry: Record<string, unknown>;
+  path: string;
+  ortPath: string;
+  runtime: RuntimeChoice;
+  inputSize: number;
+  meanValue: number;
+  scale: number;
+  swapRB: boolean;
+}
+
+/** Reads and checks a manifest model with a square NCHW image input [1,3,S,S]; `role` names its extra settings key. */
+async function squareImageModel(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: string,
+  role: string,
+  runtime: RuntimeChoice,
+): Promise<SquareImageModel> {
+  const file = manifest.file;
+  const entry = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
+  if (!isRecord(entry)) throw setupError(`model "${model}" is not in ${file}`);
+
+  const input = entry['input'];
+  if (typeof entry['file'] !== 'string' || typeof entry['ortFile'] !== 'string' || !isRecord(input) || !isRecord(entry[role])) {
+    throw manifestError(file, `model "${model}" lacks file, ortFile, input or ${role}`);
+  }
+  const shape = input['shape'];
+  if (
+    !Array.isArray(shape) ||
+    shape.length !== 4 ||
+    !shape.every((d) => Number.isInteger(d)) ||
+    shape[1] !== 3 ||
+    shape[2] !== shape[3] ||
+    (input['layout'] !== undefined && input['layout'] !== 'NCHW')
+  ) {
+    throw manifestError(file, `model "${model}": expected a square NCHW input [1,3,S,S], got ${JSON.stringify(shape)}`);
+  }
+  const mean = input['mean'];
+  const scale = input['scale'];
+  const color = input['color'];
+  if (typeof mean !== 'number' || typeof scale !== 'number' || (color !== 'RGB' && color !== 'BGR')) {
+    throw manifestError(file, `model "${model}": input needs numeric mean/scale and color RGB or BGR`);
+  }
+  const modelPath = path.join(modelDir, entry['file']);
+  const ortPath = path.join(modelDir, entry['ortFile']);
+  for (const f of [modelPath, ortPath]) {
+    try {
+      await fs.access(f);
+    } catch (e) {
+      throw setupError(`model file ${f} not found`, e);
+    }
+  }
+  // decoded images are BGR
+  return { entry, path: modelPath, ortPath, runtime, inputSize: shape[2] as number, meanValue: mean, scale, swapRB: color === 'RGB' };
+}
+
+/** The native face detector spec for `model`. */
+export async function faceDetectorSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: FaceDetectorModel,
+  runtime: RuntimeChoice,
+): Promise<NativeFaceDetectorSpec> {
+  const file = manifest.file;
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'detector', runtime);
+  const detector = entry['detector'] as Record<string, unknown>;
+  const layers = detector['anchorLayers'];
+  if (
+    !Array.isArray(layers) ||
+    layers.length === 0 ||
+    !layers.every((l) => isRecord(l) && Number.isInteger(l['stride']) && Number.isInteger(l['anchors']))
+  ) {
+    throw manifestError(file, `model "${model}": detector.anchorLayers must be [{stride, anchors}, ...]`);
+  }
+  const scoreOutputs = detector['scoreOutputs'];
+  const boxOutputs = detector['boxOutputs'];
+  if (!stringArray(scoreOutputs) || !stringArray(boxOutputs)) {
+    throw manifestError(file, `model "${model}": detector.scoreOutputs and boxOutputs must be lists of output names`);
+  }
+  return {
+    ...common,
+    anchorLayers: layers.map((l) => ({ stride: (l as Record<string, number>)['stride']!, anchors: (l as Record<string, number>)['anchors']! })),
+    scoreOutputs,
+    boxOutputs,
+  };
+}
+
+/** The native pose estimator spec for `model` (its manifest entry's `pose.outputs`: the 6 heads in decoder order). */
+export async function poseEstimatorSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: PoseModel,
+  runtime: RuntimeChoice,
+): Promise<NativePoseEstimatorSpec> {
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'pose', runtime);
+  const outputs = (entry['pose'] as Record<string, unknown>)['outputs'];
+  if (!stringArray(outputs) || outputs.length !== 6) {
+    throw manifestError(manifest.file, `model "${model}": pose.outputs must name the 6 heads`);
+  }
+  return { ...common, outputs };
+}
+
+/**
+ * The native spec and the public info of embedding model `model`: its manifest entry's `recognition` (crop
+ * margin, calibrated distance scale), an output named "embedding", and the converted file's sha256 (the version).
+ */
+export async function faceEmbedderSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: FaceEmbedderModel,
+  runtime: RuntimeChoice,
+): Promise<{ spec: NativeFaceEmbedderSpec; info: Omit<FaceEmbedderInfo, 'dim'> }> {
+  const fail = (what: string) => manifestError(manifest.file, `model "${model}": ${what}`);
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'recognition', runtime);
+  const outputs = entry['outputs'];
+  if (typeof entry['sha256'] !== 'string') throw fail('lacks sha256');
+  if (!Array.isArray(outputs) || !outputs.some((o) => isRecord(o) && o['name'] === 'embedding')) throw fail('has no output named "embedding"');
+  const recognition = entry['recognition'] as Record<string, unknown>;
+  const { cropScale, distanceScale } = recognition;
+  const { min, max } = CROP_SCALE_RANGE;
+  if (typeof cropScale !== 'number' || typeof distanceScale !== 'number' || !(cropScale >= min && cropScale <= max) || !(distanceScale > 0)) {
+    throw fail(`recognition.cropScale must be ${min}..${max}, distanceScale > 0`);
+  }
+  return {
+    spec: { ...common, output: 'embedding', cropScale },
+    info: { model, version: `${entry['sha256'].slice(0, 16)}-crop${cropScale}`, cropScale, distanceScale },
+  };
+}
+
+export interface ObjectDetectorChoice {
+  spec: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
+  info: ObjectModelInfo;
+  labels: readonly string[];
+}
+
+/**
+ * The native object detector spec for built-in `model`: its manifest entry's `objects` (centernet: output
+ * names, class count) or `yolo` (layout, outputs, strides, anchors).
+ */
+async function objectDetectorSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  model: ObjectDetectorModel,
+  runtime: RuntimeChoice,
+): Promise<ObjectDetectorChoice> {
+  const raw = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
+  const isYolo = isRecord(raw) && isRecord(raw['yolo']);
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, isYolo ? 'yolo' : 'objects', runtime);
+  const source = entry['source'];
+  const licence = isRecord(source) && typeof source['licence'] === 'string' ? source['licence'] : 'unknown';
+  const info = { name: model, inputSize: common.inputSize, licence, classes: COCO_CLASSES.length };
+  if (isYolo) {
+    const yolo = entry['yolo'] as Record<string, unknown>;
+    const { layout, outputs, strides, anchors, classes } = yolo;
+    const numbers = (v: unknown): v is number[] => Array.isArray(v) && v.every((n) => typeof n === 'number');
+    if (
+      (layout !== 'grid' && layout !== 'decoded') ||
+      !stringArray(outputs) ||
+      classes !== COCO_CLASSES.length ||
+      (layout === 'grid' && (!numbers(strides) || !Array.isArray(anchors) || !anchors.every(numbers)))
+    ) {
+      throw manifestError(manifest.file, `model "${model}": yolo needs layout, outputs, strides, anchors and classes = ${COCO_CLASSES.length}`);
+    }
+    const spec: NativeYoloDetectorSpec = {
+      ...common,
+      kind: 'yolo',
+      layout,
+      outputs,
+      classes,
+      padValue: YOLO_PAD_VALUE,
+      ...(layout === 'grid' ? { strides: strides as number[], anchors: anchors as number[][] } : {}),
+    };
+    return { spec, info: { ...info, kind: 'yolo' }, labels: COCO_CLASSES };
+  }
+  const objects = entry['objects'] as Record<string, unknown>;
+  const { heatmapOutput, boxOutput, classes } = objects;
+  if (typeof heatmapOutput !== 'string' || typeof boxOutput !== 'string' || classes !== COCO_CLASSES.length) {
+    throw manifestError(
+      manifest.file,
+      `model "${model}": objects needs heatmapOutput, boxOutput and classes = ${COCO_CLASSES.length} (the COCO classes)`,
+    );
+  }
+  return { spec: { ...common, heatmapOutput, boxOutput, classes }, info: { ...info, kind: 'centernet' }, labels: COCO_CLASSES };
+}
+
+/**
+ * An operator's own YOLO export: one output [1,N,5+classes] named by the file (OpenCV names it), RGB 0..1
+ * input letterboxed on grey 114 as YOLOv5 trains. The class count comes from the labels; the native
+ * warm-up checks it against the output.
+ */
+async function customObjectDetectorSpec(
+  file: string,
+  labelsFile: string | undefined,
+  inputSize: number,
+  runtime: RuntimeChoice,
+): Promise<ObjectDetectorChoice> {
+  const modelPath = path.resolve(file);
+  await checkModelFile(modelPath);
+  const labels = await objectLabels(labelsFile);
+  const spec: NativeYoloDetectorSpec = {
+    kind: 'yolo',
+    // An operator's export is standard ONNX: the same file serves both runtimes.
+    path: modelPath,
+    ortPath: modelPath,
+    runtime,
+    inputSize,
+    layout: 'decoded',
+    outputs: [],
+    classes: labels.length,
+    meanValue: 0,
+    scale: 1 / 255,
+    swapRB: true,
+    padValue: YOLO_PAD_VALUE,
+  };
+  const info: ObjectModelInfo = {
+    name: path.basename(modelPath),
+    kind: 'yolo',
+    inputSize,
+    licence: "operator's own model (licence not known to edgecv)",
+    classes: labels.length,
+  };
+  return { spec, info, labels };
+}
+
+/** Resolves the objectDetector / objectLabels / objectInputSize options (null: no object model). */
+export async function chooseObjectDetector(
+  opts: EngineOptions,
+  manifest: LoadedManifest,
+  modelDir: string,
+  runtime: RuntimeChoice,
+): Promise<ObjectDetectorChoice | null> {
+  const value: unknown = opts.objectDetector;
+  const custom = typeof value === 'string' && isModelPath(value);
+  if (!custom && (opts.objectLabels !== undefined || opts.objectInputSize !== undefined)) {
+    throw invalidArgument('objectLabels and objectInputSize apply only to an own model (objectDetector = a path to an .onnx file)');
+  }
+  if (custom) {
+    const labels = pathOption(opts.objectLabels, 'objectLabels', 'a path to a labels file');
+    const inputSize = intOption(opts.objectInputSize, 'objectInputSize', CUSTOM_OBJECT_INPUT_SIZE, ENGINE_RANGES.objectInputSize);
+    if (inputSize % 32 !== 0) throw invalidArgument(`objectInputSize must be a multiple of 32 (got ${inputSize})`);
+    return customObjectDetectorSpec(value, labels, inputSize, runtime);
+  }
+  const model = modelOption(value, 'objectDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.objectDetector);
+  return model === null ? null : objectDetectorSpec(manifest, modelDir, model, runtime);
+}

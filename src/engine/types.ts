@@ -1,0 +1,201 @@
+// The engine's public types: the option and result shapes of every call, and the choice lists they are made of.
+// Defaults and ranges live in limits.ts; checks in options.ts.
+
+import type { ImageFormat } from './image-header.js';
+import type { NativeBackendInfo, NativeRuntimeChoice, NativeStats } from './native.js';
+import type { Body25Point } from './pose.js';
+import { OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo } from './object-model.js';
+
+export const RUNTIMES = ['auto', 'onnxruntime', 'opencv'] as const;
+export type RuntimeChoice = NativeRuntimeChoice;
+export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
+export type BackendChoice = (typeof BACKENDS)[number];
+
+export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
+export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
+
+export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
+export type FaceDetectorModel = (typeof FACE_DETECTOR_MODELS)[number];
+
+/** MoveNet MultiPose at its exported 256 px input, and converted at larger inputs (small people in wide frames). */
+export const POSE_MODELS = ['movenet-multipose', 'movenet-multipose-384', 'movenet-multipose-512'] as const;
+export type PoseModel = (typeof POSE_MODELS)[number];
+
+export { OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo };
+
+export const POSE_MODES = ['persons', 'whole'] as const;
+export type PoseMode = (typeof POSE_MODES)[number];
+
+export interface EngineModels {
+  faceDetector: FaceDetectorModel;
+  pose: PoseModel | null;
+  /** A built-in model's name, or the file name of an operator's own model. */
+  objects: string | null;
+  faceEmbedder: FaceEmbedderModel | null;
+}
+
+export interface EngineOptions {
+  /** Directory with manifest.json and the converted models. Default: <package root>/models/onnx. */
+  modelDir?: string;
+  /**
+   * Which runtime runs the models: 'onnxruntime' (fails when it cannot load), 'opencv' (OpenCV DNN), or 'auto'
+   * (default): onnxruntime when its library loads and can drive the device, else OpenCV.
+   */
+  runtime?: RuntimeChoice;
+  /** 'cpu', 'cuda' (fails without a usable CUDA device) or 'auto' (default: EDGECV_BACKEND, else CUDA when usable). */
+  backend?: BackendChoice;
+  /** The onnxruntime library to load; default: EDGECV_ONNXRUNTIME_LIB, else the one onnxruntime-node ships. */
+  onnxRuntimeLibrary?: string;
+  /** Worker threads, each with its own copy of every model. Default 2. */
+  workers?: number;
+  /**
+   * Compute threads of one inference: onnxruntime's intra-op threads per worker session, and OpenCV's threads
+   * (cv::setNumThreads is process-wide). Threads in use are about workers x threadsPerWorker. Default 1.
+   */
+  threadsPerWorker?: number;
+  /** Jobs allowed to wait for a worker; beyond that calls reject at once with OVERLOADED. Default 64. */
+  queueLimit?: number;
+  /** Images with more pixels (from the header) are rejected with IMAGE_TOO_LARGE. Default 40,000,000. */
+  maxPixels?: number;
+  /** Images whose longer side exceeds this many times the shorter one are rejected with INVALID_IMAGE. Default 32. */
+  maxAspectRatio?: number;
+  /** Images with a side shorter than this are rejected with INVALID_IMAGE. Default 8. */
+  minImageSide?: number;
+  /** Face detection model. Default 'facemesh-detection-full'. */
+  faceDetector?: FaceDetectorModel;
+  /** Face embedding model for recognition, or null for none. Default 'faceres'. */
+  faceEmbedder?: FaceEmbedderModel | null;
+  /** Pose model, or null to load none (detectPoses then rejects). Default 'movenet-multipose'. */
+  poseModel?: PoseModel | null;
+  /**
+   * Object detection model, or null to load none (detectObjects then rejects). Default 'yolov5s'.
+   * A path to an .onnx file loads an operator's own YOLO export (YOLOv5 output layout [1,N,5+classes]).
+   */
+  objectDetector?: ObjectDetectorModel | string | null;
+  /** With an own model: its class names, one per line (default: the 80 COCO classes). */
+  objectLabels?: string;
+  /** With an own model: its square input side, a multiple of 32. Default 640. */
+  objectInputSize?: number;
+}
+
+export interface DetectPosesOptions {
+  /** Minimum person score (0..1): centre score x mean of its confident keypoint scores. Default 0.2, 0.05 with mode persons. */
+  scoreThreshold?: number;
+  /** Keypoints scoring below this (0..1) are [0, 0, 0] in `body25`. Default 0.3. */
+  keypointThreshold?: number;
+  /**
+   * 'persons' (default when the engine has an object model with a "person" class): find people with the object
+   * detector, then pose each in a crop around its box, so small and crowded people are found. 'whole': one
+   * pass of the pose model over the whole image (faster; the model sees at most 6 people).
+   */
+  mode?: PoseMode;
+  /** Most people to return, 1 to 20. Default 20 with mode 'persons', 6 (the model's own top-k) with 'whole'. */
+  maxPoses?: number;
+}
+
+export interface PoseKeypoint {
+  /** Image pixels, not clipped. */
+  x: number;
+  y: number;
+  /** 0..1 */
+  score: number;
+}
+
+export interface Pose {
+  /** 0..1: the centre score times the mean score of the keypoints above the model's own 0.127. */
+  score: number;
+  /** The model's box of the person, [left, top, right, bottom] in image pixels. */
+  box: [number, number, number, number];
+  /** The 17 COCO keypoints (COCO_KEYPOINTS order), every one, whatever its score. */
+  keypoints: PoseKeypoint[];
+  /** The same pose in the BODY_25 layout, keypoints under keypointThreshold as [0, 0, 0]. */
+  body25: Body25Point[];
+}
+
+export interface PoseDetection {
+  width: number;
+  height: number;
+  format: ImageFormat;
+  /** Best first. */
+  poses: Pose[];
+  timings: DetectionTimings;
+}
+
+export interface DetectObjectsOptions {
+  /** Minimum score (0..1). Default 0.3 with a YOLO model, 0.2 with centernet (OBJECT_DEFAULTS). */
+  scoreThreshold?: number;
+  /** Most objects to return, 1 to 1000. Default 100 (the model's own top-k). */
+  maxObjects?: number;
+}
+
+export interface DetectedObject {
+  /** [left, top, right, bottom] in image pixels, not clipped: a box crossing the image edge goes past it. */
+  rect: [number, number, number, number];
+  /** A COCO class name (COCO_CLASSES), or a label of an operator's own model. */
+  className: string;
+  /** Index in COCO_CLASSES (or in the own model's labels). */
+  classId: number;
+  /** 0..1 */
+  score: number;
+}
+
+export interface ObjectDetection {
+  width: number;
+  height: number;
+  format: ImageFormat;
+  /** Best first. */
+  objects: DetectedObject[];
+  timings: DetectionTimings;
+}
+
+export interface DetectFacesOptions {
+  /** Minimum score (0..1) of a face. Default 0.6. */
+  scoreThreshold?: number;
+  /** IoU (0..1) above which detections are merged by weighted NMS. Default 0.3. */
+  iouThreshold?: number;
+  /**
+   * 0 = whole image only. N >= 2: also an NxN grid of overlapping tiles (for small faces in large
+   * images), merged with the whole-image pass; costs N*N extra inferences; at most 8.
+   * 'auto' (default): chosen from the image size, see autoTiles().
+   */
+  tiles?: number | 'auto';
+}
+
+export interface Face {
+  /** [left, top, right, bottom) in pixels of the (EXIF-oriented) image, clipped to it: width = right - left. */
+  rect: [number, number, number, number];
+  /** 0..1 */
+  score: number;
+  /**
+   * 12 numbers: (x, y) of right eye, left eye, nose tip, mouth centre, right ear tragion, left ear tragion
+   * (MediaPipe order; "right" is the subject's right), in image pixels, not clipped.
+   */
+  keypoints: number[];
+}
+
+export interface DetectionTimings {
+  /** Waiting for a worker. */
+  queueMs: number;
+  decodeMs: number;
+  /** Letterbox resize + blob. */
+  preprocessMs: number;
+  /** net.forward (all passes when tiling). */
+  inferenceMs: number;
+  /** Decoding, NMS, mapping back to image pixels. */
+  postprocessMs: number;
+}
+
+export interface FaceDetection {
+  /** Decoded image size (after EXIF orientation). */
+  width: number;
+  height: number;
+  format: ImageFormat;
+  faces: Face[];
+  timings: DetectionTimings;
+}
+
+/** The device in use ('cuda' only where a runtime can drive one) and the runtime of each model. */
+export type BackendInfo = NativeBackendInfo;
+
+/** Queue and job counters of the engine's worker pool. */
+export type EngineStats = NativeStats;
