@@ -1,11 +1,15 @@
 // The approximate (HNSW) gallery index against exact search, on real embeddings: faces of the test photos embedded
 // by the real engine from augmented crops (test/support/face-corpus.ts), among distractors drawn to their statistics.
-// Also: adds, removes and a replace during the background build keep it right; a service restarted over the same
-// SQLite store answers the same; the import's 503 window covers only the swap.
+// Also: adds, removes and a replace during the background build keep it right; the graph saved to a file is loaded
+// back (patched where the gallery changed) and a stale, damaged or half-saved file is rebuilt instead; a service
+// restarted over the same SQLite store loads its graph and answers the same; the import's 503 window covers only
+// the swap.
 
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distractors, embedRealFaces, statistics, type RealFace } from './support/face-corpus.js';
-import { calibratedDistance } from '../src/engine/face-embedding.js';
+import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine, GalleryEntry, GalleryIndex } from '../src/index.js';
@@ -23,6 +27,7 @@ const tempDir = useTempDirs();
 beforeAll(async () => {
   engine = await openEngine({ workers: 2 });
   scale = engine.faceEmbedder()!.distanceScale;
+  annConfirmBelow = 1 - EER_DISTANCE / scale;
   faces = await embedRealFaces(engine, DATA_DIR, 4, 30);
   // Variants 1..3 of every face are enrolled; variant 0 of each is a query that should find its face.
   entries = faces.filter((f) => f.variant > 0).map((f, i) => ({ id: i + 1, subject: f.face, embedding: f.embedding }));
@@ -45,8 +50,8 @@ async function exactGallery(list: GalleryEntry[]): Promise<GalleryIndex> {
   return g;
 }
 
-async function annGallery(list: GalleryEntry[]): Promise<GalleryIndex> {
-  const g = engine.createGallery({ annThreshold: 1 });
+async function annGallery(list: GalleryEntry[], annFile?: string): Promise<GalleryIndex> {
+  const g = engine.createGallery({ annThreshold: 1, annConfirmBelow, ...(annFile ? { annFile } : {}) });
   g.replace(list);
   expect(g.approximate).toBe(false); // exact until the background build is done
   await g.indexed;
@@ -54,7 +59,9 @@ async function annGallery(list: GalleryEntry[]): Promise<GalleryIndex> {
   return g;
 }
 
-const accepted = (cosine: number) => calibratedDistance(cosine, scale) <= 105;
+const accepted = (cosine: number) => calibratedDistance(cosine, scale) <= EER_DISTANCE;
+/** As RecognitionService sets it: a would-be rejection is searched again with a wide beam. */
+let annConfirmBelow: number;
 
 describe('approximate gallery index on real embeddings', () => {
   it('has real faces to work with', () => {
@@ -127,7 +134,7 @@ describe('approximate gallery index on real embeddings', () => {
   });
 
   it('keeps adds and removes made while the background build runs', async () => {
-    const g = engine.createGallery({ annThreshold: 1 });
+    const g = engine.createGallery({ annThreshold: 1, annConfirmBelow });
     g.replace(entries);
     const target = faces.find((f) => f.variant === 0 && f.face !== faces[0]!.face)!;
     const enrolledIds = entries.filter((e) => e.subject === target.face).map((e) => e.id);
@@ -142,6 +149,120 @@ describe('approximate gallery index on real embeddings', () => {
   });
 });
 
+/**
+ * Every query answered through `ann` as through exact search over `list`: the same decision for all, and the same
+ * sample for every real face whose nearest is an enrolled face (not a distractor: among those "nearest" is noise).
+ */
+async function expectAgreement(ann: GalleryIndex, list: GalleryEntry[]): Promise<void> {
+  const exact = await exactGallery(list);
+  for (const [i, q] of queries.entries()) {
+    const e = (await engine.searchGallery(exact, q)).match!;
+    const a = (await engine.searchGallery(ann, q)).match!;
+    if (i < realQueries && !e.subject.startsWith('distractor-')) expect([a.id, a.subject]).toEqual([e.id, e.subject]);
+    expect([i, accepted(a.cosine)]).toEqual([i, accepted(e.cosine)]);
+  }
+}
+
+describe('approximate index saved to a file', () => {
+  it('loads the saved graph instead of building it, and answers as exact search', async () => {
+    const file = path.join(tempDir(), 'gallery.hnsw');
+    const first = await annGallery(entries, file);
+    expect(first.annBuild).toMatchObject({ how: 'built', reason: 'no saved graph' });
+    expect(fs.existsSync(file) && fs.existsSync(`${file}.json`)).toBe(true);
+    expect(fs.readdirSync(path.dirname(file)).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+    const second = await annGallery(entries, file);
+    expect(second.annBuild).toMatchObject({ how: 'loaded', rows: entries.length, patched: 0 });
+    await expectAgreement(second, entries);
+  });
+
+  it('patches a saved graph to the gallery it is loaded for: added, changed and removed rows', async () => {
+    const file = path.join(tempDir(), 'gallery.hnsw');
+    await annGallery(entries, file);
+    const target = faces.find((f) => f.variant === 0 && f.face !== faces[0]!.face)!;
+    const other = faces.find((f) => f.variant === 0 && f.face !== target.face && f.face !== faces[0]!.face)!;
+    const targetIds = entries.filter((e) => e.subject === target.face).map((e) => e.id);
+    const otherIds = entries.filter((e) => e.subject === other.face).map((e) => e.id);
+    // Since the save: the target's samples removed but one, which now holds another face's embedding (re-embedded
+    // under the same id), and a new sample of the other face.
+    const changed: GalleryEntry[] = entries
+      .filter((e) => !targetIds.includes(e.id))
+      .concat([
+        { id: targetIds[0]!, subject: 'moved', embedding: faces.find((f) => f.face === other.face && f.variant === 1)!.embedding },
+        { id: 8_000_008, subject: 'new', embedding: faces.find((f) => f.face === other.face && f.variant === 2)!.embedding },
+      ]);
+    const g = await annGallery(changed, file);
+    expect(g.annBuild).toMatchObject({ how: 'loaded', patched: 4 }); // 2 removed, 1 changed, 1 added
+    expect(g.size).toBe(changed.length);
+    const t = (await engine.searchGallery(g, target.embedding)).match!;
+    expect(targetIds.slice(1)).not.toContain(t.id);
+    const o = (await engine.searchGallery(g, other.embedding)).match!;
+    expect([...otherIds, targetIds[0], 8_000_008]).toContain(o.id);
+    await expectAgreement(g, changed);
+    // The patched graph was saved: the next load has nothing left to patch.
+    expect((await annGallery(changed, file)).annBuild).toMatchObject({ how: 'loaded', patched: 0 });
+  });
+
+  it('keeps adds and removes made after a load right, and persist() saves them', async () => {
+    const file = path.join(tempDir(), 'gallery.hnsw');
+    const base = entries.filter((e) => e.subject.startsWith('distractor-'));
+    await annGallery(base, file);
+    const g = engine.createGallery({ annThreshold: 1, annConfirmBelow, annFile: file });
+    g.replace(base);
+    const target = faces.find((f) => f.variant === 0)!;
+    const twin = faces.find((f) => f.face === target.face && f.variant === 1)!;
+    g.add([{ id: 7_000_007, subject: 'during-load', embedding: twin.embedding }]); // arrives while the file is checked
+    g.remove([base[0]!.id]);
+    await g.indexed;
+    expect(g.annBuild).toMatchObject({ how: 'loaded' });
+    expect((await engine.searchGallery(g, target.embedding)).match!.subject).toBe('during-load');
+    g.remove([7_000_007]);
+    expect((await engine.searchGallery(g, target.embedding)).match!.subject).toMatch(/^distractor-/);
+    const other = faces.find((f) => f.face !== target.face && f.variant === 1)!;
+    g.add([{ id: 7_000_008, subject: 'after-load', embedding: other.embedding }]);
+    expect((await engine.searchGallery(g, other.embedding)).match!.subject).toBe('after-load');
+    const now = base.slice(1).concat([{ id: 7_000_008, subject: 'after-load', embedding: other.embedding }]);
+    await expectAgreement(g, now);
+    await g.persist();
+    expect((await annGallery(now, file)).annBuild).toMatchObject({ how: 'loaded', patched: 0 });
+  });
+
+  it('rebuilds instead of using a damaged, half-saved, foreign or too stale graph', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'gallery.hnsw');
+    const small = entries.slice(0, 1500);
+    await annGallery(small, file);
+    const good = fs.readFileSync(file);
+    const goodMeta = fs.readFileSync(`${file}.json`);
+    const rebuiltBecause = async (list: GalleryEntry[], options: { annQuantization?: 'i8' } = {}) => {
+      const g = engine.createGallery({ annThreshold: 1, annConfirmBelow, annFile: file, ...options });
+      g.replace(list);
+      await g.indexed;
+      const report = g.annBuild!;
+      expect(report.how).toBe('built');
+      await expectAgreement(g, list);
+      fs.writeFileSync(file, good); // back to the good pair for the next case
+      fs.writeFileSync(`${file}.json`, goodMeta);
+      return report.how === 'built' ? report.reason : '';
+    };
+    const flipped = Buffer.from(good);
+    flipped[Math.floor(flipped.length / 2)]! ^= 0xff;
+    fs.writeFileSync(file, flipped);
+    expect(await rebuiltBecause(small)).toBe('graph file does not match its checksum');
+    fs.writeFileSync(file, good.subarray(0, good.length - 4096)); // torn write
+    expect(await rebuiltBecause(small)).toBe('graph file does not match its checksum');
+    // A crash between the two renames of a save: the graph of another gallery beside this key list.
+    await annGallery(entries.slice(0, 1400), `${file}.other`);
+    fs.copyFileSync(`${file}.other`, file);
+    expect(await rebuiltBecause(small)).toBe('graph file does not match its checksum');
+    fs.writeFileSync(`${file}.json`, '{"format":1,"dim":10');
+    expect(await rebuiltBecause(small)).toBe('unreadable gallery.hnsw.json');
+    expect(await rebuiltBecause(small, { annQuantization: 'i8' })).toBe('saved graph has quantization f16, not i8');
+    expect(await rebuiltBecause(entries.slice(500, 2000))).toBe('1000 rows changed since the graph was saved');
+    fs.rmSync(file);
+    expect(await rebuiltBecause(small)).toBe('graph file missing or unreadable');
+  });
+});
+
 describe('recognition service with the approximate index', () => {
   it('answers the same after a restart over the same store, and the import window covers only the swap', async () => {
     const dir = tempDir();
@@ -149,7 +270,7 @@ describe('recognition service with the approximate index', () => {
     let probe: Promise<unknown> | undefined;
     const open = async (store: SqliteGalleryStore) => {
       const s = await RecognitionService.open(engine, store, {
-        gallery: { annThreshold: 1 },
+        gallery: { annThreshold: 1, annFile: path.join(dir, 'gallery.hnsw') },
         log: (m) => {
           log.push(m);
           // Logged at the end of the import's update window, still inside it: a prediction now must wait.
@@ -182,7 +303,21 @@ describe('recognition service with the approximate index', () => {
     const p2 = await second.predict(photo('skimage/astronaut.png'));
     expect(p2.face && [p2.subject, p2.sampleId]).toEqual(p1.face && [p1.subject, p1.sampleId]);
     expect(second.subjects().some((s) => s.subject === entries[0]!.subject)).toBe(false);
+    // The first server saved its graph when it closed: the second loaded it as it was.
+    expect(log.filter((m) => m.startsWith('gallery load: '))).toEqual([
+      expect.stringMatching(/^gallery load: 0 samples in .* s, HNSW graph built \(no saved graph\)$/),
+      expect.stringMatching(/^gallery load: \d+ samples in .* s, HNSW graph loaded \(0 rows patched\)$/),
+    ]);
     await second.close();
-    expect(log.some((m) => m.startsWith('gallery load: '))).toBe(true);
+    // A sample committed to the store that the saved graph never saw (a crash before the save): found and added.
+    const simm = photo('dlib/johns/John_Simm/000306_00470222.jpg');
+    const embedding = (await engine.embedFace(simm)).embedding!;
+    const store = await SqliteGalleryStore.open(dir);
+    await store.add({ subject: 'late', createdAt: 1, model: model.model, modelVersion: model.version, embedding, crop: null, cropRect: null });
+    const third = await open(store);
+    expect(log.at(-1)).toMatch(/HNSW graph loaded \(1 rows patched\)$/);
+    const p3 = await third.predict(simm);
+    expect(p3.face && [p3.subject, p3.distance < 1]).toEqual(['late', true]);
+    await third.close();
   });
 });

@@ -68,7 +68,10 @@ export interface GalleryMatch {
   cosine: number;
 }
 
-/** Calibrated distance: 0 = identical, larger = less alike; 105 is the equal-error-rate threshold. */
+/** The calibrated distance at the equal-error rate: the accept/reject threshold (README "Face recognition"). */
+export const EER_DISTANCE = 105;
+
+/** Calibrated distance: 0 = identical, larger = less alike; EER_DISTANCE (105) is the equal-error-rate threshold. */
 export function calibratedDistance(cosine: number, distanceScale: number): number {
   return Math.max(0, (1 - cosine) * distanceScale);
 }

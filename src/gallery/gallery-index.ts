@@ -3,12 +3,14 @@
 //    worker (Engine.recognizeFace / Engine.searchGallery). Updates swap in a new snapshot atomically: a search in
 //    flight keeps the gallery it started with, and never sees a half-applied update.
 //  - an approximate index (usearch HNSW, f16 or i8 storage, see ann-index.ts) used once the gallery holds
-//    `annThreshold` entries or more: it proposes a few candidates on the JS thread (well under a millisecond) and
-//    the exact index re-ranks them with float32 cosines, so a match's cosine is always exact.
+//    `annThreshold` entries or more: it proposes a few candidates on the JS thread (about a millisecond) and the
+//    exact index re-ranks them with float32 cosines, so a match's cosine is always exact. A match that would be
+//    rejected (cosine below `annConfirmBelow`) is searched again with a much wider beam before it is answered.
 // Adds and removes update both at once. replace() swaps the exact index at once and rebuilds the approximate one
-// in the background, in chunks that yield to the event loop; until `indexed` settles searches stay exact.
+// in the background (or loads it from `annFile`, see ann-file.ts), in chunks that yield to the event loop; until
+// `indexed` settles searches stay exact.
 
-import { AnnIndex, DEFAULT_EXPANSION_SEARCH, type AnnQuantization } from './ann-index.js';
+import { AnnIndex, CONFIRM_EXPANSION, DEFAULT_EXPANSION_SEARCH, type AnnBuildReport, type AnnQuantization } from './ann-index.js';
 import { EngineError } from '../engine/errors.js';
 import { checkEmbedding, l2Normalized, type GalleryMatch } from '../engine/face-embedding.js';
 import { loadNative, type NativeGallery } from '../engine/native.js';
@@ -30,8 +32,22 @@ export interface GalleryIndexOptions {
   annThreshold?: number;
   /** Storage of the approximate index: 'f16' (default, 2 bytes a value) or 'i8' (1 byte; for 1,000,000+ entries). */
   annQuantization?: AnnQuantization;
-  /** Beam width of an approximate search (HNSW ef, default 128): wider finds the exact nearest more often, slower. */
+  /** Beam width of an approximate search (HNSW ef, default 64): wider finds the exact nearest more often, slower. */
   annExpansion?: number;
+  /**
+   * Cosine below which an approximate match is searched again with a wide beam (re-ranked the same way) before
+   * it is answered: a would-be rejection costs a few ms more, and an enrolled face the first beam missed is found.
+   * Set it at the accept threshold (RecognitionService: distance 105). Default: no second search.
+   */
+  annConfirmBelow?: number;
+  /** Beam width of that second search (default 2,048). */
+  annConfirmExpansion?: number;
+  /**
+   * File for the approximate index's graph (with `<file>.json` beside it): replace() loads it when it is intact and
+   * matches, patching the rows that changed, instead of building the graph; a built or patched graph is saved there,
+   * and persist() saves the current one. Default: none (always built).
+   */
+  annFile?: string;
 }
 
 export const DEFAULT_ANN_THRESHOLD = 2_000;
@@ -71,6 +87,9 @@ export class GalleryIndex {
   readonly annThreshold: number;
   readonly #quantization: AnnQuantization;
   readonly #expansion: number;
+  readonly #confirmBelow: number;
+  readonly #confirmExpansion: number;
+  readonly #file: string | undefined;
   /** Bumped by replace(): a background build of an older generation stops. */
   #generation = 0;
   #indexed: Promise<void> = Promise.resolve();
@@ -87,6 +106,14 @@ export class GalleryIndex {
     const expansion = options.annExpansion ?? DEFAULT_EXPANSION_SEARCH;
     if (!Number.isInteger(expansion) || expansion < 1 || expansion > 4096) throw new EngineError('INVALID_ARGUMENT', 'annExpansion must be an integer from 1 to 4096');
     this.#expansion = expansion;
+    const confirm = options.annConfirmBelow ?? -Infinity;
+    if (typeof confirm !== 'number' || Number.isNaN(confirm)) throw new EngineError('INVALID_ARGUMENT', 'annConfirmBelow must be a number');
+    this.#confirmBelow = confirm;
+    const confirmExpansion = options.annConfirmExpansion ?? CONFIRM_EXPANSION;
+    if (!Number.isInteger(confirmExpansion) || confirmExpansion < 1 || confirmExpansion > 65536) throw new EngineError('INVALID_ARGUMENT', 'annConfirmExpansion must be an integer from 1 to 65536');
+    this.#confirmExpansion = confirmExpansion;
+    if (options.annFile !== undefined && (typeof options.annFile !== 'string' || options.annFile === '')) throw new EngineError('INVALID_ARGUMENT', 'annFile must be a non-empty string');
+    this.#file = options.annFile;
     parts.set(this, { native: new (loadNative().Gallery)(dim), ann: this.#newAnn() });
   }
 
@@ -117,7 +144,18 @@ export class GalleryIndex {
     const generation = ++this.#generation;
     p.ann = this.#newAnn();
     // Not used for searches until built (AnnIndex.ready); adds and removes meanwhile go into it already.
-    this.#indexed = p.ann ? p.ann.build(ids, embeddings, () => generation === this.#generation).then(() => undefined) : Promise.resolve();
+    this.#indexed = p.ann ? p.ann.build(ids, embeddings, () => generation === this.#generation, this.#file).then(() => undefined) : Promise.resolve();
+  }
+
+  /** How the approximate index of the last replace() was made (built, or loaded from annFile), once `indexed`. */
+  get annBuild(): AnnBuildReport | null {
+    return this.#parts().ann?.lastBuild ?? null;
+  }
+
+  /** Saves the approximate index to annFile (when there is one and it is built), so that a restart can load it. */
+  async persist(): Promise<void> {
+    const ann = this.#parts().ann;
+    if (this.#file && ann?.ready) await ann.save(this.#file);
   }
 
   /** Settles when the approximate index built by the last replace() is in use (searches are exact until then). */
@@ -147,11 +185,15 @@ export class GalleryIndex {
 
   /**
    * Approximate search on the calling thread (only when `approximate`): the index's candidates re-ranked by exact
-   * cosine. `query` must be L2-normalized and of the gallery's dimension.
+   * cosine, and searched again wider below annConfirmBelow (`confirm: false` skips that: the bench compares both).
+   * `query` must be L2-normalized and of the gallery's dimension.
    */
-  searchApproximate(query: Float32Array): GalleryMatch | null {
+  searchApproximate(query: Float32Array, opts: { confirm?: boolean } = {}): GalleryMatch | null {
     const p = this.#parts();
     if (!p.ann?.ready) throw new EngineError('INVALID_ARGUMENT', 'the approximate index is not built');
-    return p.native.bestOf(p.ann.candidates(query), query);
+    const match = p.native.bestOf(p.ann.candidates(query), query);
+    if (opts.confirm === false || (match !== null && match.cosine >= this.#confirmBelow)) return match;
+    const wide = p.native.bestOf(p.ann.candidates(query, this.#confirmExpansion), query);
+    return wide !== null && (match === null || wide.cosine > match.cosine) ? wide : match;
   }
 }

@@ -1,5 +1,7 @@
 // Opens the gallery store the configuration names and the recognition service over it.
 
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 import type { ServerConfig } from '../config.js';
 import type { GalleryIndexOptions } from './gallery-index.js';
 import { RecognitionService, type RecognitionEngine } from './recognition-service.js';
@@ -12,12 +14,22 @@ export async function openGalleryStore(config: Pick<ServerConfig, 'gallery' | 'd
   return where === 'sqlite' ? SqliteGalleryStore.open(config.dataDir) : RedisGalleryStore.open(where);
 }
 
+/**
+ * Where the HNSW graph is kept between restarts (GalleryIndexOptions.annFile): beside gallery.db, or for a Redis
+ * fleet a local cache named after the Redis URL (checked row by row against Redis when loaded, see ann-file.ts).
+ */
+export function annFileFor(config: Pick<ServerConfig, 'gallery' | 'dataDir'>): string {
+  const where = config.gallery ?? 'sqlite';
+  const name = where === 'sqlite' ? 'gallery.hnsw' : `gallery-redis-${createHash('sha256').update(where).digest('hex').slice(0, 12)}.hnsw`;
+  return path.join(config.dataDir, name);
+}
+
 export async function openRecognition(
   engine: RecognitionEngine,
   config: Pick<ServerConfig, 'gallery' | 'dataDir' | 'noStoreCrops' | 'galleryAnnThreshold' | 'galleryAnnQuantization'>,
 ): Promise<RecognitionService> {
   const store = await openGalleryStore(config);
-  const gallery: GalleryIndexOptions = {};
+  const gallery: GalleryIndexOptions = { annFile: annFileFor(config) };
   if (config.galleryAnnThreshold !== undefined) gallery.annThreshold = config.galleryAnnThreshold;
   if (config.galleryAnnQuantization !== undefined) gallery.annQuantization = config.galleryAnnQuantization;
   try {

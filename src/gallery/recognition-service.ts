@@ -7,7 +7,7 @@
 // as one atomic swap (GalleryIndex), so predictions before it see the old gallery and after it the new one.
 
 import type { Engine } from '../engine/engine.js';
-import { calibratedDistance, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../engine/face-embedding.js';
+import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../engine/face-embedding.js';
 import type { GalleryIndex, GalleryIndexOptions } from './gallery-index.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
 import type { GalleryStore, NewSample, Rect, RemoteChanges, SampleVector } from './types.js';
@@ -107,7 +107,8 @@ export class RecognitionService {
     this.#engine = engine;
     this.#store = store;
     this.#embedder = embedder;
-    this.#index = engine.createGallery(options.gallery);
+    // A would-be rejection at the accept threshold is double-checked by the approximate index (GalleryIndex).
+    this.#index = engine.createGallery({ annConfirmBelow: 1 - EER_DISTANCE / embedder.distanceScale, ...options.gallery });
     this.#storeCrops = options.storeCrops ?? true;
     this.#log = options.log ?? ((m) => console.log(`edgecv: ${m}`));
     this.ready = Promise.resolve();
@@ -178,7 +179,9 @@ export class RecognitionService {
       try {
         if (this.#closed) return;
         await work();
-        this.#log(`gallery ${what}: ${this.#subjectOf.size} samples in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+        const ann = this.#index.annBuild;
+        const how = ann && what !== 'import' ? (ann.how === 'loaded' ? `, HNSW graph loaded (${ann.patched} rows patched)` : `, HNSW graph built (${ann.reason})`) : '';
+        this.#log(`gallery ${what}: ${this.#subjectOf.size} samples in ${((performance.now() - t0) / 1000).toFixed(1)} s${how}`);
       } finally {
         if (--this.#rebuilding === 0) {
           const pending = this.#pending;
@@ -388,6 +391,8 @@ export class RecognitionService {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#rebuildChain;
+    // The graph as it is now, so that the next start loads it rather than rebuilds it.
+    await this.#index.persist().catch((e: unknown) => this.#log(`gallery: could not save the HNSW graph: ${(e as Error).message}`));
     await this.#store.close();
   }
 }

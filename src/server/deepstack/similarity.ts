@@ -5,10 +5,12 @@
 // so that similarity 0.67 sits exactly where distance 105 sits, and DeepStack's default threshold gets edgecv's
 // equal-error-rate trade-off.
 
+import { EER_DISTANCE } from '../../engine/face-embedding.js';
+
+export { EER_DISTANCE };
+
 /** DeepStack's default recognition threshold. */
 export const DEEPSTACK_RECOGNITION_THRESHOLD = 0.67;
-/** edgecv's equal-error-rate distance (README "Face recognition"). */
-export const EER_DISTANCE = 105;
 
 export function similarityFromDistance(distance: number): number {
   return Math.max(0, 1 - ((1 - DEEPSTACK_RECOGNITION_THRESHOLD) * distance) / EER_DISTANCE);
