@@ -9,7 +9,7 @@
 // that differ from the saved ones.
 
 import { Index, MetricKind, ScalarKind } from 'usearch';
-import { checkSavedGraph, rowHashes, saveGraph, type AnnParams } from '../ann-file.js';
+import { checkSavedGraph, rowHashes, saveGraph, type AnnParams } from './ann-file.js';
 
 export type AnnQuantization = 'f16' | 'i8';
 
