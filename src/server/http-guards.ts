@@ -146,7 +146,7 @@ const MALFORMED = { status: 400, reason: 'Bad Request', message: 'malformed HTTP
 /** 'clientError': the JSON error shape on the raw socket, where nothing was answered on it yet. */
 function onClientError(err: Error & { code?: string }, socket: Socket, opts: HttpGuardOptions): void {
   const e = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
-  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  const inFlight = inFlightResponse(socket);
   if (inFlight?.req && !inFlight.req.complete && err.code !== 'ECONNRESET') {
     // A body gone bad (chunking) after the app took the request.
     cutRequest(inFlight.req, socket, { status: e.status === 408 ? 408 : 400, message: e.message }, opts);
@@ -161,6 +161,11 @@ function onClientError(err: Error & { code?: string }, socket: Socket, opts: Htt
 
 const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout' };
 
+/** The response Node's HTTP server is writing on this connection, if any (its own private link to it). */
+function inFlightResponse(socket: Socket): ServerResponse | null | undefined {
+  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+}
+
 /**
  * Cuts a request the app has taken but whose body went bad (malformed chunking, too slow). While nothing was
  * answered on the connection yet, the JSON error goes out on the raw socket first, with the request's own trace
@@ -169,8 +174,7 @@ const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Time
  */
 function cutRequest(req: IncomingMessage, socket: Socket, why: { status: 400 | 408; message: string }, opts: HttpGuardOptions): void {
   cutRequests.set(req, why);
-  const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (!socket.writable || (res && res.headersSent)) {
+  if (!socket.writable || inFlightResponse(socket)?.headersSent) {
     socket.destroy();
     return;
   }
