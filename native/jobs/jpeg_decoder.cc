@@ -2,6 +2,7 @@
 
 #include <csetjmp>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include <jpeglib.h>
@@ -89,7 +90,7 @@ cv::Mat CmykToBgr(const cv::Mat& cmyk) {
 // The EXIF orientation tag (1..8) of the first APP1 "Exif" segment, 1 when there is none or it is unreadable.
 int ExifOrientation(const jpeg_decompress_struct& cinfo) {
   for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next) {
-    if (m->marker != JPEG_APP0 + 1 || m->data_length < 14 || std::string(reinterpret_cast<const char*>(m->data), 6) != std::string("Exif\0\0", 6)) continue;
+    if (m->marker != JPEG_APP0 + 1 || m->data_length < 14 || std::memcmp(m->data, "Exif\0\0", 6) != 0) continue;
     const uint8_t* tiff = m->data + 6;
     const size_t n = m->data_length - 6;
     const bool little = tiff[0] == 'I' && tiff[1] == 'I';
