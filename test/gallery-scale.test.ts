@@ -74,7 +74,7 @@ describe('approximate gallery index on real embeddings', () => {
     expect(accepted(exact(faces[0]!.embedding, entries.at(-1)!.embedding))).toBe(false);
   });
 
-  it('finds what exact search finds: same top-1 for every real face, same accept/reject for every query', async () => {
+  it('finds what exact search finds: the same decision and subject for every real face, the same sample and unknown-face decision but for 1%', async () => {
     const exact = await exactGallery(entries);
     const ann = await annGallery(entries);
     let sameTop1 = 0;
@@ -149,18 +149,39 @@ describe('approximate gallery index on real embeddings', () => {
   });
 });
 
+/** At most one in a hundred of `n`, and at least one: what an approximate index may get wrong in a test. */
+const approximationBudget = (n: number) => Math.max(1, Math.floor(n / 100));
+
 /**
- * Every query answered through `ann` as through exact search over `list`: the same decision for all, and the same
- * sample for every real face whose nearest is an enrolled face (not a distractor: among those "nearest" is noise).
+ * Queries answered through `ann` as through exact search over `list`. Real faces: the same decision for every one,
+ * and where the nearest is an enrolled face (not a distractor: among those "nearest" is noise) the same subject,
+ * which is what a client is told; the same sample too but for the budget (a build now and then ranks another
+ * sample of the same person first: seen once in CI). Unknown faces (random distractors, nobody enrolled): the same
+ * decision but for the budget, since the graph may miss a distractor that happens to lie within the threshold
+ * (seen in CI on a gallery of distractors only; the bench measures these rates on 600 queries).
  */
 async function expectAgreement(ann: GalleryIndex, list: GalleryEntry[]): Promise<void> {
   const exact = await exactGallery(list);
+  let enrolledNearest = 0;
+  let otherSample = 0;
+  let otherUnknownDecision = 0;
   for (const [i, q] of queries.entries()) {
     const e = (await engine.searchGallery(exact, q)).match!;
     const a = (await engine.searchGallery(ann, q)).match!;
-    if (i < realQueries && !e.subject.startsWith('distractor-')) expect([a.id, a.subject]).toEqual([e.id, e.subject]);
-    expect([i, accepted(a.cosine)]).toEqual([i, accepted(e.cosine)]);
+    const sameDecision = accepted(a.cosine) === accepted(e.cosine);
+    if (i >= realQueries) {
+      if (!sameDecision) otherUnknownDecision++;
+      continue;
+    }
+    expect([i, sameDecision]).toEqual([i, true]);
+    if (!e.subject.startsWith('distractor-')) {
+      enrolledNearest++;
+      if (a.id !== e.id) otherSample++;
+      expect([i, a.subject]).toEqual([i, e.subject]);
+    }
   }
+  expect(otherSample).toBeLessThanOrEqual(approximationBudget(enrolledNearest));
+  expect(otherUnknownDecision).toBeLessThanOrEqual(approximationBudget(queries.length - realQueries));
 }
 
 describe('approximate index saved to a file', () => {
