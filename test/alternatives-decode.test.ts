@@ -8,6 +8,7 @@ import * as ort from 'onnxruntime-node';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agreement, decodeFaces, decodeMoveNet, decodeYolo, letterbox, nms, toTensor, type Box, type Letterbox } from '../bench/alternatives/decode.js';
+import { resizeNearestRgb } from './support/photo-tensor.js';
 import { decode } from './support/vga-photos.js';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { COCO_CLASSES, DETECT_DEFAULTS, Engine, OBJECT_DEFAULTS, POSE_DEFAULTS } from '../src/index.js';
@@ -17,20 +18,11 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.
 
 /** test/data/<file> scaled (nearest) to width x height: the PNG for the engine, packed RGB for the JS side. */
 function scaled(file: string, width: number, height: number): { png: Buffer; rgb: Uint8Array } {
-  const src = decode(join(DATA_DIR, file));
+  const rgb = resizeNearestRgb(decode(join(DATA_DIR, file)), width, height);
   const png = new PNG({ width, height });
-  const rgb = new Uint8Array(width * height * 3);
-  for (let y = 0; y < height; y++) {
-    const sy = Math.min(src.height - 1, Math.floor(((y + 0.5) * src.height) / height));
-    for (let x = 0; x < width; x++) {
-      const sx = Math.min(src.width - 1, Math.floor(((x + 0.5) * src.width) / width));
-      for (let c = 0; c < 3; c++) {
-        const v = src.data[(sy * src.width + sx) * 4 + c]!;
-        png.data[(y * width + x) * 4 + c] = v;
-        rgb[(y * width + x) * 3 + c] = v;
-      }
-      png.data[(y * width + x) * 4 + 3] = 255;
-    }
+  for (let i = 0; i < width * height; i++) {
+    png.data.set(rgb.subarray(i * 3, i * 3 + 3), i * 4);
+    png.data[i * 4 + 3] = 255;
   }
   return { png: PNG.sync.write(png), rgb };
 }
