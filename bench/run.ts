@@ -188,7 +188,7 @@ async function main(): Promise<void> {
   const scaling = onlyPoseObjects || onlyAlternatives ? null : await benchWorkerScaling(ctx);
   if (scaling) table(`Face detection throughput by layout, 640x480 JPEG (2 workers / 1 worker = ${scaling.scaling.toFixed(2)}x)`, scaling.rows);
   const routes = onlyPoseObjects || onlyAlternatives ? null : await benchRouteLatency(ctx);
-  if (routes) table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.toFixed(2)}x)`, routes.rows);
+  if (routes) table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.keep.toFixed(2)}x keeping idle cores, ${routes.httpScaling.lend.toFixed(2)}x lending them)`, routes.rows);
 
   const accuracy = skipRest ? [] : await benchAccuracy();
   table('Face detector accuracy (dlib examples/faces: 43 annotated faces, IoU >= 0.5; 10 faceless photos)', accuracy);

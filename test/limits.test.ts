@@ -51,6 +51,7 @@ describe('the one definition of each limit and default', () => {
       backend: 'auto',
       workers: 2,
       threadsPerWorker: 1,
+      idleCores: 'lend',
       queueLimit: 64,
       maxPixels: 40_000_000,
       maxAspectRatio: 32,
@@ -172,6 +173,7 @@ describe('the engine passes every option to the addon, explicitly', () => {
       workers: 1,
       threadsPerWorker: ENGINE_DEFAULTS.threadsPerWorker,
       queueLimit: ENGINE_DEFAULTS.queueLimit,
+      idleCores: ENGINE_DEFAULTS.idleCores,
       backend: expect.stringMatching(/^(auto|cpu|cuda)$/),
     });
     const specs = [created!.faceDetector, created!.poseEstimator, created!.objectDetector, created!.faceEmbedder];

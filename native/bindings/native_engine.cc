@@ -41,6 +41,11 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   }
   backend_ = available.backend;
   onnxRuntimeMissing_ = available.onnxRuntimeMissing;
+  // Only where it can help: onnxruntime on the CPU, with more usable CPUs than one worker's threads.
+  if (pool.lendIdleCores && available.onnxRuntime && backend_.kind == BackendKind::kCpu &&
+      LoadedOnnxRuntime()->sharedThreads > pool.threadsPerWorker) {
+    idleCores_ = std::make_shared<IdleCores>(LoadedOnnxRuntime()->sharedThreads);
+  }
 
   const ModelSpecs specs = ReadModelSpecs(options, available);
   if (specs.faceDetector) modelRuntimes_.emplace_back("faceDetector", specs.faceDetector->model.runtime);
@@ -53,7 +58,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   // model fails createEngine() synchronously with a clear message.
   std::vector<std::unique_ptr<WorkerContext>> contexts;
   try {
-    const RuntimeOptions runtime{backend_, pool.threadsPerWorker};
+    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_};
     for (int i = 0; i < pool.workers; ++i) {
       auto ctx = std::make_unique<WorkerContext>();
       ctx->runtime = runtime;
@@ -82,7 +87,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
 
   try {
     CompletionFn completion = completion_;
-    pool_ = std::make_unique<WorkerPool>(std::move(contexts), pool.threadsPerWorker, pool.queueLimit,
+    pool_ = std::make_unique<WorkerPool>(std::move(contexts), pool.threadsPerWorker, pool.queueLimit, idleCores_,
                                          [completion](std::unique_ptr<Job> job) {
                                            if (completion.NonBlockingCall(job.get()) == napi_ok) {
                                              job.release();  // owned by the TSFN queue until OnJobDone
@@ -313,6 +318,8 @@ Napi::Value NativeEngine::Stats(const Napi::CallbackInfo& info) {
   out.Set("workers", Napi::Number::New(env, static_cast<double>(pool_->workers())));
   out.Set("threadsPerWorker", Napi::Number::New(env, pool_->threadsPerWorker()));
   out.Set("queueLimit", Napi::Number::New(env, static_cast<double>(pool_->queueLimit())));
+  // Inferences a job alone in the engine ran on every core (0 when idle cores are kept).
+  out.Set("lentRuns", Napi::Number::New(env, idleCores_ ? static_cast<double>(idleCores_->borrowed()) : 0.0));
   return out;
 }
 

@@ -72,6 +72,7 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   bool hasPoseEstimator_ = false;
   bool hasObjectDetector_ = false;
   int embeddingSize_ = 0;  // 0: no embedding model
+  std::shared_ptr<IdleCores> idleCores_;  // null: each job keeps to its worker's threads
   CompletionFn completion_;
   bool completionLive_ = false;
   bool cleanupHookRegistered_ = false;

@@ -234,6 +234,9 @@ PoolOptions ReadPoolOptions(Napi::Object options) {
   pool.threadsPerWorker = ReadInt(options, "threadsPerWorker", "options", 1, kMaxThreads);
   // >= 1: every job passes through the queue, even when a worker is idle.
   pool.queueLimit = static_cast<size_t>(ReadNumber(options, "queueLimit", "options", 1, kMaxQueueLimit, true));
+  const std::string idleCores = ReadString(options, "idleCores", "options");
+  if (idleCores != "lend" && idleCores != "keep") ThrowInvalid(options.Env(), "options.idleCores must be \"lend\" or \"keep\"");
+  pool.lendIdleCores = idleCores == "lend";
   return pool;
 }
 

@@ -31,6 +31,7 @@ struct PoolOptions {
   int workers = 0;
   int threadsPerWorker = 0;
   size_t queueLimit = 0;
+  bool lendIdleCores = false;  // idleCores: "lend" | "keep" (runtime/idle_cores.h)
 };
 PoolOptions ReadPoolOptions(Napi::Object options);
 

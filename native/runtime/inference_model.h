@@ -10,6 +10,7 @@
 #include <opencv2/core.hpp>
 
 #include "runtime/backend.h"
+#include "runtime/idle_cores.h"
 
 namespace edgecv {
 
@@ -29,6 +30,8 @@ struct ModelSource {
 struct RuntimeOptions {
   BackendInfo backend;
   int threads = 1;
+  // Set when idle cores are lent (runtime/idle_cores.h): onnxruntime models then also get a wide session.
+  std::shared_ptr<IdleCores> idleCores;
 };
 
 // Not thread-safe: one instance per worker thread.

@@ -6,6 +6,9 @@
 
 #if EDGECV_WITH_ONNXRUNTIME
 #include <dlfcn.h>
+#include <sched.h>
+
+#include <thread>
 
 #include <algorithm>
 
@@ -45,6 +48,13 @@ bool ProbeCuda(Ort::Env& env) {
   return ok;
 }
 
+int UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 OpenLibrary* Open(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
@@ -66,7 +76,11 @@ OpenLibrary* Open(const std::string& path) {
   library->info.path = path;
   library->info.version = version;
   // Warnings (e.g. about unused initializers) would repeat for every worker's session: errors only.
-  library->env = Ort::Env(ORT_LOGGING_LEVEL_ERROR, "edgecv");
+  library->info.sharedThreads = UsableCpus();
+  Ort::ThreadingOptions threading;
+  threading.SetGlobalIntraOpNumThreads(library->info.sharedThreads);
+  threading.SetGlobalInterOpNumThreads(1);
+  library->env = Ort::Env(threading, ORT_LOGGING_LEVEL_ERROR, "edgecv");
   library->info.cuda = ProbeCuda(library->env);
   return library.release();  // see g_library
 }

@@ -11,6 +11,9 @@ namespace edgecv {
 
 struct OnnxRuntimeModel::Session {
   Ort::Session session{nullptr};
+  // The engine's wide session of this file (runtime/idle_cores.h), or null; run when idleCores lends.
+  std::shared_ptr<Ort::Session> wide;
+  std::shared_ptr<IdleCores> idleCores;
   Ort::MemoryInfo memory{nullptr};
   std::string inputName;
   std::vector<std::string> outputNames;
@@ -37,6 +40,45 @@ Ort::SessionOptions MakeSessionOptions(const RuntimeOptions& options) {
   }
   return so;
 }
+
+// A session on onnxruntime's process-wide intra-op pool (every usable CPU), warmed up with one run of zeros so
+// the first job that borrows it does not pay for its allocations.
+std::shared_ptr<Ort::Session> MakeWideSession(const std::string& path, const Ort::MemoryInfo& memory) {
+  Ort::SessionOptions so;
+  so.DisablePerSessionThreads();
+  so.SetExecutionMode(ORT_SEQUENTIAL);
+  so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  auto session = std::make_shared<Ort::Session>(OnnxRuntimeEnv(), path.c_str(), so);
+  std::vector<int64_t> shape = session->GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();
+  size_t count = 1;
+  for (int64_t d : shape) count *= d > 0 ? static_cast<size_t>(d) : 0;
+  if (count > 0) {
+    std::vector<float> zeros(count, 0.0f);
+    Ort::AllocatorWithDefaultOptions allocator;
+    const std::string input = session->GetInputNameAllocated(0, allocator).get();
+    const std::string output = session->GetOutputNameAllocated(0, allocator).get();
+    const char* inputName = input.c_str();
+    const char* outputName = output.c_str();
+    Ort::Value in = Ort::Value::CreateTensor<float>(memory, zeros.data(), count, shape.data(), shape.size());
+    session->Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, &outputName, 1);
+  }
+  return session;
+}
+
+// Returns the idle cores it borrowed when the run ends, however it ends.
+class BorrowedCores {
+ public:
+  explicit BorrowedCores(IdleCores* cores) : cores_(cores && cores->Borrow() ? cores : nullptr) {}
+  ~BorrowedCores() {
+    if (cores_) cores_->Return();
+  }
+  BorrowedCores(const BorrowedCores&) = delete;
+  BorrowedCores& operator=(const BorrowedCores&) = delete;
+  explicit operator bool() const { return cores_ != nullptr; }
+
+ private:
+  IdleCores* cores_;
+};
 
 }  // namespace
 
@@ -79,6 +121,10 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     }
     if (!allFixed) s.fixedShapes.clear();
     for (const std::string& name : s.outputNames) s.outputNamePtrs.push_back(name.c_str());
+    if (options.idleCores && options.backend.kind == BackendKind::kCpu) {
+      s.idleCores = options.idleCores;
+      s.wide = s.idleCores->Session<Ort::Session>(path, [&] { return MakeWideSession(path, s.memory); });
+    }
   } catch (const Ort::Exception& e) {
     throw std::runtime_error(what + "onnxruntime could not load it: " + e.what());
   }
@@ -99,6 +145,8 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   const size_t n = s.outputNames.size();
   std::vector<cv::Mat> results;
   results.reserve(n);
+  const BorrowedCores borrowed(s.wide ? s.idleCores.get() : nullptr);
+  Ort::Session& session = borrowed ? *s.wide : s.session;
   if (!s.fixedShapes.empty()) {
     std::vector<Ort::Value> outs;
     outs.reserve(n);
@@ -108,10 +156,10 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
       outs.push_back(Ort::Value::CreateTensor<float>(s.memory, results.back().ptr<float>(), results.back().total(),
                                                      dims.data(), dims.size()));
     }
-    s.session.Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, s.outputNamePtrs.data(), outs.data(), n);
+    session.Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, s.outputNamePtrs.data(), outs.data(), n);
     return results;
   }
-  std::vector<Ort::Value> outs = s.session.Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, s.outputNamePtrs.data(), n);
+  std::vector<Ort::Value> outs = session.Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, s.outputNamePtrs.data(), n);
   for (Ort::Value& out : outs) {
     const std::vector<int64_t> dims = out.GetTensorTypeAndShapeInfo().GetShape();
     const std::vector<int> shape(dims.begin(), dims.end());

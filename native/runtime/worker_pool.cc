@@ -48,10 +48,12 @@ void UnregisterPool(WorkerPool* pool) {
 }  // namespace
 
 WorkerPool::WorkerPool(std::vector<std::unique_ptr<WorkerContext>> contexts,
-                       int threadsPerWorker, size_t queueLimit, Completion onDone)
+                       int threadsPerWorker, size_t queueLimit, std::shared_ptr<IdleCores> idleCores,
+                       Completion onDone)
     : contexts_(std::move(contexts)),
       threadsPerWorker_(threadsPerWorker),
       queueLimit_(queueLimit),
+      idleCores_(std::move(idleCores)),
       onDone_(std::move(onDone)) {
   // Process-wide in OpenCV (see header). 1 = each worker runs its layers serially,
   // which on a small CPU beats several workers fighting over one TBB arena.
@@ -85,6 +87,7 @@ WorkerPool::Admission WorkerPool::Submit(std::unique_ptr<Job>& job) {
       return Admission::kOverloaded;
     }
     job->MarkEnqueued();
+    if (idleCores_) idleCores_->JobAdmitted();
     queue_.push_back(std::move(job));
     ++stats_.queued;
   }
@@ -111,6 +114,7 @@ std::vector<std::unique_ptr<Job>> WorkerPool::Abort() {
       dropped.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    if (idleCores_) idleCores_->JobsDropped(static_cast<int>(dropped.size()));
     stats_.queued = 0;
   }
   wake_.notify_all();
@@ -142,6 +146,7 @@ void WorkerPool::WorkerLoop(WorkerContext& ctx) {
     }
     job->MarkStarted();
     job->Run(ctx);  // noexcept: errors are recorded in the job
+    if (idleCores_) idleCores_->JobFinished();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --stats_.running;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/idle_cores.h"
 #include "runtime/job.h"
 #include "runtime/worker_context.h"
 
@@ -36,8 +37,9 @@ class WorkerPool {
   // cv::setNumThreads(threadsPerWorker) is called here. OpenCV's thread count is
   // process-wide, not per thread: every worker's parallel regions share one
   // OpenCV/TBB pool, so total compute threads ~= workers x threadsPerWorker.
+  // `idleCores` (may be null) is told of every job admitted and finished.
   WorkerPool(std::vector<std::unique_ptr<WorkerContext>> contexts, int threadsPerWorker,
-             size_t queueLimit, Completion onDone);
+             size_t queueLimit, std::shared_ptr<IdleCores> idleCores, Completion onDone);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -64,6 +66,7 @@ class WorkerPool {
   std::vector<std::unique_ptr<WorkerContext>> contexts_;
   const int threadsPerWorker_;
   const size_t queueLimit_;
+  std::shared_ptr<IdleCores> idleCores_;
   Completion onDone_;
 
   mutable std::mutex mutex_;

@@ -78,7 +78,7 @@ export class Engine {
 
   /** Loads the models (one copy per worker) and starts the workers. */
   static async open(opts: EngineOptions = {}): Promise<Engine> {
-    const { workers, threadsPerWorker, queueLimit, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library } =
+    const { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library } =
       checkEngineOptions(opts);
     const manifest = await readManifest(modelDir);
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
@@ -91,6 +91,7 @@ export class Engine {
       workers,
       threadsPerWorker,
       queueLimit,
+      idleCores,
       backend,
       ...(library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {}),
       faceDetector: spec,

@@ -4,7 +4,7 @@
 
 import type { ImageLimits } from './image-admission.js';
 import type { ObjectDetectorModel } from './object-model.js';
-import type { BackendChoice, FaceDetectorModel, FaceEmbedderModel, PoseMode, PoseModel, RuntimeChoice } from './types.js';
+import type { BackendChoice, FaceDetectorModel, FaceEmbedderModel, IdleCoresChoice, PoseMode, PoseModel, RuntimeChoice } from './types.js';
 
 /** The accepted range of an integer option, both ends included. */
 export interface IntRange {
@@ -51,6 +51,8 @@ export const ENGINE_DEFAULTS = {
   backend: 'auto' as BackendChoice,
   workers: 2,
   threadsPerWorker: 1,
+  // Measured (README, "Measured performance"): a lone request on every core, concurrent ones on their own.
+  idleCores: 'lend' as IdleCoresChoice,
   queueLimit: 64,
   maxPixels: IMAGE_LIMIT_DEFAULTS.maxPixels,
   maxAspectRatio: IMAGE_LIMIT_DEFAULTS.maxAspectRatio,

@@ -170,6 +170,8 @@ export interface NativeEngineOptions {
   onnxRuntimeLibrary?: string;
   /** Jobs allowed to wait; more are rejected with OVERLOADED. */
   queueLimit: number;
+  /** 'lend': a job alone in the engine runs its onnxruntime models on a process-wide pool of every CPU. */
+  idleCores: 'lend' | 'keep';
   faceDetector?: NativeFaceDetectorSpec;
   poseEstimator?: NativePoseEstimatorSpec;
   objectDetector?: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
@@ -235,6 +237,8 @@ export interface NativeStats {
   workers: number;
   threadsPerWorker: number;
   queueLimit: number;
+  /** Inferences that ran on every core because their job was alone in the engine (idleCores 'lend'). */
+  lentRuns: number;
 }
 
 export interface NativeRawModelSpec {

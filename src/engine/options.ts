@@ -12,6 +12,7 @@ import {
   BACKENDS,
   FACE_DETECTOR_MODELS,
   FACE_EMBEDDER_MODELS,
+  IDLE_CORES,
   POSE_MODELS,
   RUNTIMES,
   type BackendChoice,
@@ -19,6 +20,7 @@ import {
   type EngineOptions,
   type FaceDetectorModel,
   type FaceEmbedderModel,
+  type IdleCoresChoice,
   type PoseModel,
   type RuntimeChoice,
 } from './types.js';
@@ -112,6 +114,7 @@ export interface CheckedEngineOptions {
   workers: number;
   threadsPerWorker: number;
   queueLimit: number;
+  idleCores: IdleCoresChoice;
   limits: ImageLimits;
   faceDetector: FaceDetectorModel;
   poseModel: PoseModel | null;
@@ -130,6 +133,7 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   const workers = intOption(opts.workers, 'workers', ENGINE_DEFAULTS.workers, ENGINE_RANGES.workers);
   const threadsPerWorker = intOption(opts.threadsPerWorker, 'threadsPerWorker', ENGINE_DEFAULTS.threadsPerWorker, ENGINE_RANGES.threadsPerWorker);
   const queueLimit = intOption(opts.queueLimit, 'queueLimit', ENGINE_DEFAULTS.queueLimit, ENGINE_RANGES.queueLimit);
+  const idleCores = choiceOption(opts.idleCores, 'idleCores', IDLE_CORES, ENGINE_DEFAULTS.idleCores);
   const limits: ImageLimits = {
     maxPixels: intOption(opts.maxPixels, 'maxPixels', ENGINE_DEFAULTS.maxPixels, ENGINE_RANGES.maxPixels),
     maxAspectRatio: intOption(opts.maxAspectRatio, 'maxAspectRatio', ENGINE_DEFAULTS.maxAspectRatio, ENGINE_RANGES.maxAspectRatio),
@@ -149,5 +153,5 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
     throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
   }
-  return { workers, threadsPerWorker, queueLimit, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library };
+  return { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library };
 }

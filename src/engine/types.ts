@@ -9,6 +9,9 @@ import { OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo 
 export const RUNTIMES = ['auto', 'onnxruntime', 'opencv'] as const;
 export type RuntimeChoice = NativeRuntimeChoice;
 export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
+/** 'lend': a job alone in the engine runs on every core; 'keep': each job keeps to its worker's threads. */
+export const IDLE_CORES = ['lend', 'keep'] as const;
+export type IdleCoresChoice = (typeof IDLE_CORES)[number];
 export type BackendChoice = (typeof BACKENDS)[number];
 
 export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
@@ -53,6 +56,13 @@ export interface EngineOptions {
    * (cv::setNumThreads is process-wide). Threads in use are about workers x threadsPerWorker. Default 1.
    */
   threadsPerWorker?: number;
+  /**
+   * 'lend' (default): while a job is the only one in the engine, its onnxruntime inferences run on one
+   * process-wide pool of every usable CPU instead of its worker's threads (a lone request is up to ~1.8x faster on
+   * 2 cores; concurrent jobs keep their own threads, so throughput stays). 'keep': always the worker's threads.
+   * No effect on OpenCV models, on CUDA, or when threadsPerWorker already covers every CPU.
+   */
+  idleCores?: IdleCoresChoice;
   /** Jobs allowed to wait for a worker; beyond that calls reject at once with OVERLOADED. Default 64. */
   queueLimit?: number;
   /** Images with more pixels (from the header) are rejected with IMAGE_TOO_LARGE. Default 40,000,000. */

@@ -4,7 +4,7 @@
 //     frame counts as a POST of its REST route); edgecv_websocket_connections: open WebSockets
 //   - edgecv_inference_stage_seconds per model, backend, stage: every route that runs a model calls
 //     observeInference() with the timings the engine returned
-//   - engine worker pool: queue depth, running jobs, completed/failed/rejected jobs
+//   - engine worker pool: queue depth, running jobs, completed/failed/rejected jobs, inferences lent idle cores
 
 import client from 'prom-client';
 import type { EngineStats } from '../engine/types.js';
@@ -104,6 +104,7 @@ for (const [field, name, help] of [
   ['completed', 'edgecv_engine_jobs_completed_total', 'Inference jobs finished successfully'],
   ['failed', 'edgecv_engine_jobs_failed_total', 'Inference jobs finished with an error (e.g. an undecodable image)'],
   ['rejected', 'edgecv_engine_jobs_rejected_total', 'Inference calls refused because the queue was full or the engine closed'],
+  ['lentRuns', 'edgecv_engine_lent_runs_total', 'Inferences run on every core because their job was alone in the engine (--idle-cores lend)'],
 ] as const) {
   new client.Counter({
     name,

@@ -28,6 +28,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
       backend: config.backend,
       workers: config.workers,
       threadsPerWorker: config.threadsPerWorker,
+      idleCores: config.idleCores,
       queueLimit: config.queueLimit,
       maxPixels: config.maxPixels,
       maxAspectRatio: config.maxAspectRatio,
