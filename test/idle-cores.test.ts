@@ -1,81 +1,88 @@
-// idleCores 'lend' (native/runtime/idle_cores.h): a job alone in the engine runs its onnxruntime inferences on
-// the process-wide pool of every CPU; jobs that overlap keep to their worker's threads. Checked on the real
-// addon: which runs were lent (stats().lentRuns), and that lending changes no answer.
+// idleCores 'lend' (native/runtime/idle_cores.h): a long inference whose job is alone in the engine runs on the
+// process-wide pool of every CPU; jobs that overlap, and short runs, keep to their worker's threads. Checked on
+// the real addon: which runs were lent (stats().lentRuns), and that lending changes no answer.
 
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
 import { openEngine, photo } from './helpers.js';
 
-const astronaut = photo('skimage/astronaut.png');
-const FACES_ONLY = { workers: 2, threadsPerWorker: 1, poseModel: null, objectDetector: null, faceEmbedder: null } as const;
+const LAYOUT = { workers: 2, threadsPerWorker: 1, poseModel: null, objectDetector: null, faceEmbedder: null } as const;
 // Lending needs onnxruntime on the CPU and more CPUs than one worker's threads.
 const canLend = os.availableParallelism() > 1;
+// The shortest run that is lent (kMinLentRunMs in idle_cores.h).
+const MIN_LENT_RUN_MS = 10;
+// yolov5s at 320 px: about 25 ms a run on one thread of the reference machine, well above MIN_LENT_RUN_MS.
+const LONG_MODEL = 'yolov5s-320';
+const longInput = new Float32Array(3 * 320 * 320).map((_, i) => (Math.sin(i) + 1) / 2);
+
+function worstRelativeError(a: Float32Array[], b: Float32Array[]): number {
+  expect(a.length).toBe(b.length);
+  let worst = 0;
+  for (let o = 0; o < a.length; o++) {
+    expect(a[o]!.length).toBe(b[o]!.length);
+    for (let i = 0; i < b[o]!.length; i++) worst = Math.max(worst, Math.abs(a[o]![i]! - b[o]![i]!) / Math.max(1, Math.abs(b[o]![i]!)));
+  }
+  return worst;
+}
 
 describe('idle cores', () => {
   let lend: Engine;
   let keep: Engine;
 
   beforeAll(async () => {
-    lend = await openEngine({ ...FACES_ONLY, idleCores: 'lend' });
-    keep = await openEngine({ ...FACES_ONLY, idleCores: 'keep' });
+    lend = await openEngine({ ...LAYOUT, idleCores: 'lend' });
+    keep = await openEngine({ ...LAYOUT, idleCores: 'keep' });
+    expect(lend.backend().onnxRuntime).not.toBeNull();
   });
   afterAll(async () => {
     await lend?.close();
     await keep?.close();
   });
 
-  it('runs a lone job on the shared pool, with the same answer as a worker alone', async () => {
-    expect(lend.backend().onnxRuntime).not.toBeNull();
+  it('lends a long run whose job is alone, with the same outputs as on one thread', async () => {
+    const kept = await keep.runModel(LONG_MODEL, longInput);
     const before = lend.stats().lentRuns;
     const lent = [];
-    for (let i = 0; i < 6; i++) lent.push(await lend.detectFaces(astronaut));
-    const kept = await keep.detectFaces(astronaut);
+    // Each worker times its first run on its own thread; from then on a lone job's run is lent.
+    for (let i = 0; i < 6; i++) lent.push(await lend.runModel(LONG_MODEL, longInput));
     const lentRuns = lend.stats().lentRuns - before;
-    if (canLend) expect(lentRuns).toBeGreaterThanOrEqual(6);
+    if (canLend) expect(lentRuns).toBeGreaterThanOrEqual(4);
     else expect(lentRuns).toBe(0);
-    expect(kept.faces.length).toBe(1);
-    for (const r of lent) {
-      expect(r.faces.length).toBe(kept.faces.length);
-      const [a, b] = [r.faces[0]!, kept.faces[0]!];
-      a.rect.forEach((v, i) => expect(Math.abs(v - b.rect[i]!)).toBeLessThanOrEqual(1));
-      a.keypoints.forEach((v, i) => expect(Math.abs(v - b.keypoints[i]!)).toBeLessThan(1e-2));
-      expect(Math.abs(a.score - b.score)).toBeLessThan(1e-4);
-    }
+    for (const outputs of lent) expect(worstRelativeError(outputs, kept)).toBeLessThanOrEqual(1e-4);
   });
 
   it("never lends with idleCores 'keep'", async () => {
-    for (let i = 0; i < 3; i++) await keep.detectFaces(astronaut);
-    await Promise.all(Array.from({ length: 4 }, () => keep.detectFaces(astronaut)));
+    for (let i = 0; i < 3; i++) await keep.runModel(LONG_MODEL, longInput);
+    await Promise.all(Array.from({ length: 4 }, () => keep.runModel(LONG_MODEL, longInput)));
     expect(keep.stats().lentRuns).toBe(0);
   });
 
   it('lends to overlapping jobs only once the others are done', async () => {
-    const calls = 12;
+    for (let i = 0; i < 4; i++) await lend.runModel(LONG_MODEL, longInput); // both workers have timed the model
+    const calls = 8;
     const before = lend.stats().lentRuns;
     // Submitted in one tick: every job but the last to start finds others in the engine.
-    const results = await Promise.all(Array.from({ length: calls }, () => lend.detectFaces(astronaut)));
-    const lentRuns = lend.stats().lentRuns - before;
-    expect(results.every((r) => r.faces.length === 1)).toBe(true);
-    // A face job runs one or two inferences; only the last job alone may borrow the pool.
-    expect(lentRuns).toBeLessThanOrEqual(2);
+    await Promise.all(Array.from({ length: calls }, () => lend.runModel(LONG_MODEL, longInput)));
+    expect(lend.stats().lentRuns - before).toBeLessThanOrEqual(1);
   });
 
-  it('lends to runModel too, with the same outputs', async () => {
-    const input = new Float32Array(3 * 192 * 192).map((_, i) => Math.sin(i) * 0.9);
+  it('keeps short runs on the worker threads', async () => {
+    const astronaut = photo('skimage/astronaut.png');
+    const kept = await keep.detectFaces(astronaut);
     const before = lend.stats().lentRuns;
-    const a = await lend.runModel('facemesh-detection-full', input, { runtime: 'onnxruntime' });
-    const b = await keep.runModel('facemesh-detection-full', input, { runtime: 'onnxruntime' });
-    if (canLend) expect(lend.stats().lentRuns - before).toBe(1);
-    expect(a.length).toBe(b.length);
-    for (let o = 0; o < a.length; o++) {
-      let worst = 0;
-      for (let i = 0; i < b[o]!.length; i++) worst = Math.max(worst, Math.abs(a[o]![i]! - b[o]![i]!) / Math.max(1, Math.abs(b[o]![i]!)));
-      expect(worst).toBeLessThanOrEqual(1e-4);
+    const results = [];
+    for (let i = 0; i < 6; i++) results.push(await lend.detectFaces(astronaut));
+    for (const r of results) {
+      expect(r.faces.length).toBe(kept.faces.length);
+      r.faces[0]!.rect.forEach((v, i) => expect(Math.abs(v - kept.faces[0]!.rect[i]!)).toBeLessThanOrEqual(1));
     }
+    // Face detection runs take a few ms here: none is lent (on a machine where one took over the threshold, it
+    // would rightly have been).
+    if (results.every((r) => r.timings.inferenceMs < MIN_LENT_RUN_MS)) expect(lend.stats().lentRuns - before).toBe(0);
   });
 
   it("refuses an idleCores that is not 'lend' or 'keep'", async () => {
-    await expect(openEngine({ ...FACES_ONLY, idleCores: 'share' as 'lend' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/idleCores/) });
+    await expect(openEngine({ ...LAYOUT, idleCores: 'share' as 'lend' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/idleCores/) });
   });
 });

@@ -4,6 +4,7 @@
 
 #include "runtime/onnxruntime_api.h"
 #include "runtime/onnxruntime_library.h"
+#include "runtime/stage_timings.h"  // Clock, MillisBetween
 
 namespace edgecv {
 
@@ -14,6 +15,8 @@ struct OnnxRuntimeModel::Session {
   // The engine's wide session of this file (runtime/idle_cores.h), or null; run when idleCores lends.
   std::shared_ptr<Ort::Session> wide;
   std::shared_ptr<IdleCores> idleCores;
+  // Last run time on the worker's own threads (0: none yet): only long runs are lent (kMinLentRunMs).
+  double ownThreadsMs = 0;
   Ort::MemoryInfo memory{nullptr};
   std::string inputName;
   std::vector<std::string> outputNames;
@@ -145,8 +148,18 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   const size_t n = s.outputNames.size();
   std::vector<cv::Mat> results;
   results.reserve(n);
-  const BorrowedCores borrowed(s.wide ? s.idleCores.get() : nullptr);
+  const BorrowedCores borrowed(s.wide && s.ownThreadsMs >= kMinLentRunMs ? s.idleCores.get() : nullptr);
   Ort::Session& session = borrowed ? *s.wide : s.session;
+  const Clock::time_point start = Clock::now();
+  // Runs on the worker's own threads keep ownThreadsMs current, however Run() returns.
+  struct OwnThreadsTimer {
+    Session& s;
+    bool own;
+    Clock::time_point start;
+    ~OwnThreadsTimer() {
+      if (own) s.ownThreadsMs = MillisBetween(start, Clock::now());
+    }
+  } timer{s, !borrowed, start};
   if (!s.fixedShapes.empty()) {
     std::vector<Ort::Value> outs;
     outs.reserve(n);
