@@ -8,7 +8,7 @@
 // One wide session per model file for the whole engine, not per worker: at most one job borrows the pool at a
 // time, so one copy of the weights serves every worker.
 //
-// Only runs that take kMinLentRunMs or more on the worker's own threads are lent. A lent run hands work to the
+// Only models whose runs take kMinLentRunMs or more on the worker's own threads (at their fastest) are lent. A lent run hands work to the
 // pool op by op and takes the core the event loop serves HTTP with: measured over HTTPS on the reference
 // machine, lending face detection (2 ms runs) cost 20% of its 4-connection throughput and gained nothing at one
 // connection, while yolov5s (85 ms) answered a lone request 35% sooner for 6% less throughput at 4.
@@ -24,7 +24,7 @@
 
 namespace edgecv {
 
-// The shortest run (its last time on the worker's own threads) that is lent the idle cores.
+// The shortest run (a model's fastest on the worker's own threads) that is lent the idle cores.
 constexpr double kMinLentRunMs = 10.0;
 
 class IdleCores {

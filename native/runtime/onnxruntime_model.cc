@@ -1,5 +1,8 @@
 #include "runtime/onnxruntime_model.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "runtime/onnxruntime_api.h"
@@ -15,8 +18,10 @@ struct OnnxRuntimeModel::Session {
   // The engine's wide session of this file (runtime/idle_cores.h), or null; run when idleCores lends.
   std::shared_ptr<Ort::Session> wide;
   std::shared_ptr<IdleCores> idleCores;
-  // Last run time on the worker's own threads (0: none yet): only long runs are lent (kMinLentRunMs).
-  double ownThreadsMs = 0;
+  // Fastest run so far on the worker's own threads (infinity: none yet); only models whose runs take
+  // kMinLentRunMs even at their fastest are lent. The fastest, not the last: a run slowed down by other
+  // work on the machine must not make a short model look long.
+  double fastestOwnMs = std::numeric_limits<double>::infinity();
   Ort::MemoryInfo memory{nullptr};
   std::string inputName;
   std::vector<std::string> outputNames;
@@ -148,16 +153,17 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   const size_t n = s.outputNames.size();
   std::vector<cv::Mat> results;
   results.reserve(n);
-  const BorrowedCores borrowed(s.wide && s.ownThreadsMs >= kMinLentRunMs ? s.idleCores.get() : nullptr);
+  const bool longModel = std::isfinite(s.fastestOwnMs) && s.fastestOwnMs >= kMinLentRunMs;
+  const BorrowedCores borrowed(s.wide && longModel ? s.idleCores.get() : nullptr);
   Ort::Session& session = borrowed ? *s.wide : s.session;
   const Clock::time_point start = Clock::now();
-  // Runs on the worker's own threads keep ownThreadsMs current, however Run() returns.
+  // Runs on the worker's own threads keep fastestOwnMs current, however Run() returns.
   struct OwnThreadsTimer {
     Session& s;
     bool own;
     Clock::time_point start;
     ~OwnThreadsTimer() {
-      if (own) s.ownThreadsMs = MillisBetween(start, Clock::now());
+      if (own) s.fastestOwnMs = std::min(s.fastestOwnMs, MillisBetween(start, Clock::now()));
     }
   } timer{s, !borrowed, start};
   if (!s.fixedShapes.empty()) {
