@@ -19,8 +19,8 @@ struct OnnxRuntimeModel::Session {
   std::shared_ptr<Ort::Session> wide;
   std::shared_ptr<IdleCores> idleCores;
   // Fastest run so far on the worker's own threads (infinity: none yet); only models whose runs take
-  // kMinLentRunMs even at their fastest are lent. The fastest, not the last: a run slowed down by other
-  // work on the machine must not make a short model look long.
+  // kMinLentRunMs even at their fastest get a wide session and are lent. The fastest, not the last: a run
+  // slowed down by other work on the machine must not make a short model look long.
   double fastestOwnMs = std::numeric_limits<double>::infinity();
   Ort::MemoryInfo memory{nullptr};
   std::string inputName;
@@ -49,26 +49,34 @@ Ort::SessionOptions MakeSessionOptions(const RuntimeOptions& options) {
   return so;
 }
 
-// A session on onnxruntime's process-wide intra-op pool (every usable CPU), warmed up with one run of zeros so
-// the first job that borrows it does not pay for its allocations.
-std::shared_ptr<Ort::Session> MakeWideSession(const std::string& path, const Ort::MemoryInfo& memory) {
+// The graph's input shape when it is fixed; empty otherwise.
+std::vector<int> FixedInputShape(Ort::Session& session) {
+  std::vector<int> shape;
+  for (int64_t d : session.GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape()) {
+    if (d <= 0) return {};
+    shape.push_back(static_cast<int>(d));
+  }
+  return shape;
+}
+
+// A session on onnxruntime's process-wide intra-op pool (every usable CPU), warmed up with one run of zeros
+// fetching `outputs`, so the first job that borrows it does not pay for its allocations.
+std::shared_ptr<Ort::Session> MakeWideSession(const std::string& path, const Ort::MemoryInfo& memory,
+                                              const std::vector<const char*>& outputs) {
   Ort::SessionOptions so;
   so.DisablePerSessionThreads();
   so.SetExecutionMode(ORT_SEQUENTIAL);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
   auto session = std::make_shared<Ort::Session>(OnnxRuntimeEnv(), path.c_str(), so);
-  std::vector<int64_t> shape = session->GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();
-  size_t count = 1;
-  for (int64_t d : shape) count *= d > 0 ? static_cast<size_t>(d) : 0;
-  if (count > 0) {
-    std::vector<float> zeros(count, 0.0f);
+  const std::vector<int> shape = FixedInputShape(*session);
+  if (!shape.empty()) {
+    cv::Mat zeros(static_cast<int>(shape.size()), shape.data(), CV_32F, cv::Scalar(0));
+    const std::vector<int64_t> dims(shape.begin(), shape.end());
     Ort::AllocatorWithDefaultOptions allocator;
     const std::string input = session->GetInputNameAllocated(0, allocator).get();
-    const std::string output = session->GetOutputNameAllocated(0, allocator).get();
     const char* inputName = input.c_str();
-    const char* outputName = output.c_str();
-    Ort::Value in = Ort::Value::CreateTensor<float>(memory, zeros.data(), count, shape.data(), shape.size());
-    session->Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, &outputName, 1);
+    Ort::Value in = Ort::Value::CreateTensor<float>(memory, zeros.ptr<float>(), zeros.total(), dims.data(), dims.size());
+    session->Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, outputs.data(), outputs.size());
   }
   return session;
 }
@@ -129,9 +137,16 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     }
     if (!allFixed) s.fixedShapes.clear();
     for (const std::string& name : s.outputNames) s.outputNamePtrs.push_back(name.c_str());
-    if (options.idleCores && options.backend.kind == BackendKind::kCpu) {
-      s.idleCores = options.idleCores;
-      s.wide = s.idleCores->Session<Ort::Session>(path, [&] { return MakeWideSession(path, s.memory); });
+    const std::vector<int> inputShape = FixedInputShape(s.session);
+    if (options.idleCores && options.backend.kind == BackendKind::kCpu && !inputShape.empty()) {
+      // Two runs of zeros on the worker's own threads (Run() times them; the first pays for allocations): a
+      // model too short to be lent gets no wide session, so its weights are not loaded twice.
+      const cv::Mat zeros(static_cast<int>(inputShape.size()), inputShape.data(), CV_32F, cv::Scalar(0));
+      for (int i = 0; i < 2; ++i) Run(zeros);
+      if (s.fastestOwnMs >= kMinLentRunMs) {
+        s.idleCores = options.idleCores;
+        s.wide = s.idleCores->Session<Ort::Session>(path, [&] { return MakeWideSession(path, s.memory, s.outputNamePtrs); });
+      }
     }
   } catch (const Ort::Exception& e) {
     throw std::runtime_error(what + "onnxruntime could not load it: " + e.what());
