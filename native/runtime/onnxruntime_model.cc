@@ -1,7 +1,6 @@
 #include "runtime/onnxruntime_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -168,8 +167,8 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   const size_t n = s.outputNames.size();
   std::vector<cv::Mat> results;
   results.reserve(n);
-  const bool longModel = std::isfinite(s.fastestOwnMs) && s.fastestOwnMs >= kMinLentRunMs;
-  const BorrowedCores borrowed(s.wide && longModel ? s.idleCores.get() : nullptr);
+  // Only long models have a wide session; one whose runs got faster than kMinLentRunMs keeps to its threads.
+  const BorrowedCores borrowed(s.wide && s.fastestOwnMs >= kMinLentRunMs ? s.idleCores.get() : nullptr);
   Ort::Session& session = borrowed ? *s.wide : s.session;
   const Clock::time_point start = Clock::now();
   // Runs on the worker's own threads keep fastestOwnMs current, however Run() returns.
