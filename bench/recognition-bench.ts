@@ -51,6 +51,9 @@ function fillGallery(gallery: GalleryIndex, from: number, count: number): void {
   }
 }
 
+/** A second setting measured on the same graph: first beam and confirming beam both doubled. */
+const WIDER = { expansion: 128, confirmExpansion: 4096 } as const;
+
 function rssMb(): number {
   return process.memoryUsage().rss / 1e6;
 }
@@ -115,7 +118,8 @@ export async function benchGallerySearch(root: string, quick: boolean, sizes: nu
       const exactMs: number[] = [];
       const annMs: number[] = [];
       const firstOnlyMs: number[] = [];
-      const agree = { top1: 0, realTop1: 0, decision: 0, plainRealTop1: 0, plainDecision: 0, confirmed: 0, accepted: 0, acceptedTop1: 0 };
+      const widerMs: number[] = [];
+      const agree = { top1: 0, realTop1: 0, decision: 0, plainRealTop1: 0, plainDecision: 0, confirmed: 0, accepted: 0, acceptedTop1: 0, widerRealTop1: 0, widerAcceptedTop1: 0, widerDecision: 0 };
       const n = queries.length;
       for (let i = 0; i < n; i++) {
         const q = queries[i]!;
@@ -137,6 +141,13 @@ export async function benchGallerySearch(root: string, quick: boolean, sizes: nu
           a = timed(true);
           plain = timed(false);
         }
+        // Wider beams, both steps (WIDER): what a larger gallery could pay for; timed after the other two.
+        const t1 = performance.now();
+        const wider = gallery.searchApproximate(q, WIDER);
+        widerMs.push(performance.now() - t1);
+        if (i < realQueries && wider?.id === e.match?.id) agree.widerRealTop1++;
+        if (accepted(wider?.cosine ?? -1) === accepted(e.match?.cosine ?? -1)) agree.widerDecision++;
+        if (accepted(e.match?.cosine ?? -1) && wider?.id === e.match?.id) agree.widerAcceptedTop1++;
         if (!accepted(plain?.cosine ?? -1)) agree.confirmed++;
         if (accepted(e.match?.cosine ?? -1)) {
           agree.accepted++;
@@ -172,6 +183,11 @@ export async function benchGallerySearch(root: string, quick: boolean, sizes: nu
         'accept/reject %': (100 * agree.decision) / n,
         'no confirm: top-1 real %': (100 * agree.plainRealTop1) / realQueries,
         'no confirm: accept/reject %': (100 * agree.plainDecision) / n,
+        [`beams ${WIDER.expansion}/${WIDER.confirmExpansion}: p50 ms`]: summary(widerMs).p50,
+        [`beams ${WIDER.expansion}/${WIDER.confirmExpansion}: p99 ms`]: summary(widerMs).p99,
+        [`beams ${WIDER.expansion}/${WIDER.confirmExpansion}: top-1 real %`]: (100 * agree.widerRealTop1) / realQueries,
+        [`beams ${WIDER.expansion}/${WIDER.confirmExpansion}: top-1 of accepted %`]: (100 * agree.widerAcceptedTop1) / Math.max(1, agree.accepted),
+        [`beams ${WIDER.expansion}/${WIDER.confirmExpansion}: accept/reject %`]: (100 * agree.widerDecision) / n,
       });
       gallery.replace([]); // frees the rows before the next size
       await gallery.indexed;

@@ -186,14 +186,15 @@ export class GalleryIndex {
   /**
    * Approximate search on the calling thread (only when `approximate`): the index's candidates re-ranked by exact
    * cosine, and searched again wider below annConfirmBelow (`confirm: false` skips that: the bench compares both).
+   * `expansion` and `confirmExpansion` override the gallery's beams for this search (the bench measures others).
    * `query` must be L2-normalized and of the gallery's dimension.
    */
-  searchApproximate(query: Float32Array, opts: { confirm?: boolean } = {}): GalleryMatch | null {
+  searchApproximate(query: Float32Array, opts: { confirm?: boolean; expansion?: number; confirmExpansion?: number } = {}): GalleryMatch | null {
     const p = this.#parts();
     if (!p.ann?.ready) throw new EngineError('INVALID_ARGUMENT', 'the approximate index is not built');
-    const match = p.native.bestOf(p.ann.candidates(query), query);
+    const match = p.native.bestOf(p.ann.candidates(query, opts.expansion ?? 0), query);
     if (opts.confirm === false || (match !== null && match.cosine >= this.#confirmBelow)) return match;
-    const wide = p.native.bestOf(p.ann.candidates(query, this.#confirmExpansion), query);
+    const wide = p.native.bestOf(p.ann.candidates(query, opts.confirmExpansion ?? this.#confirmExpansion), query);
     return wide !== null && (match === null || wide.cosine > match.cosine) ? wide : match;
   }
 }
