@@ -92,6 +92,17 @@ describe('approximate gallery index on real embeddings', () => {
     expect(sameTop1).toBeGreaterThanOrEqual(realQueries);
   });
 
+  it('takes wider beams for one search (what the bench compares), and refuses beams out of range', async () => {
+    const exact = await exactGallery(entries);
+    const ann = await annGallery(entries);
+    for (const q of queries.slice(0, realQueries)) {
+      const e = (await engine.searchGallery(exact, q)).match!;
+      expect(ann.searchApproximate(q, { expansion: 128, confirmExpansion: 4096 })?.id).toBe(e.id);
+    }
+    expect(() => ann.searchApproximate(queries[0]!, { expansion: 0 })).toThrow(/expansion must be an integer from 1 to 65536/);
+    expect(() => ann.searchApproximate(queries[0]!, { confirmExpansion: 1.5 })).toThrow(/confirmExpansion must be an integer/);
+  });
+
   it('recognizes a photo through the approximate index as through the exact one', async () => {
     const exact = await exactGallery(entries);
     const ann = await annGallery(entries);
