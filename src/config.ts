@@ -130,7 +130,7 @@ export const SERVER_OPTIONS = {
   metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', range: ENGINE_RANGES.workers, help: `inference workers (${rangeHelp(ENGINE_RANGES.workers, ENGINE_DEFAULTS.workers)})` },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', range: ENGINE_RANGES.threadsPerWorker, help: `threads per worker (${rangeHelp(ENGINE_RANGES.threadsPerWorker, ENGINE_DEFAULTS.threadsPerWorker)})` },
-  idleCores: { flag: 'idle-cores', env: 'EDGECV_IDLE_CORES', kind: 'choice', choices: IDLE_CORES, help: "'lend' (default): a request alone in the server runs on every core; 'keep': each on its worker's threads" },
+  idleCores: { flag: 'idle-cores', env: 'EDGECV_IDLE_CORES', kind: 'choice', choices: IDLE_CORES, help: "'lend' (default): a request alone in the server runs its long models on every core (more memory); 'keep': each on its worker's threads" },
   queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', range: ENGINE_RANGES.queueLimit, help: `queued images before 503 (${rangeHelp(ENGINE_RANGES.queueLimit, ENGINE_DEFAULTS.queueLimit)})` },
   objectModel: { flag: 'object-model', env: 'EDGECV_OBJECT_MODEL', kind: 'model', help: `object model: ${OBJECT_DETECTOR_MODELS.join(', ')}, or an own YOLO export /path/model.onnx (default ${ENGINE_DEFAULTS.objectDetector})` },
   objectLabels: { flag: 'object-labels', env: 'EDGECV_OBJECT_LABELS', kind: 'path', help: 'class names of an own --object-model, one per line (default: the 80 COCO classes)' },

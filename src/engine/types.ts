@@ -57,10 +57,11 @@ export interface EngineOptions {
    */
   threadsPerWorker?: number;
   /**
-   * 'lend' (default): while a job is the only one in the engine, its onnxruntime inferences run on one
-   * process-wide pool of every usable CPU instead of its worker's threads (a lone request is up to ~1.8x faster on
-   * 2 cores; concurrent jobs keep their own threads, so throughput stays). 'keep': always the worker's threads.
-   * No effect on OpenCV models, on CUDA, or when threadsPerWorker already covers every CPU.
+   * 'lend' (default): while a job is the only one in the engine, its long onnxruntime inferences (models whose
+   * fastest run on the worker's threads takes 10 ms or more: yolov5s, movenet) run on one process-wide pool of
+   * every usable CPU instead of its worker's threads (yolov5s: 95 -> 55 ms alone on 2 cores; concurrent jobs keep
+   * their own threads, so throughput stays). It costs a second session of each long model (memory). 'keep':
+   * always the worker's threads. No effect on OpenCV models, on CUDA, or when threadsPerWorker covers every CPU.
    */
   idleCores?: IdleCoresChoice;
   /** Jobs allowed to wait for a worker; beyond that calls reject at once with OVERLOADED. Default 64. */
