@@ -44,7 +44,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   // Only where it can help: onnxruntime on the CPU, with more usable CPUs than one worker's threads.
   if (pool.lendIdleCores && available.onnxRuntime && backend_.kind == BackendKind::kCpu &&
       LoadedOnnxRuntime()->sharedThreads > pool.threadsPerWorker) {
-    idleCores_ = std::make_shared<IdleCores>(LoadedOnnxRuntime()->sharedThreads);
+    idleCores_ = std::make_shared<IdleCores>();
   }
 
   const ModelSpecs specs = ReadModelSpecs(options, available);

@@ -29,12 +29,9 @@ constexpr double kMinLentRunMs = 10.0;
 
 class IdleCores {
  public:
-  // `threads`: the size of the shared pool (the CPUs this process may use).
-  explicit IdleCores(int threads) : threads_(threads) {}
+  IdleCores() = default;
   IdleCores(const IdleCores&) = delete;
   IdleCores& operator=(const IdleCores&) = delete;
-
-  int threads() const { return threads_; }
 
   // Worker pool: a job was admitted / has finished running.
   void JobAdmitted() { jobs_.fetch_add(1, std::memory_order_relaxed); }
@@ -66,7 +63,6 @@ class IdleCores {
   }
 
  private:
-  const int threads_;
   std::atomic<int> jobs_{0};
   std::atomic<bool> lent_{false};
   std::atomic<uint64_t> borrowed_{0};

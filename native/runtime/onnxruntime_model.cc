@@ -136,8 +136,9 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     }
     if (!allFixed) s.fixedShapes.clear();
     for (const std::string& name : s.outputNames) s.outputNamePtrs.push_back(name.c_str());
-    const std::vector<int> inputShape = FixedInputShape(s.session);
-    if (options.idleCores && options.backend.kind == BackendKind::kCpu && !inputShape.empty()) {
+    const std::vector<int> inputShape =
+        options.idleCores && options.backend.kind == BackendKind::kCpu ? FixedInputShape(s.session) : std::vector<int>{};
+    if (!inputShape.empty()) {
       // Two runs of zeros on the worker's own threads (Run() times them; the first pays for allocations): a
       // model too short to be lent gets no wide session, so its weights are not loaded twice.
       const cv::Mat zeros(static_cast<int>(inputShape.size()), inputShape.data(), CV_32F, cv::Scalar(0));
