@@ -192,7 +192,7 @@ export async function benchRouteLatency(ctx: BenchContext): Promise<{ rows: Row[
       const cases: RouteCase[] = [
         { route: '/detector/detect/', body: face, runtime: runtimes['faceDetector'] ?? '', model: m.faceDetector, connections: [1, 4] },
         { route: '/recognizer/predict/', body: face, runtime: runtimes['faceEmbedder'] ?? '', model: `${m.faceDetector} + ${m.faceEmbedder}`, connections: [1] },
-        { route: '/pose/detect/', body: scene, runtime: runtimes['poseEstimator'] ?? '', model: `${m.pose} on ${m.objects}'s persons (default)`, connections: [1, 4] },
+        { route: '/pose/detect/', body: scene, runtime: runtimes['poseEstimator'] ?? '', model: `${m.pose} on ${m.persons}'s persons (default)`, connections: [1, 4] },
         { route: '/object/detect/', body: scene, runtime: runtimes['objectDetector'] ?? '', model: `${m.objects} (default)`, connections: [1, 4] },
       ];
       // Keeping idle cores changes nothing for recognition's point: the face route and the scene routes show it.

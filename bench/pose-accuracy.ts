@@ -11,7 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Engine, type Pose, type PoseMode, type PoseModel } from '../src/index.js';
+import { Engine, type ObjectDetectorModel, type Pose, type PoseMode, type PoseModel } from '../src/index.js';
+import { ENGINE_DEFAULTS } from '../src/engine/limits.js';
 import { findRoot } from '../models/model-packages.js';
 import { median } from '../src/metrics/percentiles.js';
 import { loadObjectLabels } from '../test/support/object-labels.js';
@@ -23,15 +24,15 @@ type Row = Record<string, string | number>;
 
 const pct = (n: number, d: number) => `${n}/${d} (${d ? ((100 * n) / d).toFixed(0) : '-'}%)`;
 
-/** The configurations compared: whole-image passes of each pose model, and person crops behind object models. */
-const CONFIGS: { poseModel: PoseModel; mode: PoseMode; maxPoses: number; objectDetector: string | null }[] = [
-  { poseModel: 'movenet-multipose', mode: 'whole', maxPoses: 6, objectDetector: null },
-  { poseModel: 'movenet-multipose', mode: 'whole', maxPoses: 20, objectDetector: null },
-  { poseModel: 'movenet-multipose-384', mode: 'whole', maxPoses: 20, objectDetector: null },
-  { poseModel: 'movenet-multipose-512', mode: 'whole', maxPoses: 20, objectDetector: null },
-  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, objectDetector: 'yolov5s-320' },
-  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, objectDetector: 'yolov5s-416' },
-  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, objectDetector: 'yolov5s' },
+/** The configurations compared: whole-image passes of each pose model, and person crops behind each person detector. */
+const CONFIGS: { poseModel: PoseModel; mode: PoseMode; maxPoses: number; personDetector: ObjectDetectorModel | null }[] = [
+  { poseModel: 'movenet-multipose', mode: 'whole', maxPoses: 6, personDetector: null },
+  { poseModel: 'movenet-multipose', mode: 'whole', maxPoses: 20, personDetector: null },
+  { poseModel: 'movenet-multipose-384', mode: 'whole', maxPoses: 20, personDetector: null },
+  { poseModel: 'movenet-multipose-512', mode: 'whole', maxPoses: 20, personDetector: null },
+  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, personDetector: 'yolov5s-320' },
+  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, personDetector: 'yolov5s-416' },
+  { poseModel: 'movenet-multipose', mode: 'persons', maxPoses: 20, personDetector: 'yolov5s' },
 ];
 
 /** Every configuration on the photos whose persons are all labelled; latency is the p50 over those photos. */
@@ -46,7 +47,8 @@ export async function benchPoseAccuracy(root: string, opts: { quick?: boolean; t
       workers: 1,
       threadsPerWorker: opts.threadsPerWorker ?? 2,
       poseModel: c.poseModel,
-      objectDetector: c.objectDetector,
+      objectDetector: null,
+      personDetector: c.personDetector,
       faceEmbedder: null,
     });
     try {
@@ -64,7 +66,7 @@ export async function benchPoseAccuracy(root: string, opts: { quick?: boolean; t
       const sum = (k: keyof PoseScore) => s.reduce((n, x) => n + x[k], 0);
       rows.push({
         'pose model': c.poseModel,
-        mode: c.mode === 'persons' ? `persons (${c.objectDetector})` : 'whole image',
+        mode: c.mode === 'persons' ? `persons (${c.personDetector}${c.personDetector === ENGINE_DEFAULTS.personDetector ? ', the default' : ''})` : 'whole image',
         'max poses': c.maxPoses,
         'persons posed': pct(sum('posed'), sum('persons')),
         [`under ${SMALL_PERSON_PX} px`]: pct(sum('smallPosed'), sum('small')),

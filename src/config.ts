@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CUSTOM_OBJECT_INPUT_SIZE, DEFAULT_BODY_LIMIT, ENGINE_DEFAULTS, ENGINE_RANGES, type IntRange } from './engine/limits.js';
-import { isModelPath, OBJECT_DETECTOR_MODELS } from './engine/object-model.js';
+import { isModelPath, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel } from './engine/object-model.js';
 import { BACKENDS, IDLE_CORES, POSE_MODES, RUNTIMES, type BackendChoice, type IdleCoresChoice, type PoseMode, type RuntimeChoice } from './engine/types.js';
 
 export interface ServerConfig {
@@ -47,6 +47,8 @@ export interface ServerConfig {
   poseRequiresGpu?: boolean;
   /** How /pose/detect/ finds people (detectPoses `mode`); undefined = engine default. */
   poseMode?: PoseMode;
+  /** Model that finds people for pose's persons mode: a built-in object model, or 'objects' (the object model). */
+  posePersonModel?: ObjectDetectorModel | 'objects';
   // Instance identity (src/metrics/identity.ts fills in the defaults).
   region?: string;
   appOrg?: string;
@@ -77,6 +79,8 @@ export interface ServerConfig {
   galleryAnnThreshold?: number;
   /** Storage of the approximate index, f16 (default) or i8. */
   galleryAnnQuantization?: 'f16' | 'i8';
+  /** Beam width of an approximate search; undefined = GalleryIndex default (64, 128 from 500,000 samples). */
+  galleryAnnBeam?: number;
 }
 
 export const METRICS_ACCESS = ['open', 'loopback', 'admin'] as const;
@@ -136,6 +140,7 @@ export const SERVER_OPTIONS = {
   objectLabels: { flag: 'object-labels', env: 'EDGECV_OBJECT_LABELS', kind: 'path', help: 'class names of an own --object-model, one per line (default: the 80 COCO classes)' },
   objectInputSize: { flag: 'object-input-size', env: 'EDGECV_OBJECT_INPUT_SIZE', kind: 'count', range: ENGINE_RANGES.objectInputSize, help: `input side of an own --object-model, a multiple of 32 (${rangeHelp(ENGINE_RANGES.objectInputSize, CUSTOM_OBJECT_INPUT_SIZE)})` },
   poseMode: { flag: 'pose-mode', env: 'EDGECV_POSE_MODE', kind: 'choice', choices: POSE_MODES, help: "pose: 'persons' (object detector, then a pose per person; default) or 'whole' (one pass, faster)" },
+  posePersonModel: { flag: 'pose-person-model', env: 'EDGECV_POSE_PERSON_MODEL', kind: 'choice', choices: [...OBJECT_DETECTOR_MODELS, 'objects'], help: `model that finds people for pose: ${OBJECT_DETECTOR_MODELS.join(', ')}, or 'objects' (the object model; default ${ENGINE_DEFAULTS.personDetector} beside a yolov5s of another size, else objects)` },
   poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
   region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: 'region of this instance (default local)' },
   appOrg: { flag: 'app-org', env: 'EDGECV_APP_ORG', kind: 'string', help: 'organization owning the app (default local)' },
@@ -155,6 +160,7 @@ export const SERVER_OPTIONS = {
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
   galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: 'enrolled samples from which recognition searches an HNSW index instead of every embedding (default 2000)' },
   galleryAnnQuantization: { flag: 'gallery-ann-quantization', env: 'EDGECV_GALLERY_ANN_QUANTIZATION', kind: 'choice', choices: ['f16', 'i8'], help: 'storage of that index: f16 (default) or i8' },
+  galleryAnnBeam: { flag: 'gallery-ann-beam', env: 'EDGECV_GALLERY_ANN_BEAM', kind: 'count', range: { min: 1, max: 4096 }, help: 'beam width of an HNSW search, 1-4096 (default 64, 128 from 500000 samples)' },
   noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
 
@@ -263,7 +269,7 @@ export function parseServerConfig(
   for (const key of [
     'httpPort', 'maxPixels', 'maxAspectRatio', 'minImageSide', 'headersTimeout', 'handshakeTimeout', 'requestTimeout', 'minBodyRate',
     'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl', 'objectInputSize',
-    'galleryAnnThreshold',
+    'galleryAnnThreshold', 'galleryAnnBeam',
   ] as const) {
     if (out[key] !== undefined) config[key] = out[key] as number;
   }
@@ -272,6 +278,7 @@ export function parseServerConfig(
   if (out.metricsAccess !== undefined) config.metricsAccess = out.metricsAccess as MetricsAccess;
   if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
   if (out.poseMode !== undefined) config.poseMode = out.poseMode as PoseMode;
+  if (out.posePersonModel !== undefined) config.posePersonModel = out.posePersonModel as ObjectDetectorModel | 'objects';
   if (out.noStoreCrops === true) config.noStoreCrops = true;
   if ((config.objectLabels !== undefined || config.objectInputSize !== undefined) && !isModelPath(config.objectModel ?? '')) {
     throw new ConfigError('--object-labels and --object-input-size go with an own --object-model /path/model.onnx');

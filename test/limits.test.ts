@@ -60,6 +60,7 @@ describe('the one definition of each limit and default', () => {
       faceEmbedder: 'faceres',
       poseModel: 'movenet-multipose',
       objectDetector: 'yolov5s',
+      personDetector: 'yolov5s-320',
     });
     expect(IMAGE_LIMIT_DEFAULTS).toEqual({ maxPixels: 40_000_000, maxAspectRatio: 32, minSide: 8 });
     // The face score threshold is 0.6 (the addon once defaulted to 0.5 on its own).

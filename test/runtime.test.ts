@@ -64,6 +64,7 @@ describe('default engine: onnxruntime from the onnxruntime-node package', () => 
       faceDetector: 'onnxruntime',
       poseEstimator: 'onnxruntime',
       objectDetector: 'onnxruntime',
+      personDetector: 'onnxruntime',
       faceEmbedder: 'onnxruntime',
     });
   });
@@ -90,7 +91,7 @@ describe('default engine: onnxruntime from the onnxruntime-node package', () => 
     const ortEngine = engines[0]!;
     const cvEngine = await openEngine({ workers: 1, runtime: 'opencv' });
     engines.push(cvEngine);
-    expect(Object.values(cvEngine.backend().runtimes)).toEqual(['opencv', 'opencv', 'opencv', 'opencv']);
+    expect(Object.values(cvEngine.backend().runtimes)).toEqual(['opencv', 'opencv', 'opencv', 'opencv', 'opencv']);
 
     const close = (a: number[], b: number[], tol: number) => a.every((v, i) => Math.abs(v - b[i]!) <= tol);
     for (const file of ['dlib/faces/2008_002506.jpg', 'skimage/astronaut.png']) {

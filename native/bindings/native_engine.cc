@@ -13,6 +13,15 @@
 #include "runtime/worker_context.h"
 
 namespace edgecv {
+namespace {
+
+// One worker's copy of an object model, of the family its spec names (none when the spec is empty).
+void LoadObjectModel(const ObjectModelSpec& spec, const RuntimeOptions& runtime, ObjectModel* out) {
+  if (spec.centernet) out->centernet = std::make_unique<ObjectDetector>(*spec.centernet, runtime);
+  if (spec.yolo) out->yolo = std::make_unique<YoloDetector>(*spec.yolo, runtime);
+}
+
+}  // namespace
 
 NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeEngine>(info), env_(info.Env()) {
   Napi::Env env = info.Env();
@@ -50,8 +59,8 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   const ModelSpecs specs = ReadModelSpecs(options, available);
   if (specs.faceDetector) modelRuntimes_.emplace_back("faceDetector", specs.faceDetector->model.runtime);
   if (specs.poseEstimator) modelRuntimes_.emplace_back("poseEstimator", specs.poseEstimator->model.runtime);
-  if (specs.objectDetector) modelRuntimes_.emplace_back("objectDetector", specs.objectDetector->model.runtime);
-  if (specs.yoloDetector) modelRuntimes_.emplace_back("objectDetector", specs.yoloDetector->model.runtime);
+  if (specs.objectDetector) modelRuntimes_.emplace_back("objectDetector", specs.objectDetector.runtime());
+  if (specs.personDetector) modelRuntimes_.emplace_back("personDetector", specs.personDetector.runtime());
   if (specs.faceEmbedder) modelRuntimes_.emplace_back("faceEmbedder", specs.faceEmbedder->model.runtime);
 
   // Load one copy of every model per worker, here on the JS thread, so a bad
@@ -64,8 +73,8 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       ctx->runtime = runtime;
       if (specs.faceDetector) ctx->faceDetector = std::make_unique<FaceDetector>(*specs.faceDetector, runtime);
       if (specs.poseEstimator) ctx->poseEstimator = std::make_unique<PoseEstimator>(*specs.poseEstimator, runtime);
-      if (specs.objectDetector) ctx->objectDetector = std::make_unique<ObjectDetector>(*specs.objectDetector, runtime);
-      if (specs.yoloDetector) ctx->yoloDetector = std::make_unique<YoloDetector>(*specs.yoloDetector, runtime);
+      LoadObjectModel(specs.objectDetector, runtime, &ctx->objectDetector);
+      LoadObjectModel(specs.personDetector, runtime, &ctx->personDetector);
       if (specs.faceEmbedder) {
         ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*specs.faceEmbedder, runtime);
         embeddingSize_ = ctx->faceEmbedder->dim();
@@ -77,7 +86,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   }
   hasFaceDetector_ = static_cast<bool>(specs.faceDetector);
   hasPoseEstimator_ = static_cast<bool>(specs.poseEstimator);
-  hasObjectDetector_ = specs.objectDetector || specs.yoloDetector;
+  hasObjectDetector_ = static_cast<bool>(specs.objectDetector);
 
   // Unlimited TSFN queue: workers never block on the JS thread. Unref'd while
   // idle so an open engine alone doesn't keep the process alive.

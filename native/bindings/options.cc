@@ -148,18 +148,18 @@ ObjectDetectorSpec ReadObjectDetectorSpec(Napi::Object obj, const std::string& w
   return spec;
 }
 
-// `objectDetector` is a YOLO spec when its `kind` is "yolo", a centernet spec when absent or "centernet"
+// An object model spec is a YOLO spec when its `kind` is "yolo", a centernet spec when absent or "centernet"
 // (the host never sets kind on a centernet spec).
-bool IsYoloSpec(Napi::Value value) {
+bool IsYoloSpec(Napi::Value value, const std::string& where) {
   if (!value.IsObject()) return false;  // absent, or rejected by ReadOptionalSpec
   Napi::Value kind = value.As<Napi::Object>().Get("kind");
   if (IsMissing(kind)) return false;
   const std::string name = kind.IsString() ? kind.As<Napi::String>().Utf8Value() : "";
-  if (name != "centernet" && name != "yolo") ThrowInvalid(value.Env(), "objectDetector.kind must be \"centernet\" or \"yolo\"");
+  if (name != "centernet" && name != "yolo") ThrowInvalid(value.Env(), where + ".kind must be \"centernet\" or \"yolo\"");
   return name == "yolo";
 }
 
-// The YOLO spec: `objectDetector` with kind "yolo" (layout "grid" or "decoded").
+// The YOLO spec: an object model with kind "yolo" (layout "grid" or "decoded").
 YoloDetectorSpec ReadYoloDetectorSpec(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
   Napi::Env env = obj.Env();
   YoloDetectorSpec spec;
@@ -217,6 +217,17 @@ std::unique_ptr<Spec> ReadOptionalSpec(Napi::Object options, const char* key, co
   return std::make_unique<Spec>(read(value.As<Napi::Object>(), key, available));
 }
 
+// An object model spec of createEngine()'s options (`objectDetector`, `personDetector`), of either family.
+ObjectModelSpec ReadObjectModelSpec(Napi::Object options, const char* key, const RuntimeAvailability& available) {
+  ObjectModelSpec spec;
+  if (IsYoloSpec(options.Get(key), key)) {
+    spec.yolo = ReadOptionalSpec(options, key, available, &ReadYoloDetectorSpec);
+  } else {
+    spec.centernet = ReadOptionalSpec(options, key, available, &ReadObjectDetectorSpec);
+  }
+  return spec;
+}
+
 }  // namespace
 
 bool IsMissing(const Napi::Value& v) { return v.IsUndefined() || v.IsNull(); }
@@ -244,11 +255,8 @@ ModelSpecs ReadModelSpecs(Napi::Object options, const RuntimeAvailability& avail
   ModelSpecs specs;
   specs.faceDetector = ReadOptionalSpec(options, "faceDetector", available, &ReadFaceDetectorSpec);
   specs.poseEstimator = ReadOptionalSpec(options, "poseEstimator", available, &ReadPoseEstimatorSpec);
-  if (IsYoloSpec(options.Get("objectDetector"))) {
-    specs.yoloDetector = ReadOptionalSpec(options, "objectDetector", available, &ReadYoloDetectorSpec);
-  } else {
-    specs.objectDetector = ReadOptionalSpec(options, "objectDetector", available, &ReadObjectDetectorSpec);
-  }
+  specs.objectDetector = ReadObjectModelSpec(options, "objectDetector", available);
+  specs.personDetector = ReadObjectModelSpec(options, "personDetector", available);
   specs.faceEmbedder = ReadOptionalSpec(options, "faceEmbedder", available, &ReadFaceEmbedderSpec);
   return specs;
 }

@@ -42,12 +42,21 @@ struct RuntimeAvailability {
   std::string onnxRuntimeMissing;  // why not, when it did not load
 };
 
+// An object model's spec, of either family: at most one is set.
+struct ObjectModelSpec {
+  std::unique_ptr<ObjectDetectorSpec> centernet;
+  std::unique_ptr<YoloDetectorSpec> yolo;  // the spec's `kind` is "yolo"
+
+  explicit operator bool() const { return centernet || yolo; }
+  RuntimeKind runtime() const { return yolo ? yolo->model.runtime : centernet->model.runtime; }
+};
+
 // The model specs of createEngine()'s options; null where the engine has no such model.
 struct ModelSpecs {
   std::unique_ptr<FaceDetectorSpec> faceDetector;
   std::unique_ptr<PoseEstimatorSpec> poseEstimator;
-  std::unique_ptr<ObjectDetectorSpec> objectDetector;  // centernet
-  std::unique_ptr<YoloDetectorSpec> yoloDetector;      // `objectDetector` with kind "yolo"
+  ObjectModelSpec objectDetector;
+  ObjectModelSpec personDetector;  // finds people for pose's persons mode; none: objectDetector does
   std::unique_ptr<FaceEmbedderSpec> faceEmbedder;
 };
 ModelSpecs ReadModelSpecs(Napi::Object options, const RuntimeAvailability& available);

@@ -24,6 +24,7 @@ import { admitImage, type AdmittedImage, type ImageLimits } from './image-admiss
 import { ENGINE_DEFAULTS, ENGINE_RANGES, OBJECT_DEFAULTS, POSE_DEFAULTS } from './limits.js';
 import {
   chooseObjectDetector,
+  choosePersonDetector,
   faceDetectorSpec,
   faceEmbedderSpec,
   poseEstimatorSpec,
@@ -58,8 +59,10 @@ export class Engine {
   readonly #embedder: FaceEmbedderInfo | null;
   #closed = false;
   #closing: Promise<void> | undefined;
-  #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null, faceEmbedder: null };
+  #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null, persons: null, faceEmbedder: null };
   #objects: { info: ObjectModelInfo; labels: readonly string[] } | null = null;
+  /** The class id of "person" in the labels of the model that finds people for pose (-1: none can). */
+  #personClassId = -1;
 
   private constructor(
     native: NativeEngine,
@@ -84,6 +87,7 @@ export class Engine {
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
     const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime);
     const objects = await chooseObjectDetector(opts, manifest, modelDir, runtime);
+    const persons = await choosePersonDetector(opts, poseModel, objects, manifest, modelDir, runtime);
     const embedder = faceEmbedder === null ? null : await faceEmbedderSpec(manifest, modelDir, faceEmbedder, runtime);
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
@@ -97,12 +101,15 @@ export class Engine {
       faceDetector: spec,
       poseEstimator,
       ...(objects ? { objectDetector: objects.spec } : {}),
+      ...(persons ? { personDetector: persons.spec } : {}),
       ...(embedder ? { faceEmbedder: embedder.spec } : {}),
     });
     const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
     const engine = new Engine(native, manifest, modelDir, limits, embedderInfo);
-    engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, faceEmbedder };
+    const personFinder = poseModel === null ? null : (persons ?? objects);
+    engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, persons: personFinder?.info.name ?? null, faceEmbedder };
     engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;
+    engine.#personClassId = personFinder?.labels.indexOf('person') ?? -1;
     return engine;
   }
 
@@ -210,10 +217,10 @@ export class Engine {
   async detectPoses(image: Buffer | Uint8Array, opts: DetectPosesOptions = {}): Promise<PoseDetection> {
     const { header, bytes } = this.#checkImage(image, opts, 'detectPoses');
     const keypointThreshold = unitOption(opts.keypointThreshold, 'keypointThreshold', POSE_DEFAULTS.keypointThreshold);
-    const personClassId = this.#objects?.labels.indexOf('person') ?? -1;
+    const personClassId = this.#personClassId;
     const mode = choiceOption(opts.mode, 'mode', POSE_MODES, personClassId >= 0 ? POSE_DEFAULTS.mode : 'whole');
     if (mode === 'persons' && personClassId < 0) {
-      throw invalidArgument("mode 'persons' needs an object model with a \"person\" class (this engine has none)");
+      throw invalidArgument("mode 'persons' needs an object model or personDetector with a \"person\" class (this engine has none)");
     }
     const defaultMax = mode === 'persons' ? POSE_DEFAULTS.maxPosesPersons : POSE_DEFAULTS.maxPoses;
     const defaultScore = mode === 'persons' ? POSE_DEFAULTS.scoreThresholdPersons : POSE_DEFAULTS.scoreThreshold;

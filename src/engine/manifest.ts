@@ -329,3 +329,24 @@ export async function chooseObjectDetector(
   const model = modelOption(value, 'objectDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.objectDetector);
   return model === null ? null : objectDetectorSpec(manifest, modelDir, model, runtime);
 }
+
+/**
+ * Resolves the personDetector option: the model that finds people for detectPoses' persons mode, or null when the
+ * object model does it, or when no pose model is loaded (then no second model is loaded). Default: ENGINE_DEFAULTS.personDetector when the object
+ * model is a stock YOLOv5s of another size; else the object model itself (an operator who chose centernet for its
+ * licence, or an own model, gets no YOLOv5 weights behind their back).
+ */
+export async function choosePersonDetector(
+  opts: EngineOptions,
+  poseModel: PoseModel | null,
+  objects: ObjectDetectorChoice | null,
+  manifest: LoadedManifest,
+  modelDir: string,
+  runtime: RuntimeChoice,
+): Promise<ObjectDetectorChoice | null> {
+  const stockYolo = objects !== null && objects.info.kind === 'yolo' && (OBJECT_DETECTOR_MODELS as readonly string[]).includes(objects.info.name);
+  const fallback = stockYolo && objects.info.name !== ENGINE_DEFAULTS.personDetector ? ENGINE_DEFAULTS.personDetector : null;
+  const model = opts.personDetector === undefined ? fallback : modelOption(opts.personDetector, 'personDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.personDetector);
+  if (model === null || model === objects?.info.name || poseModel === null) return null;
+  return objectDetectorSpec(manifest, modelDir, model, runtime);
+}

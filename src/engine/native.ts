@@ -175,6 +175,8 @@ export interface NativeEngineOptions {
   faceDetector?: NativeFaceDetectorSpec;
   poseEstimator?: NativePoseEstimatorSpec;
   objectDetector?: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
+  /** Finds people for detectPoses' persons mode; absent: objectDetector does. */
+  personDetector?: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
   faceEmbedder?: NativeFaceEmbedderSpec;
 }
 
@@ -215,7 +217,7 @@ export interface NativeBackendInfo {
   backend: 'cpu' | 'cuda';
   /** CPU model name or CUDA device name. */
   device: string;
-  /** The runtime that runs each loaded model, by spec key (faceDetector, poseEstimator, objectDetector, faceEmbedder). */
+  /** The runtime that runs each loaded model, by spec key (faceDetector, poseEstimator, objectDetector, personDetector, faceEmbedder). */
   runtimes: Record<string, NativeRuntime>;
   /** The onnxruntime library the process loaded, or null. */
   onnxRuntime: { version: string; path: string; cuda: boolean } | null;

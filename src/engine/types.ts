@@ -34,6 +34,8 @@ export interface EngineModels {
   pose: PoseModel | null;
   /** A built-in model's name, or the file name of an operator's own model. */
   objects: string | null;
+  /** The model that finds people for detectPoses' persons mode: the person detector, else `objects`. */
+  persons: string | null;
   faceEmbedder: FaceEmbedderModel | null;
 }
 
@@ -83,6 +85,13 @@ export interface EngineOptions {
    * A path to an .onnx file loads an operator's own YOLO export (YOLOv5 output layout [1,N,5+classes]).
    */
   objectDetector?: ObjectDetectorModel | string | null;
+  /**
+   * The model that finds people for detectPoses' persons mode, loaded beside the object model; null: the object
+   * model does it (no second model). Default 'yolov5s-320' when objectDetector is a stock yolov5s of another size
+   * (as fine a finder of people on the labelled set, in a quarter of the time), else null. Not loaded without a
+   * pose model.
+   */
+  personDetector?: ObjectDetectorModel | null;
   /** With an own model: its class names, one per line (default: the 80 COCO classes). */
   objectLabels?: string;
   /** With an own model: its square input side, a multiple of 32. Default 640. */

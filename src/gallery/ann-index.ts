@@ -1,5 +1,7 @@
 // The approximate part of a GalleryIndex: a usearch HNSW graph over the L2-normalized embeddings (cosine metric),
-// stored as f16 or i8. It only proposes candidates; the exact index re-ranks them (GalleryIndex.searchApproximate).
+// stored as f16 or i8, and, for a gallery that confirms would-be rejections, an int8 copy of every row that is
+// scanned whole (int8-rows.ts). Both only propose candidates; the exact index re-ranks them
+// (GalleryIndex.searchApproximate). They are filled, updated and made ready together.
 //
 // usearch calls are synchronous and run on the JS thread: one search costs about a millisecond; adds run on
 // usearch's own threads but block the caller until done, so a bulk build goes in chunks that yield in between.
@@ -10,6 +12,7 @@
 
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { checkSavedGraph, rowHashes, saveGraph, type AnnParams } from './ann-file.js';
+import { Int8Rows, toInt8 } from './int8-rows.js';
 
 export type AnnQuantization = 'f16' | 'i8';
 
@@ -18,7 +21,7 @@ const CONNECTIVITY = 16;
 const EXPANSION_ADD = 64;
 /**
  * Default beam width of a search (GalleryIndexOptions.annExpansion). 64 rather than wider: a face the first beam
- * misses comes back as a would-be rejection, which the confirming search (CONFIRM_EXPANSION) catches.
+ * misses comes back as a would-be rejection, which the confirming scan (scanCandidates) catches.
  */
 export const DEFAULT_EXPANSION_SEARCH = 64;
 /**
@@ -26,15 +29,12 @@ export const DEFAULT_EXPANSION_SEARCH = 64;
  * its f16 or i8 vectors: near-ties among many similar entries come out of order, i8 more than f16.
  */
 const CANDIDATES = 16;
-/**
- * Default beam of the second, wider search that confirms a would-be rejection (GalleryIndexOptions.annConfirmBelow):
- * on one 100,000 graph 1,024 still missed one enrolled face (cosine 0.98) that 2,048 found (README).
- */
-export const CONFIRM_EXPANSION = 2048;
-/** Candidates of the confirming search handed to the exact re-ranking. */
-const CONFIRM_CANDIDATES = 64;
+/** Candidates of a widened search (a beam given per search) and of the confirming scan handed to the re-ranking. */
+const WIDE_CANDIDATES = 64;
 /** Entries added per event-loop turn by build(): about 0.1 s of blocking on 2 shared cores. */
 const BUILD_CHUNK = 128;
+/** Rows copied into the int8 scan per event-loop turn when a saved graph was loaded: a few ms each. */
+const SCAN_FILL_CHUNK = 4096;
 /** usearch threads for bulk adds (the engine's own workers are idle during a rebuild window). */
 const BUILD_THREADS = 2;
 /**
@@ -44,22 +44,6 @@ const BUILD_THREADS = 2;
 const MIN_SAVED_ROWS = 1000;
 /** A saved graph is patched when at most this share of it differs from the store; beyond, rebuilt. */
 const MAX_PATCH_SHARE = 0.2;
-
-/**
- * Rows as int8 for an i8 index, each scaled so that its largest value is +-127 (the cosine metric ignores a row's
- * scale). usearch's own float-to-int8 cast scales rows to unit length first, which leaves 1024-d embeddings with
- * a handful of levels per value; passing Int8Array skips that cast.
- */
-function toInt8(rows: Float32Array, dim: number): Int8Array {
-  const out = new Int8Array(rows.length);
-  for (let r = 0; r < rows.length; r += dim) {
-    let max = 0;
-    for (let i = r; i < r + dim; i++) max = Math.max(max, Math.abs(rows[i]!));
-    const scale = max > 0 ? 127 / max : 0;
-    for (let i = r; i < r + dim; i++) out[i] = Math.round(rows[i]! * scale);
-  }
-  return out;
-}
 
 function keysOf(ids: Float64Array): BigUint64Array {
   const keys = new BigUint64Array(ids.length);
@@ -91,6 +75,8 @@ export class AnnIndex {
   readonly #expansionSearch: number;
   #index: Index;
   readonly #i8: boolean;
+  /** The int8 copy scanned to confirm a would-be rejection; null when the gallery does not confirm. */
+  readonly #scan: Int8Rows | null;
   /** Key -> hash of the row it was added with: what a saved graph holds (ann-file.ts). */
   readonly #rows = new Map<number, number>();
   /** Ids changed by add()/remove() while build() runs: the build must not overwrite them. */
@@ -105,9 +91,10 @@ export class AnnIndex {
   #savedTo = '';
   lastBuild: AnnBuildReport | null = null;
 
-  constructor(dim: number, quantization: AnnQuantization, expansionSearch = DEFAULT_EXPANSION_SEARCH) {
+  constructor(dim: number, quantization: AnnQuantization, expansionSearch = DEFAULT_EXPANSION_SEARCH, scan = false) {
     this.#dim = dim;
     this.#i8 = quantization === 'i8';
+    this.#scan = scan ? new Int8Rows(dim) : null;
     this.#expansionSearch = expansionSearch;
     this.#params = { dim, quantization, connectivity: CONNECTIVITY, expansionAdd: EXPANSION_ADD };
     this.#index = this.#newIndex();
@@ -145,12 +132,14 @@ export class AnnIndex {
     const keys = keysOf(ids);
     this.#index.remove(keys); // multi: false refuses a key twice; replacing = remove + add
     this.#index.add(keys, this.#vectors(embeddings), threads);
+    this.#scan?.set(ids, embeddings);
     for (let i = 0; i < ids.length; i++) this.#rows.set(ids[i]!, hashes[i]!);
   }
 
   #delete(ids: Float64Array): void {
     this.#changes++;
     this.#index.remove(keysOf(ids));
+    this.#scan?.delete(ids);
     for (const id of ids) this.#rows.delete(id);
   }
 
@@ -237,20 +226,18 @@ export class AnnIndex {
     this.#touched = new Set();
     try {
       const hashes = rowHashes(embeddings, this.#dim);
+      this.#scan?.reserve(ids.length);
       const restored = file ? await this.#restore(file, ids, embeddings, hashes) : 'no graph file configured';
       if (typeof restored === 'number') {
+        if (!(await this.#fillScan(ids, embeddings, alive))) return false;
         this.lastBuild = { how: 'loaded', rows: ids.length, ms: performance.now() - t0, patched: restored };
         if (restored > 0 && ids.length >= MIN_SAVED_ROWS && alive()) await this.save(file!);
         return alive();
       }
-      for (let start = 0; start < ids.length; start += BUILD_CHUNK) {
-        if (!alive()) return false;
-        const keep: number[] = [];
-        for (let i = start; i < Math.min(ids.length, start + BUILD_CHUNK); i++) if (!this.#touched.has(ids[i]!)) keep.push(i);
-        const chunk = pick(ids, embeddings, this.#dim, keep);
-        if (keep.length > 0) this.#insert(chunk.ids, chunk.embeddings, BUILD_THREADS, Float64Array.from(keep, (row) => hashes[row]!));
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
+      const built = await this.#eachUntouched(ids, embeddings, BUILD_CHUNK, alive, (chunk, rows) =>
+        this.#insert(chunk.ids, chunk.embeddings, BUILD_THREADS, Float64Array.from(rows, (row) => hashes[row]!)),
+      );
+      if (!built) return false;
       this.lastBuild = { how: 'built', rows: ids.length, ms: performance.now() - t0, reason: restored };
       if (file && ids.length >= MIN_SAVED_ROWS && alive()) await this.save(file);
       return alive();
@@ -258,6 +245,37 @@ export class AnnIndex {
       this.#touched = null;
       this.#ready = true;
     }
+  }
+
+  /**
+   * Copies into the int8 scan the rows a loaded graph brought (the graph file holds no int8 copy); rows changed
+   * meanwhile are left as the change made them. False if `alive()` turned false.
+   */
+  async #fillScan(ids: Float64Array, embeddings: Float32Array, alive: () => boolean): Promise<boolean> {
+    const scan = this.#scan;
+    return !scan || this.#eachUntouched(ids, embeddings, SCAN_FILL_CHUNK, alive, (chunk) => scan.set(chunk.ids, chunk.embeddings));
+  }
+
+  /**
+   * Hands `each` the rows of `ids` / `embeddings` that no add() or remove() touched since build() began, `size` rows
+   * at a time (packed, with their row numbers), yielding to the event loop after each chunk. Resolves false as soon
+   * as `alive()` turns false.
+   */
+  async #eachUntouched(
+    ids: Float64Array,
+    embeddings: Float32Array,
+    size: number,
+    alive: () => boolean,
+    each: (chunk: { ids: Float64Array; embeddings: Float32Array }, rows: number[]) => void,
+  ): Promise<boolean> {
+    for (let start = 0; start < ids.length; start += size) {
+      if (!alive()) return false;
+      const rows: number[] = [];
+      for (let i = start; i < Math.min(ids.length, start + size); i++) if (!this.#touched!.has(ids[i]!)) rows.push(i);
+      if (rows.length > 0) each(pick(ids, embeddings, this.#dim, rows), rows);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return true;
   }
 
   /**
@@ -281,13 +299,24 @@ export class AnnIndex {
     return next;
   }
 
-  /** Ids of the nearest entries to `query` (L2-normalized), best first; `expansion` widens the beam. */
+  /** Ids of the nearest entries to `query` (L2-normalized) in the graph, best first; `expansion` widens the beam. */
   candidates(query: Float32Array, expansion = 0): Float64Array {
     // usearch searches with a beam of max(expansion_search, count): asking for more widens it; the best few suffice.
-    const wanted = expansion > 0 ? CONFIRM_CANDIDATES : CANDIDATES;
+    const wanted = expansion > 0 ? WIDE_CANDIDATES : CANDIDATES;
     const m = this.#index.search(this.#vectors(query), Math.max(wanted, expansion), 1);
     const out = new Float64Array(Math.min(wanted, m.keys.length));
     for (let i = 0; i < out.length; i++) out[i] = Number(m.keys[i]!);
     return out;
+  }
+
+  /** Ids of the nearest entries to `query` by a scan of every int8 row, best first (a confirming gallery only). */
+  scanCandidates(query: Float32Array): Float64Array {
+    if (!this.#scan) throw new Error('this index keeps no int8 rows to scan');
+    return this.#scan.nearest(query, WIDE_CANDIDATES);
+  }
+
+  /** Rows in the int8 scan (0 without one). */
+  get scanRows(): number {
+    return this.#scan?.size ?? 0;
   }
 }

@@ -5,12 +5,15 @@
 //  - an approximate index (usearch HNSW, f16 or i8 storage, see ann-index.ts) used once the gallery holds
 //    `annThreshold` entries or more: it proposes a few candidates on the JS thread (about a millisecond) and the
 //    exact index re-ranks them with float32 cosines, so a match's cosine is always exact. A match that would be
-//    rejected (cosine below `annConfirmBelow`) is searched again with a much wider beam before it is answered.
+//    rejected (cosine below `annConfirmBelow`) is confirmed before it is answered: an int8 copy of every row is
+//    scanned whole (int8-rows.ts) and its best candidates are re-ranked the same way. Every sample of the subject
+//    found is re-ranked too (subject-samples.ts), so the answer is that subject's nearest sample.
 // Adds and removes update both at once. replace() swaps the exact index at once and rebuilds the approximate one
 // in the background (or loads it from `annFile`, see ann-file.ts), in chunks that yield to the event loop; until
 // `indexed` settles searches stay exact.
 
-import { AnnIndex, CONFIRM_EXPANSION, DEFAULT_EXPANSION_SEARCH, type AnnBuildReport, type AnnQuantization } from './ann-index.js';
+import { AnnIndex, DEFAULT_EXPANSION_SEARCH, type AnnBuildReport, type AnnQuantization } from './ann-index.js';
+import { SubjectSamples } from './subject-samples.js';
 import { EngineError } from '../engine/errors.js';
 import { checkEmbedding, l2Normalized, type GalleryMatch } from '../engine/face-embedding.js';
 import { loadNative, type NativeGallery } from '../engine/native.js';
@@ -33,18 +36,19 @@ export interface GalleryIndexOptions {
   /** Storage of the approximate index: 'f16' (default, 2 bytes a value) or 'i8' (1 byte; for 1,000,000+ entries). */
   annQuantization?: AnnQuantization;
   /**
-   * Beam width of an approximate search (HNSW ef, default 64; 128 from LARGE_GALLERY entries when neither beam is
+   * Beam width of an approximate search (HNSW ef, default 64; 128 from `annLargeGallery` entries when it is not
    * set): wider finds the exact nearest more often, slower.
    */
   annExpansion?: number;
+  /** Entries from which the default beam doubles (default LARGE_GALLERY, 500,000); ignored when annExpansion is set. */
+  annLargeGallery?: number;
   /**
-   * Cosine below which an approximate match is searched again with a wide beam (re-ranked the same way) before
-   * it is answered: a would-be rejection costs a few ms more, and an enrolled face the first beam missed is found.
-   * Set it at the accept threshold (RecognitionService: distance 105). Default: no second search.
+   * Cosine below which an approximate match is confirmed before it is answered: every entry's int8 copy is scanned
+   * (about 4 ms at 100,000 and 40 ms at 1,000,000 here, on the calling thread) and its best 64 re-ranked by exact
+   * cosine, so an enrolled face the graph missed is found. The copy costs 1 byte a value (1 KB an entry at 1024-d).
+   * Set it at the accept threshold (RecognitionService: distance 105). Default: no confirmation, no int8 copy.
    */
   annConfirmBelow?: number;
-  /** Beam width of that second search (default 2,048; 4,096 from LARGE_GALLERY entries when neither beam is set). */
-  annConfirmExpansion?: number;
   /**
    * File for the approximate index's graph (with `<file>.json` beside it): replace() loads it when it is intact and
    * matches, patching the rows that changed, instead of building the graph; a built or patched graph is saved there,
@@ -56,18 +60,23 @@ export interface GalleryIndexOptions {
 export const DEFAULT_ANN_THRESHOLD = 2_000;
 
 /**
- * From this many entries the default beams double (first search 128, confirming search 4,096). Measured on real
- * embeddings with distractors (README, Gallery at scale): at 100,000 the defaults agree with exact search on every
- * query; at 1,000,000 they gave 98.6% top-1 and 99.0% the same decision, the doubled beams 99.56% and 99.67% at
- * 3.99 ms p50. The switch point between the two measured sizes is a judgement, not a measurement.
+ * From this many entries the default beam doubles to LARGE_GALLERY_EXPANSION. Measured on real embeddings with
+ * distractors (README, Gallery at scale): at 100,000 beam 64 gives the exact search's top-1 for every real query;
+ * at 1,000,000 it gave 98.4 to 98.7%, beam 128 99.56%. The switch point between the two measured sizes is a
+ * judgement, not a measurement.
  */
 export const LARGE_GALLERY = 500_000;
-const LARGE_GALLERY_BEAMS = { expansion: 128, confirmExpansion: 4096 } as const;
+const LARGE_GALLERY_EXPANSION = 128;
 
 interface Parts {
   native: NativeGallery;
   ann: AnnIndex | null;
+  /** Each subject's sample ids; kept when there is an approximate index. */
+  samples: SubjectSamples | null;
 }
+
+/** Samples of the subject found re-ranked at most (a subject with more keeps the graph's and the scan's pick). */
+const MAX_SIBLINGS = 256;
 
 const parts = new WeakMap<GalleryIndex, Parts>();
 
@@ -99,10 +108,9 @@ export class GalleryIndex {
   readonly annThreshold: number;
   readonly #quantization: AnnQuantization;
   readonly #expansion: number;
-  /** Beams for LARGE_GALLERY entries and more, where the defaults are in use (null: the caller chose beams). */
-  readonly #largeBeams: { expansion: number; confirmExpansion: number } | null;
+  /** Entries from which the beam doubles (Infinity: the caller chose the beam). */
+  readonly #largeFrom: number;
   readonly #confirmBelow: number;
-  readonly #confirmExpansion: number;
   readonly #file: string | undefined;
   /** Bumped by replace(): a background build of an older generation stops. */
   #generation = 0;
@@ -123,17 +131,18 @@ export class GalleryIndex {
     const confirm = options.annConfirmBelow ?? -Infinity;
     if (typeof confirm !== 'number' || Number.isNaN(confirm)) throw new EngineError('INVALID_ARGUMENT', 'annConfirmBelow must be a number');
     this.#confirmBelow = confirm;
-    const confirmExpansion = options.annConfirmExpansion ?? CONFIRM_EXPANSION;
-    if (!Number.isInteger(confirmExpansion) || confirmExpansion < 1 || confirmExpansion > 65536) throw new EngineError('INVALID_ARGUMENT', 'annConfirmExpansion must be an integer from 1 to 65536');
-    this.#confirmExpansion = confirmExpansion;
-    this.#largeBeams = options.annExpansion === undefined && options.annConfirmExpansion === undefined ? LARGE_GALLERY_BEAMS : null;
+    const largeFrom = options.annLargeGallery ?? LARGE_GALLERY;
+    if (typeof largeFrom !== 'number' || !(largeFrom >= 0)) throw new EngineError('INVALID_ARGUMENT', 'annLargeGallery must be a number >= 0');
+    this.#largeFrom = options.annExpansion === undefined ? largeFrom : Infinity;
     if (options.annFile !== undefined && (typeof options.annFile !== 'string' || options.annFile === '')) throw new EngineError('INVALID_ARGUMENT', 'annFile must be a non-empty string');
     this.#file = options.annFile;
-    parts.set(this, { native: new (loadNative().Gallery)(dim), ann: this.#newAnn() });
+    const ann = this.#newAnn();
+    parts.set(this, { native: new (loadNative().Gallery)(dim), ann, samples: ann ? new SubjectSamples() : null });
   }
 
   #newAnn(): AnnIndex | null {
-    return this.annThreshold === Infinity ? null : new AnnIndex(this.dim, this.#quantization, this.#expansion);
+    const confirms = this.#confirmBelow > -Infinity;
+    return this.annThreshold === Infinity ? null : new AnnIndex(this.dim, this.#quantization, this.#expansion, confirms);
   }
 
   #parts(): Parts {
@@ -146,6 +155,7 @@ export class GalleryIndex {
     const p = this.#parts();
     p.native.add(ids, subjects, embeddings);
     p.ann?.add(ids, embeddings);
+    p.samples?.set(ids, subjects);
   }
 
   /**
@@ -156,6 +166,8 @@ export class GalleryIndex {
     const { ids, subjects, embeddings } = packed(entries, this.dim);
     const p = this.#parts();
     p.native.replace(ids, subjects, embeddings);
+    p.samples?.clear();
+    p.samples?.set(ids, subjects);
     const generation = ++this.#generation;
     p.ann = this.#newAnn();
     // Not used for searches until built (AnnIndex.ready); adds and removes meanwhile go into it already.
@@ -184,6 +196,7 @@ export class GalleryIndex {
     const p = this.#parts();
     const list = Float64Array.from(ids);
     p.ann?.remove(list);
+    p.samples?.delete(list);
     return p.native.remove(list);
   }
 
@@ -198,23 +211,40 @@ export class GalleryIndex {
     return p.ann !== null && p.ann.ready && p.native.size().live >= this.annThreshold;
   }
 
-  /**
-   * Approximate search on the calling thread (only when `approximate`): the index's candidates re-ranked by exact
-   * cosine, and searched again wider below annConfirmBelow (`confirm: false` skips that: the bench compares both).
-   * `expansion` and `confirmExpansion` override the gallery's beams for this search (the bench measures others).
-   * `query` must be L2-normalized and of the gallery's dimension.
-   */
-  searchApproximate(query: Float32Array, opts: { confirm?: boolean; expansion?: number; confirmExpansion?: number } = {}): GalleryMatch | null {
-    const p = this.#parts();
-    if (!p.ann?.ready) throw new EngineError('INVALID_ARGUMENT', 'the approximate index is not built');
-    for (const key of ['expansion', 'confirmExpansion'] as const) {
-      const v = opts[key];
-      if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 65536)) throw new EngineError('INVALID_ARGUMENT', `${key} must be an integer from 1 to 65536`);
-    }
-    const large = this.#largeBeams !== null && p.native.size().live >= LARGE_GALLERY ? this.#largeBeams : null;
-    const match = p.native.bestOf(p.ann.candidates(query, opts.expansion ?? large?.expansion ?? 0), query);
-    if (opts.confirm === false || (match !== null && match.cosine >= this.#confirmBelow)) return match;
-    const wide = p.native.bestOf(p.ann.candidates(query, opts.confirmExpansion ?? large?.confirmExpansion ?? this.#confirmExpansion), query);
-    return wide !== null && (match === null || wide.cosine > match.cosine) ? wide : match;
+  /** Beam width the next approximate search uses: annExpansion, doubled from annLargeGallery entries when not set. */
+  get searchBeam(): number {
+    return this.#parts().native.size().live >= this.#largeFrom ? LARGE_GALLERY_EXPANSION : this.#expansion;
   }
+
+  /** Rows in the int8 copy that confirmations scan: `size` once `indexed` (0 when the gallery does not confirm). */
+  get scanRows(): number {
+    return this.#parts().ann?.scanRows ?? 0;
+  }
+
+  /**
+   * Approximate search on the calling thread (only when `approximate`): the graph's candidates re-ranked by exact
+   * cosine and, below annConfirmBelow, the int8 scan's candidates re-ranked the same way (`confirm: false` skips
+   * that: the bench compares both); then every sample of the subject found (up to 256). `expansion` overrides the gallery's beam for this search (the bench measures
+   * others). `query` must be L2-normalized and of the gallery's dimension.
+   */
+  searchApproximate(query: Float32Array, opts: { confirm?: boolean; expansion?: number } = {}): GalleryMatch | null {
+    const p = this.#parts();
+    const ann = p.ann;
+    if (!ann?.ready) throw new EngineError('INVALID_ARGUMENT', 'the approximate index is not built');
+    const { expansion } = opts;
+    if (expansion !== undefined && (!Number.isInteger(expansion) || expansion < 1 || expansion > 65536)) throw new EngineError('INVALID_ARGUMENT', 'expansion must be an integer from 1 to 65536');
+    const beam = expansion ?? this.searchBeam;
+    // 0 asks the graph for its own beam (annExpansion) and the few candidates that beam warrants.
+    let match = p.native.bestOf(ann.candidates(query, beam === this.#expansion ? 0 : beam), query);
+    const confirms = opts.confirm !== false && this.#confirmBelow > -Infinity;
+    if (confirms && (match === null || match.cosine < this.#confirmBelow)) match = better(match, p.native.bestOf(ann.scanCandidates(query), query));
+    const siblings = match ? p.samples!.of(match.subject) : [];
+    if (siblings.length > 1 && siblings.length <= MAX_SIBLINGS) match = better(match, p.native.bestOf(Float64Array.from(siblings), query));
+    return match;
+  }
+}
+
+/** The match with the higher cosine (the first on a tie). */
+function better(a: GalleryMatch | null, b: GalleryMatch | null): GalleryMatch | null {
+  return b !== null && (a === null || b.cosine > a.cosine) ? b : a;
 }

@@ -26,12 +26,13 @@ export function annFileFor(config: Pick<ServerConfig, 'gallery' | 'dataDir'>): s
 
 export async function openRecognition(
   engine: RecognitionEngine,
-  config: Pick<ServerConfig, 'gallery' | 'dataDir' | 'noStoreCrops' | 'galleryAnnThreshold' | 'galleryAnnQuantization'>,
+  config: Pick<ServerConfig, 'gallery' | 'dataDir' | 'noStoreCrops' | 'galleryAnnThreshold' | 'galleryAnnQuantization' | 'galleryAnnBeam'>,
 ): Promise<RecognitionService> {
   const store = await openGalleryStore(config);
   const gallery: GalleryIndexOptions = { annFile: annFileFor(config) };
   if (config.galleryAnnThreshold !== undefined) gallery.annThreshold = config.galleryAnnThreshold;
   if (config.galleryAnnQuantization !== undefined) gallery.annQuantization = config.galleryAnnQuantization;
+  if (config.galleryAnnBeam !== undefined) gallery.annExpansion = config.galleryAnnBeam;
   try {
     return await RecognitionService.open(engine, store, { storeCrops: !config.noStoreCrops, gallery });
   } catch (e) {

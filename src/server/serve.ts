@@ -36,6 +36,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
       ...(config.objectModel !== undefined ? { objectDetector: config.objectModel } : {}),
       ...(config.objectLabels !== undefined ? { objectLabels: config.objectLabels } : {}),
       ...(config.objectInputSize !== undefined ? { objectInputSize: config.objectInputSize } : {}),
+      ...(config.posePersonModel !== undefined ? { personDetector: config.posePersonModel === 'objects' ? null : config.posePersonModel } : {}),
     });
   } catch (e) {
     console.error(`edgecv: cannot start the engine: ${(e as Error).message}`);
@@ -109,6 +110,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
   if (objectModel) {
     console.log(`edgecv: object model ${objectModel.name} (${objectModel.kind}, ${objectModel.inputSize} px, ${objectModel.classes} classes; weights licence: ${objectModel.licence})`);
   }
+  const { persons } = engine.models;
+  if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
   const { backend, device, runtimes, onnxRuntime, onnxRuntimeMissing } = engine.backend();
   if (plain) console.log(`edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${plain.url}`);
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);

@@ -12,6 +12,8 @@ const ROLES = {
   face_recognition: ['faceEmbedder', 'faceEmbedder'],
   pose: ['pose', 'poseEstimator'],
   objects: ['objects', 'objectDetector'],
+  // Only when pose finds people with a model of its own (Engine personDetector); else the objects model does.
+  pose_persons: ['persons', 'personDetector'],
 } as const;
 
 /** Mounted at /server/capabilities. */
