@@ -216,7 +216,7 @@ async function main(): Promise<void> {
   const gallerySizes = [1_000, 10_000, 100_000, ...(process.argv.includes('--gallery-1m') ? [1_000_000] : [])];
   const galleryStorage = process.argv.includes('--gallery-i8') ? 'i8' : 'f16';
   const gallerySearch = skipRest ? [] : await benchGallerySearch(root, quick, gallerySizes, galleryStorage);
-  table(`Gallery search at scale: exact (matrix product on a worker) vs HNSW (${galleryStorage}, JS thread) + exact re-ranking + a wide second search for would-be rejections, real embeddings + distractors`, gallerySearch);
+  table(`Gallery search at scale: exact (matrix product on a worker) vs HNSW (${galleryStorage}, JS thread) + exact re-ranking, would-be rejections confirmed by an int8 scan of every entry, real embeddings + distractors`, gallerySearch);
 
   // Last: it loads opencv4nodejs, whose cv::setNumThreads is process-wide (the addon shares that OpenCV).
   const alternatives = onlyPoseObjects || onlyEngineSpeed ? null : await benchAlternatives({ root, quick, stats });
