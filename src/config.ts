@@ -139,7 +139,7 @@ export const SERVER_OPTIONS = {
   objectModel: { flag: 'object-model', env: 'EDGECV_OBJECT_MODEL', kind: 'model', help: `object model: ${OBJECT_DETECTOR_MODELS.join(', ')}, or an own YOLO export /path/model.onnx (default ${ENGINE_DEFAULTS.objectDetector})` },
   objectLabels: { flag: 'object-labels', env: 'EDGECV_OBJECT_LABELS', kind: 'path', help: 'class names of an own --object-model, one per line (default: the 80 COCO classes)' },
   objectInputSize: { flag: 'object-input-size', env: 'EDGECV_OBJECT_INPUT_SIZE', kind: 'count', range: ENGINE_RANGES.objectInputSize, help: `input side of an own --object-model, a multiple of 32 (${rangeHelp(ENGINE_RANGES.objectInputSize, CUSTOM_OBJECT_INPUT_SIZE)})` },
-  poseMode: { flag: 'pose-mode', env: 'EDGECV_POSE_MODE', kind: 'choice', choices: POSE_MODES, help: "pose: 'persons' (object detector, then a pose per person; default) or 'whole' (one pass, faster)" },
+  poseMode: { flag: 'pose-mode', env: 'EDGECV_POSE_MODE', kind: 'choice', choices: POSE_MODES, help: "pose: 'persons' (a person detector, then a pose per person; default) or 'whole' (one pass, faster)" },
   posePersonModel: { flag: 'pose-person-model', env: 'EDGECV_POSE_PERSON_MODEL', kind: 'choice', choices: [...OBJECT_DETECTOR_MODELS, 'objects'], help: `model that finds people for pose: ${OBJECT_DETECTOR_MODELS.join(', ')}, or 'objects' (the object model; default ${ENGINE_DEFAULTS.personDetector} beside a yolov5s of another size, else objects)` },
   poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
   region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: 'region of this instance (default local)' },

@@ -332,9 +332,9 @@ export async function chooseObjectDetector(
 
 /**
  * Resolves the personDetector option: the model that finds people for detectPoses' persons mode, or null when the
- * object model does it, or when no pose model is loaded (then no second model is loaded). Default: ENGINE_DEFAULTS.personDetector when the object
- * model is a stock YOLOv5s of another size; else the object model itself (an operator who chose centernet for its
- * licence, or an own model, gets no YOLOv5 weights behind their back).
+ * object model does it or no pose model is loaded (no second model is loaded then). Default:
+ * ENGINE_DEFAULTS.personDetector when the object model is a stock YOLOv5s of another size; else the object model
+ * itself (an operator who chose centernet for its licence, or an own model, gets no YOLOv5 weights unasked).
  */
 export async function choosePersonDetector(
   opts: EngineOptions,
