@@ -224,8 +224,9 @@ export class GalleryIndex {
   /**
    * Approximate search on the calling thread (only when `approximate`): the graph's candidates re-ranked by exact
    * cosine and, below annConfirmBelow, the int8 scan's candidates re-ranked the same way (`confirm: false` skips
-   * that: the bench compares both); then every sample of the subject found (up to 256). `expansion` overrides the gallery's beam for this search (the bench measures
-   * others). `query` must be L2-normalized and of the gallery's dimension.
+   * that: the bench compares both); then every sample of the subject found (up to 256). `expansion` overrides the
+   * gallery's beam for this search (the bench measures others). `query` must be L2-normalized and of the gallery's
+   * dimension.
    */
   searchApproximate(query: Float32Array, opts: { confirm?: boolean; expansion?: number } = {}): GalleryMatch | null {
     const p = this.#parts();
