@@ -187,4 +187,31 @@ describe('demo page in chromium', () => {
       await page.screenshot({ path: path.join(OUT, 'readme.jpg'), type: 'jpeg', quality: 80, clip: { x: 0, y: 0, width: 900, height: box.y + box.height + 8 } });
     }
   });
+
+  it('draws the answer to the latest photo when an earlier request comes back after it (REST)', async () => {
+    type Demo = { edgecvDemo: { inFlight: number; results: { name: string; json: Json }[] } };
+    await show('object', 'rest', PEOPLE);
+    const before = await page.evaluate(() => (window as unknown as Demo).edgecvDemo.results.length);
+    // The first request (GROUP) reaches the real server 800 ms late, so its answer comes back after the second's.
+    let held = true;
+    await page.route('**/object/detect/', async (route) => {
+      if (held) {
+        held = false;
+        await new Promise((resolve) => setTimeout(resolve, 800));
+      }
+      await route.continue();
+    });
+    try {
+      await page.setInputFiles('#file', path.join(DATA_DIR, GROUP));
+      await page.waitForFunction(() => (window as unknown as Demo).edgecvDemo.inFlight > 0);
+      await page.setInputFiles('#file', path.join(DATA_DIR, OBJECTS));
+      await page.waitForFunction(() => (window as unknown as Demo).edgecvDemo.inFlight === 0, undefined, { timeout: 20_000 });
+      expect(held).toBe(false); // the first request was held back
+      const drawn = await page.evaluate((n) => (window as unknown as Demo).edgecvDemo.results.slice(n), before);
+      expect(drawn.map((r) => r.name)).toEqual([path.basename(OBJECTS)]); // the late answer for GROUP is dropped
+      expect((drawn[0]!.json['objects'] as { class: string }[]).map((o) => o.class)).toContain('dog');
+    } finally {
+      await page.unroute('**/object/detect/');
+    }
+  });
 });

@@ -26,7 +26,9 @@ function hslHex(h, s, l) {
 const $ = (id) => document.getElementById(id);
 const canvas = $('view');
 const ctx = canvas.getContext('2d');
-const state = { name: '', image: null, bytes: null, type: 'image/jpeg', json: null, webcam: null, sockets: new Map() };
+// `asked` numbers the requests: an answer that comes back after a later request was sent is not drawn (over REST
+// two requests can finish in either order).
+const state = { name: '', image: null, bytes: null, type: 'image/jpeg', json: null, webcam: null, sockets: new Map(), asked: 0 };
 
 const mode = () => document.querySelector('input[name=mode]:checked').value;
 const transport = () => document.querySelector('input[name=transport]:checked').value;
@@ -70,10 +72,12 @@ async function analyse() {
   const m = mode();
   const name = state.name;
   const t0 = performance.now();
+  const ask = ++state.asked;
   $('error').textContent = '';
   window.edgecvDemo.inFlight++;
   try {
     const json = transport() === 'ws' ? await sendWs(WS_PATHS[m], state.bytes) : await sendRest(REST_PATHS[m], state.bytes, state.type);
+    if (ask !== state.asked) return; // superseded
     const roundTrip = performance.now() - t0;
     state.json = json;
     $('stats').textContent = `server ${json.serverprocessingtime ?? '—'} ms · round trip ${roundTrip.toFixed(1)} ms`;
@@ -81,7 +85,7 @@ async function analyse() {
     draw();
     window.edgecvDemo.results.push({ name, mode: m, transport: transport(), json, roundTripMs: roundTrip });
   } catch (e) {
-    $('error').textContent = e.message;
+    if (ask === state.asked) $('error').textContent = e.message;
   } finally {
     window.edgecvDemo.inFlight--;
   }
