@@ -66,7 +66,7 @@ export const ENGINE_DEFAULTS = {
   // >= 90% of the labelled boxes with the right class, with no wrong top label and few unmatched boxes.
   objectDetector: 'yolov5s' as ObjectDetectorModel,
   // Finds people for pose's persons mode when the object model is a stock YOLOv5s of another size (README, "Pose
-  // and objects"): on the labelled set it poses 52 of 58 people against 53 with yolov5s at 640, in about a quarter
+  // and objects"): on the labelled set it poses 52 of 58 people against 53 with yolov5s at 640, in under a third
   // of the detector's time.
   personDetector: 'yolov5s-320' as ObjectDetectorModel,
 } as const;
