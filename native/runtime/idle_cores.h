@@ -8,10 +8,11 @@
 // One wide session per model file for the whole engine, not per worker: at most one job borrows the pool at a
 // time, so one copy of the weights serves every worker.
 //
-// Only models whose runs take kMinLentRunMs or more on the worker's own threads (at their fastest) are lent. A lent run hands work to the
-// pool op by op and takes the core the event loop serves HTTP with: measured over HTTPS on the reference
-// machine, lending face detection (2 ms runs) cost 20% of its 4-connection throughput and gained nothing at one
-// connection, while yolov5s (85 ms) answered a lone request 35% sooner for 6% less throughput at 4.
+// Only models whose runs take kMinLentRunMs or more on the worker's own threads (at their fastest) are lent. A
+// lent run hands work to the pool op by op and takes the core the event loop serves HTTP with: measured over
+// HTTPS on the reference machine, lending face detection (2 ms runs) cost 20% of its 4-connection throughput and
+// gained nothing at one connection, while yolov5s (85 ms) answered a lone request 35% sooner for 6% less
+// throughput at 4.
 #pragma once
 
 #include <atomic>
@@ -52,7 +53,8 @@ class IdleCores {
   // Inferences that ran on the wide pool (cumulative).
   uint64_t borrowed() const { return borrowed_.load(std::memory_order_relaxed); }
 
-  // The engine's one wide session for `key` (the model file and its outputs), made by `make` on first use.
+  // The engine's one wide session for `key` (the model file; outputs are chosen per run), made by `make` on first
+  // use.
   // Type-erased so this header stays free of the runtime's types.
   template <class T>
   std::shared_ptr<T> Session(const std::string& key, const std::function<std::shared_ptr<T>()>& make) {

@@ -58,25 +58,21 @@ std::vector<int> FixedInputShape(Ort::Session& session) {
   return shape;
 }
 
-// A session on onnxruntime's process-wide intra-op pool (every usable CPU), warmed up with one run of zeros
-// fetching `outputs`, so the first job that borrows it does not pay for its allocations.
+// A session on onnxruntime's process-wide intra-op pool (every usable CPU), warmed up with one run of `zeros` (the
+// worker session's own warm-up input) fetching `outputs`, so the first job that borrows it does not pay for its
+// allocations.
 std::shared_ptr<Ort::Session> MakeWideSession(const std::string& path, const Ort::MemoryInfo& memory,
+                                              const char* inputName, const cv::Mat& zeros,
                                               const std::vector<const char*>& outputs) {
   Ort::SessionOptions so;
   so.DisablePerSessionThreads();
   so.SetExecutionMode(ORT_SEQUENTIAL);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
   auto session = std::make_shared<Ort::Session>(OnnxRuntimeEnv(), path.c_str(), so);
-  const std::vector<int> shape = FixedInputShape(*session);
-  if (!shape.empty()) {
-    cv::Mat zeros(static_cast<int>(shape.size()), shape.data(), CV_32F, cv::Scalar(0));
-    const std::vector<int64_t> dims(shape.begin(), shape.end());
-    Ort::AllocatorWithDefaultOptions allocator;
-    const std::string input = session->GetInputNameAllocated(0, allocator).get();
-    const char* inputName = input.c_str();
-    Ort::Value in = Ort::Value::CreateTensor<float>(memory, zeros.ptr<float>(), zeros.total(), dims.data(), dims.size());
-    session->Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, outputs.data(), outputs.size());
-  }
+  const std::vector<int64_t> dims(zeros.size.p, zeros.size.p + zeros.dims);
+  Ort::Value in = Ort::Value::CreateTensor<float>(memory, const_cast<float*>(zeros.ptr<float>()), zeros.total(),
+                                                 dims.data(), dims.size());
+  session->Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, outputs.data(), outputs.size());
   return session;
 }
 
@@ -145,7 +141,8 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
       for (int i = 0; i < 2; ++i) Run(zeros);
       if (s.fastestOwnMs >= kMinLentRunMs) {
         s.idleCores = options.idleCores;
-        s.wide = s.idleCores->Session<Ort::Session>(path, [&] { return MakeWideSession(path, s.memory, s.outputNamePtrs); });
+        s.wide = s.idleCores->Session<Ort::Session>(
+            path, [&] { return MakeWideSession(path, s.memory, s.inputName.c_str(), zeros, s.outputNamePtrs); });
       }
     }
   } catch (const Ort::Exception& e) {
