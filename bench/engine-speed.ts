@@ -60,6 +60,9 @@ export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: Con
         'onnxruntime-node': () => session.run(feeds),
       };
       const samples: Record<keyof typeof runs, number[]> = { edgecv: [], 'edgecv opencv': [], 'onnxruntime-node': [] };
+      // Minor page faults in the counted runs (the process's, so the other side's threads add a little): a run
+      // that writes its outputs into freshly mapped memory shows here.
+      const faults = { edgecv: 0, 'onnxruntime-node': 0 };
       await ctx.timeIt(WARMUP_RUNS, runs.edgecv);
       await ctx.timeIt(WARMUP_RUNS, runs['onnxruntime-node']);
       const estimate = ctx.stats(await ctx.timeIt(5, runs.edgecv)).p50;
@@ -68,7 +71,9 @@ export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: Con
         const order = block % 2 ? (['onnxruntime-node', 'edgecv'] as const) : (['edgecv', 'onnxruntime-node'] as const);
         for (const k of order) {
           await runs[k](); // not counted: the other runtime's threads may still be spinning
+          const faultsBefore = process.resourceUsage().minorPageFault;
           samples[k].push(...(await ctx.timeIt(BLOCK_RUNS, runs[k])));
+          faults[k] += process.resourceUsage().minorPageFault - faultsBefore;
         }
       }
       await ctx.timeIt(3, runs['edgecv opencv']);
@@ -84,6 +89,8 @@ export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: Con
         'onnxruntime-node p50 ms': p50('onnxruntime-node'),
         'ratio ort-node/edgecv': p50('onnxruntime-node') / p50('edgecv'),
         'ratio vs opencv': p50('edgecv opencv') / p50('edgecv'),
+        'edgecv page faults/run': faults.edgecv / samples.edgecv.length,
+        'onnxruntime-node page faults/run': faults['onnxruntime-node'] / samples['onnxruntime-node'].length,
       });
     }
   } finally {

@@ -136,4 +136,21 @@ describe('default engine: onnxruntime from the onnxruntime-node package', () => 
       /runtime must be one of onnxruntime, opencv/,
     );
   });
+
+  it('recycles output buffers only once JS has dropped them', async () => {
+    const engine = engines[0]!;
+    const model = 'movenet-multipose'; // 1.5 MB of outputs a run
+    const input = (v: number) => new Float32Array(3 * 256 * 256).fill(v);
+    const kept = await engine.runModel(model, input(0.25));
+    const copies = kept.map((out) => out.slice());
+    const before = engine.stats().outputBuffers;
+    let last: Float32Array[] = [];
+    for (let i = 0; i < 100; i++) last = await engine.runModel(model, input(-0.5));
+    const after = engine.stats().outputBuffers;
+    expect(after.reused - before.reused).toBeGreaterThan(0);
+    expect(after.idleBytes).toBeLessThanOrEqual(64 * 1024 * 1024);
+    // Held outputs were never handed to a later run: they still hold their own run's values.
+    kept.forEach((out, i) => expect(out).toEqual(copies[i]));
+    expect(last[0]).not.toEqual(kept[0]);
+  });
 });

@@ -6,6 +6,7 @@
 
 #include "runtime/onnxruntime_api.h"
 #include "runtime/onnxruntime_library.h"
+#include "runtime/recycled_buffers.h"
 #include "runtime/stage_timings.h"  // Clock, MillisBetween
 
 namespace edgecv {
@@ -182,7 +183,7 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
     std::vector<Ort::Value> outs;
     outs.reserve(n);
     for (const std::vector<int>& shape : s.fixedShapes) {
-      results.emplace_back(static_cast<int>(shape.size()), shape.data(), CV_32F);
+      results.push_back(RecycledFloatMat(shape));
       const std::vector<int64_t> dims(shape.begin(), shape.end());
       outs.push_back(Ort::Value::CreateTensor<float>(s.memory, results.back().ptr<float>(), results.back().total(),
                                                      dims.data(), dims.size()));
