@@ -20,7 +20,7 @@ import { PNG } from 'pngjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const WORK = path.join(ROOT, '.cache', 'fuzz-native');
-const SOURCES = ['native/fuzz/decode_fuzzer.cc', 'native/jobs/image.cc', 'native/jobs/jpeg_decoder.cc', 'native/models/letterbox.cc'];
+const SOURCES = ['native/fuzz/decode_fuzzer.cc', 'native/jobs/image.cc', 'native/jobs/jpeg_decoder.cc', 'native/models/letterbox.cc', 'native/runtime/recycled_buffers.cc'];
 const CXX = 'clang++-14';
 
 function usage(message) {

@@ -10,6 +10,7 @@
 #include <opencv2/core.hpp>
 
 #include "runtime/error_code.h"
+#include "runtime/recycled_buffers.h"
 
 namespace edgecv {
 namespace {
@@ -142,7 +143,9 @@ cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings, uint64_t 
     throw JobError(ErrorCode::kInvalidImage, "image could not be decoded: over " + std::to_string(maxPixels) + " pixels");
   }
   const int channels = d.cinfo.out_color_space == JCS_CMYK ? 4 : 3;
-  cv::Mat pixels(static_cast<int>(d.cinfo.output_height), static_cast<int>(d.cinfo.output_width), CV_8UC(channels));
+  // From the recycler: a camera's frames are one size (runtime/recycled_buffers.h).
+  cv::Mat pixels = RecyclingMat();
+  pixels.create(static_cast<int>(d.cinfo.output_height), static_cast<int>(d.cinfo.output_width), CV_8UC(channels));
   if (!ReadPixels(d, pixels.data, pixels.step)) {
     throw JobError(ErrorCode::kInvalidImage, std::string("image could not be decoded: ") + d.err.message);
   }

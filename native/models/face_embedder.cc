@@ -8,6 +8,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "runtime/error_code.h"
+#include "runtime/recycled_buffers.h"
 #include "runtime/inference_model.h"
 
 namespace edgecv {
@@ -35,11 +36,11 @@ std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face
 cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, double cropScale) const {
   const cv::Mat square = CutPadded(bgr, SquareAround(face, cropScale));
   const int size = spec_.inputSize;
-  cv::Mat resized;
+  cv::Mat resized = RecyclingMat();
   // INTER_AREA when shrinking: plain bilinear would alias a large face.
   const int interpolation = square.cols > size ? cv::INTER_AREA : cv::INTER_LINEAR;
   cv::resize(square, resized, cv::Size(size, size), 0, 0, interpolation);
-  cv::Mat blob;
+  cv::Mat blob = RecyclingMat();
   cv::dnn::blobFromImage(resized, blob, spec_.scale, cv::Size(), cv::Scalar::all(spec_.meanValue), spec_.swapRB,
                          false, CV_32F);
   return blob;

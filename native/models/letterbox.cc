@@ -6,6 +6,8 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "runtime/recycled_buffers.h"
+
 namespace edgecv {
 
 Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const LetterboxSource& source, cv::Mat* blob) {
@@ -23,14 +25,16 @@ Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const Le
   box.originX = static_cast<float>(region.x);
   box.originY = static_cast<float>(region.y);
 
-  cv::Mat resized;
+  // Buffers from the recycler: the same sizes come back call after call (runtime/recycled_buffers.h).
+  cv::Mat resized = RecyclingMat();
   // INTER_AREA when shrinking avoids the aliasing that blurs small faces and objects away.
   cv::resize(bgr(region), resized, cv::Size(w, h), 0, 0, w < region.width ? cv::INTER_AREA : cv::INTER_LINEAR);
-  cv::Mat padded;
+  cv::Mat padded = RecyclingMat();
   const int left = (size - w) / 2;
   const int top = (size - h) / 2;
   cv::copyMakeBorder(resized, padded, top, size - h - top, left, size - w - left, cv::BORDER_CONSTANT,
                      cv::Scalar::all(source.padValue));
+  if (blob->empty()) blob->allocator = RecyclingAllocator();
   cv::dnn::blobFromImage(padded, *blob, spec.scale, cv::Size(), cv::Scalar::all(spec.meanValue), spec.swapRB, false,
                          CV_32F);
   return box;

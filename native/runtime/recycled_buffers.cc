@@ -102,9 +102,14 @@ cv::MatAllocator* RecyclingAllocator() {
   return allocator;
 }
 
-cv::Mat RecycledFloatMat(const std::vector<int>& shape) {
+cv::Mat RecyclingMat() {
   cv::Mat mat;
   mat.allocator = RecyclingAllocator();
+  return mat;
+}
+
+cv::Mat RecycledFloatMat(const std::vector<int>& shape) {
+  cv::Mat mat = RecyclingMat();
   mat.create(static_cast<int>(shape.size()), shape.data(), CV_32F);
   return mat;
 }
