@@ -143,10 +143,10 @@ describe('default engine: onnxruntime from the onnxruntime-node package', () => 
     const input = (v: number) => new Float32Array(3 * 256 * 256).fill(v);
     const kept = await engine.runModel(model, input(0.25));
     const copies = kept.map((out) => out.slice());
-    const before = engine.stats().outputBuffers;
+    const before = engine.stats().recycledBuffers;
     let last: Float32Array[] = [];
     for (let i = 0; i < 100; i++) last = await engine.runModel(model, input(-0.5));
-    const after = engine.stats().outputBuffers;
+    const after = engine.stats().recycledBuffers;
     expect(after.reused - before.reused).toBeGreaterThan(0);
     expect(after.idleBytes).toBeLessThanOrEqual(64 * 1024 * 1024);
     // Held outputs were never handed to a later run: they still hold their own run's values.

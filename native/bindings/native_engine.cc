@@ -330,13 +330,13 @@ Napi::Value NativeEngine::Stats(const Napi::CallbackInfo& info) {
   out.Set("queueLimit", Napi::Number::New(env, static_cast<double>(pool_->queueLimit())));
   // Inferences a job alone in the engine ran on every core (0 when idle cores are kept).
   out.Set("lentRuns", Napi::Number::New(env, idleCores_ ? static_cast<double>(idleCores_->borrowed()) : 0.0));
-  // Output buffers, process-wide (runtime/recycled_buffers.h).
+  // A call's large buffers, process-wide (runtime/recycled_buffers.h).
   const RecycledBufferStats buffers = RecycledBuffers();
   Napi::Object recycled = Napi::Object::New(env);
   recycled.Set("allocated", Napi::Number::New(env, static_cast<double>(buffers.allocated)));
   recycled.Set("reused", Napi::Number::New(env, static_cast<double>(buffers.reused)));
   recycled.Set("idleBytes", Napi::Number::New(env, static_cast<double>(buffers.idleBytes)));
-  out.Set("outputBuffers", recycled);
+  out.Set("recycledBuffers", recycled);
   return out;
 }
 

@@ -242,10 +242,11 @@ export interface NativeStats {
   /** Inferences that ran on every core because their job was alone in the engine (idleCores 'lend'). */
   lentRuns: number;
   /**
-   * Model output buffers, process-wide (every engine's): a freed output's buffer is kept for the next output of
-   * the same size, up to 64 MB idle, because a fresh one's pages must be faulted in and zeroed again.
+   * A call's large buffers (decoded photo, model input and outputs), process-wide (every engine's): a freed one is
+   * kept for the next buffer of the same size, up to 64 MB idle, because a fresh one's pages must be faulted in
+   * and zeroed again.
    */
-  outputBuffers: { allocated: number; reused: number; idleBytes: number };
+  recycledBuffers: { allocated: number; reused: number; idleBytes: number };
 }
 
 export interface NativeRawModelSpec {
