@@ -11,11 +11,11 @@ namespace {
 
 class RecyclingMatAllocator final : public cv::MatAllocator {
  public:
-  cv::UMatData* allocate(int dims, const int* sizes, int type, void* data, size_t* step, cv::AccessFlag,
-                         cv::UMatUsageFlags) const override {
-    // Dense layout, as OpenCV's default allocator computes it (a caller's own data and steps are not ours to
-    // recycle: the default allocator takes those).
-    if (data) return cv::Mat::getDefaultAllocator()->allocate(dims, sizes, type, data, step, cv::ACCESS_RW, cv::USAGE_DEFAULT);
+  cv::UMatData* allocate(int dims, const int* sizes, int type, void* data, size_t* step, cv::AccessFlag flags,
+                         cv::UMatUsageFlags usage) const override {
+    // A caller's own data (and steps) is not ours to recycle: the default allocator takes it.
+    if (data) return cv::Mat::getDefaultAllocator()->allocate(dims, sizes, type, data, step, flags, usage);
+    // Dense layout, as OpenCV's default allocator computes it.
     size_t total = CV_ELEM_SIZE(type);
     for (int i = dims - 1; i >= 0; --i) {
       if (step) step[i] = total;
