@@ -254,36 +254,24 @@ export function parseServerConfig(
     out[key] = v;
   }
 
-  const config: ServerConfig = {
-    port: (out.port as number | undefined) ?? DEFAULT_PORT,
-    host: (out.host as string | undefined) ?? DEFAULT_HOST,
-    dataDir: (out.dataDir as string | undefined) ?? path.resolve(cwd, 'data'),
-    bodyLimit: (out.bodyLimit as number | undefined) ?? DEFAULT_BODY_LIMIT,
+  // Every option of the table reaches the config under its own key: no hand-kept lists to forget one in.
+  const config: Record<string, string | number | boolean> = {
+    port: DEFAULT_PORT,
+    host: DEFAULT_HOST,
+    dataDir: path.resolve(cwd, 'data'),
+    bodyLimit: DEFAULT_BODY_LIMIT,
   };
-  for (const key of ['tlsCert', 'tlsKey', 'modelDir', 'adminKey', 'apiKey', 'gallery', 'objectModel', 'objectLabels'] as const) {
-    if (out[key] !== undefined) config[key] = out[key] as string;
+  for (const [key, value] of Object.entries(out)) {
+    if (value !== undefined) config[key] = value;
   }
-  for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
-    if (out[key] !== undefined) config[key] = out[key] as string;
-  }
-  for (const key of [
-    'httpPort', 'maxPixels', 'maxAspectRatio', 'minImageSide', 'headersTimeout', 'handshakeTimeout', 'requestTimeout', 'minBodyRate',
-    'workers', 'threadsPerWorker', 'queueLimit', 'metricsInterval', 'metricsRetention', 'tokenTtl', 'objectInputSize',
-    'galleryAnnThreshold', 'galleryAnnBeam',
-  ] as const) {
-    if (out[key] !== undefined) config[key] = out[key] as number;
-  }
-  if (out.runtime !== undefined) config.runtime = out.runtime as RuntimeChoice;
-  if (out.backend !== undefined) config.backend = out.backend as BackendChoice;
-  if (out.metricsAccess !== undefined) config.metricsAccess = out.metricsAccess as MetricsAccess;
-  if (out.poseRequiresGpu !== undefined) config.poseRequiresGpu = out.poseRequiresGpu as boolean;
-  if (out.poseMode !== undefined) config.poseMode = out.poseMode as PoseMode;
-  if (out.posePersonModel !== undefined) config.posePersonModel = out.posePersonModel as ObjectDetectorModel | 'objects';
-  if (out.noStoreCrops === true) config.noStoreCrops = true;
+  return checkCombinations(config as unknown as ServerConfig);
+}
+
+/** Rules that join two options. */
+function checkCombinations(config: ServerConfig): ServerConfig {
   if ((config.objectLabels !== undefined || config.objectInputSize !== undefined) && !isModelPath(config.objectModel ?? '')) {
     throw new ConfigError('--object-labels and --object-input-size go with an own --object-model /path/model.onnx');
   }
-  if (out.galleryAnnQuantization !== undefined) config.galleryAnnQuantization = out.galleryAnnQuantization as 'f16' | 'i8';
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }
