@@ -39,7 +39,7 @@ const COLUMNS: Record<string, string[]> = {
   ],
 };
 const TIME_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z$/;
-const PASSWORDS = { alice: 'alice-secret-1', bob: 'bob-secret-12', carol: 'carol-secret-123' };
+const PASSWORDS = { alice: 'alice-secret-1', bob: 'bob-secret-12', carol: 'carol-secret-123', erin: 'erin-secret-1234' };
 const APP_KEY = { organization: 'acme', name: 'facesvc', version: '2.0.0' };
 
 type Row = (string | number)[];
@@ -131,7 +131,7 @@ const timeNs = (row: Row) => {
 
 beforeAll(async () => {
   dataDir = tmpDir('edgecv-metrics-');
-  for (const [user, org] of [['alice', 'acme'], ['bob', 'other'], ['carol', 'acme']] as const) {
+  for (const [user, org] of [['alice', 'acme'], ['bob', 'other'], ['carol', 'acme'], ['erin', 'acme']] as const) {
     const r = await runCli(['user', 'add', '--data-dir', dataDir, '--username', user, '--password', PASSWORDS[user], '--org', org]);
     expect(r.code, r.stderr).toBe(0);
   }
@@ -166,7 +166,7 @@ describe('user management (edgecv user)', () => {
   it('lists, refuses duplicates and bad input, removes; the users file is 0600', async () => {
     const list = await runCli(['user', 'list', '--data-dir', dataDir]);
     expect(list.code).toBe(0);
-    expect(list.stdout.trim().split('\n')).toEqual(['alice\tacme', 'bob\tother', 'carol\tacme']);
+    expect(list.stdout.trim().split('\n')).toEqual(['alice\tacme', 'bob\tother', 'carol\tacme', 'erin\tacme']);
     expect(fs.statSync(path.join(dataDir, 'auth', 'users.json')).mode & 0o777).toBe(0o600);
     const dup = await runCli(['user', 'add', '--data-dir', dataDir, '--username', 'alice', '--password', 'whatever-1', '--org', 'acme']);
     expect(dup.code).toBe(1);
@@ -213,6 +213,25 @@ describe('login', () => {
     expect(JSON.parse(blocked.text).error).toMatch(/too many failed logins/);
     // other users from the same address are not locked out
     expect((await request('/api/v1/login', { body: { username: 'alice', password: PASSWORDS.alice } })).status).toBe(200);
+  });
+
+  it('counts a try before checking it: of 200 tries sent at once, 5 are checked and the right one among them gets 429', async () => {
+    const tries = Array.from({ length: 200 }, (_, i) => (i === 100 ? PASSWORDS.erin : `erin-guess-${i}`));
+    const answers = await Promise.all(tries.map((password) => request('/api/v1/login', { body: { username: 'erin', password } })));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 401).length).toBe(5);
+    expect(statuses.filter((s) => s === 429).length).toBe(195);
+    expect(statuses[100]).toBe(429);
+    expect(answers[100]!.text).not.toMatch(/token/);
+  });
+
+  it('refuses an over-long username or password with 400 before counting or hashing it', async () => {
+    const long = await request('/api/v1/login', { body: { username: 'u'.repeat(8 * 1024 * 1024), password: 'x' } });
+    expect(long.status).toBe(400);
+    expect(JSON.parse(long.text).error).toMatch(/username too long: at most 64 characters/);
+    const longPassword = await request('/api/v1/login', { body: { username: 'alice', password: 'p'.repeat(1025) } });
+    expect(longPassword.status).toBe(400);
+    expect(JSON.parse(longPassword.text).error).toMatch(/password too long/);
   });
 });
 

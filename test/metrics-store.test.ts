@@ -8,7 +8,6 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FailedLoginLimiter } from '../src/auth/login-limiter.js';
 import { hashPassword, verifyPassword } from '../src/auth/passwords.js';
 import { loadOrCreateJwtKey, TokenError, TokenSigner } from '../src/auth/tokens.js';
 import { addUser, readUsers, removeUser, UserDirectory, UserError, usersFile } from '../src/auth/users.js';
@@ -375,22 +374,6 @@ describe('users, passwords, tokens, login limiter', () => {
     const other = new TokenSigner(loadOrCreateJwtKey(tmpDir('edgecv-key-')));
     await expect(other.verify(token)).rejects.toMatchObject({ reason: 'invalid' });
     await expect(signer.verify('not.a.jwt')).rejects.toThrow(TokenError);
-  });
-
-  it('throttles failed logins per user and per address, and forgets them after the window', () => {
-    const limiter = new FailedLoginLimiter({ perUser: 3, perAddress: 5, windowMs: 1000 });
-    const t = 1_000_000;
-    for (let i = 0; i < 3; i++) {
-      expect(limiter.retryAfter('1.2.3.4', 'alice', t)).toBe(0);
-      limiter.failed('1.2.3.4', 'alice', t);
-    }
-    expect(limiter.retryAfter('1.2.3.4', 'alice', t)).toBe(1);
-    expect(limiter.retryAfter('5.6.7.8', 'alice', t)).toBe(0); // another address
-    expect(limiter.retryAfter('1.2.3.4', 'bob', t)).toBe(0);
-    limiter.failed('1.2.3.4', 'bob', t);
-    limiter.failed('1.2.3.4', 'carol', t);
-    expect(limiter.retryAfter('1.2.3.4', 'dave', t)).toBe(1); // 5 failures from the address in all
-    expect(limiter.retryAfter('1.2.3.4', 'alice', t + 1001)).toBe(0);
   });
 
   it('saves client tokens in a 0600 file keyed by address', () => {

@@ -41,15 +41,13 @@ export class AuthService {
 
   /** A token for a right username/password; AuthError 401 when wrong, 429 while throttled. */
   async login(username: string, password: string, address: string): Promise<{ token: string; exp: number }> {
-    const wait = this.#limiter.retryAfter(address, username);
-    if (wait > 0) throw new AuthError(429, `too many failed logins: try again in ${wait} s`, wait);
+    // Counted before the (slow) password check, so tries sent at once cannot all pass the limit.
+    const { attempt, retryAfterSeconds } = this.#limiter.admit(address, username);
+    if (!attempt) throw new AuthError(429, `too many failed logins: try again in ${retryAfterSeconds} s`, retryAfterSeconds);
     const user = this.#users.get(username);
     const ok = user ? await verifyPassword(password, user.passwordHash) : await verifyNothing(password);
-    if (!ok) {
-      this.#limiter.failed(address, username);
-      throw new AuthError(401, 'wrong username or password');
-    }
-    this.#limiter.succeeded(address, username);
+    if (!ok) throw new AuthError(401, 'wrong username or password');
+    attempt.succeeded();
     return this.#signer.sign(username);
   }
 

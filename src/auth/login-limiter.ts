@@ -1,62 +1,122 @@
-// Failed-login rate limiting: after too many failures for one (client address, username) pair, or from one
-// client address in all, logins from there are refused for a while, before any password is checked.
+// Failed-login rate limiting. A try is counted before its password is checked (tries sent at once cannot all
+// pass the limit) and forgotten again only when it succeeds. Three counts, each within a sliding window:
+//   - one username from one address (perUser),
+//   - one address, every username together (perAddress); IPv6 addresses count by their /64, which one client holds,
+//   - one username, every address together (perUsername): guesses spread over many addresses stop too.
+// The last one lets an attacker lock an account out for one window; that is the price of stopping a
+// distributed guess, and the answer's Retry-After says how long.
+
+import net from 'node:net';
 
 export interface LimiterOptions {
   /** Failures allowed per (address, username) within the window. */
   perUser?: number;
-  /** Failures allowed per address, all usernames together, within the window. */
+  /** Failures allowed per address (IPv6: per /64), all usernames together, within the window. */
   perAddress?: number;
+  /** Failures allowed per username, all addresses together, within the window. */
+  perUsername?: number;
   windowMs?: number;
   /** Keys tracked at most; the oldest are forgotten beyond that, so memory stays bounded. */
   maxKeys?: number;
 }
 
+export const LOGIN_LIMITER_DEFAULTS = { perUser: 5, perAddress: 20, perUsername: 20, windowMs: 15 * 60_000, maxKeys: 10_000 } as const;
+
+/** A try that was let through and counted; `succeeded()` takes it back when the password was right. */
+export interface LoginAttempt {
+  succeeded(): void;
+}
+
+export type LoginAdmission = { attempt: LoginAttempt; retryAfterSeconds?: undefined } | { attempt?: undefined; retryAfterSeconds: number };
+
 export class FailedLoginLimiter {
   readonly perUser: number;
   readonly perAddress: number;
+  readonly perUsername: number;
   readonly windowMs: number;
   readonly maxKeys: number;
-  /** key -> failure times (ms), oldest first. Map order = insertion order, used for eviction. */
-  readonly #failures = new Map<string, number[]>();
+  /** key -> try times (ms), oldest first, at most the key's limit of them. Map order = last use, for eviction. */
+  readonly #tries = new Map<string, number[]>();
 
   constructor(opts: LimiterOptions = {}) {
-    this.perUser = opts.perUser ?? 5;
-    this.perAddress = opts.perAddress ?? 20;
-    this.windowMs = opts.windowMs ?? 15 * 60_000;
-    this.maxKeys = opts.maxKeys ?? 10_000;
+    this.perUser = opts.perUser ?? LOGIN_LIMITER_DEFAULTS.perUser;
+    this.perAddress = opts.perAddress ?? LOGIN_LIMITER_DEFAULTS.perAddress;
+    this.perUsername = opts.perUsername ?? LOGIN_LIMITER_DEFAULTS.perUsername;
+    this.windowMs = opts.windowMs ?? LOGIN_LIMITER_DEFAULTS.windowMs;
+    this.maxKeys = opts.maxKeys ?? LOGIN_LIMITER_DEFAULTS.maxKeys;
   }
 
-  /** Seconds until a login from `address` as `username` may be tried again; 0 when it may now. */
-  retryAfter(address: string, username: string, now = Date.now()): number {
-    const wait = (key: string, limit: number) => {
-      const times = this.#recent(key, now);
-      return times.length < limit ? 0 : Math.ceil((times[times.length - limit]! + this.windowMs - now) / 1000);
-    };
-    return Math.max(wait(userKey(address, username), this.perUser), wait(addressKey(address), this.perAddress));
+  /** Keys currently tracked (for tests and stats). */
+  get size(): number {
+    return this.#tries.size;
   }
 
-  failed(address: string, username: string, now = Date.now()): void {
-    for (const key of [userKey(address, username), addressKey(address)]) {
+  /**
+   * Lets a login try through and counts it, or says how many seconds to wait. Synchronous: of tries sent at
+   * once, only as many as the limits allow get an attempt.
+   */
+  admit(address: string, username: string, now = Date.now()): LoginAdmission {
+    const limits = this.#limits(address, username);
+    let wait = 0;
+    for (const [key, limit] of limits) {
       const times = this.#recent(key, now);
-      times.push(now);
-      this.#failures.delete(key);
-      this.#failures.set(key, times);
+      if (times.length >= limit) wait = Math.max(wait, Math.ceil((times[times.length - limit]! + this.windowMs - now) / 1000));
     }
-    while (this.#failures.size > this.maxKeys) this.#failures.delete(this.#failures.keys().next().value!);
+    if (wait > 0) return { retryAfterSeconds: Math.max(1, wait) };
+    for (const [key, limit] of limits) {
+      const times = this.#tries.get(key) ?? [];
+      times.push(now);
+      if (times.length > limit) times.splice(0, times.length - limit);
+      this.#tries.delete(key);
+      this.#tries.set(key, times);
+    }
+    while (this.#tries.size > this.maxKeys) this.#tries.delete(this.#tries.keys().next().value!);
+    let done = false;
+    return {
+      attempt: {
+        succeeded: () => {
+          if (done) return;
+          done = true;
+          // A right password clears that user's failures from that address; the other counts lose this try only.
+          this.#tries.delete(limits[0][0]);
+          for (const [key] of limits.slice(1)) {
+            const times = this.#tries.get(key);
+            const i = times?.lastIndexOf(now) ?? -1;
+            if (i >= 0) times!.splice(i, 1);
+            if (times?.length === 0) this.#tries.delete(key);
+          }
+        },
+      },
+    };
   }
 
-  /** A success clears that user's failures from that address (not the address's total). */
-  succeeded(address: string, username: string): void {
-    this.#failures.delete(userKey(address, username));
+  #limits(address: string, username: string): [[string, number], ...[string, number][]] {
+    const group = addressGroup(address);
+    return [
+      [`u\u0000${group}\u0000${username}`, this.perUser],
+      [`a\u0000${group}`, this.perAddress],
+      [`n\u0000${username}`, this.perUsername],
+    ];
   }
 
   #recent(key: string, now: number): number[] {
-    const times = (this.#failures.get(key) ?? []).filter((t) => now - t < this.windowMs);
-    if (times.length === 0) this.#failures.delete(key);
-    else this.#failures.set(key, times);
+    const times = (this.#tries.get(key) ?? []).filter((t) => now - t < this.windowMs);
+    if (times.length === 0) this.#tries.delete(key);
+    else this.#tries.set(key, times);
     return times;
   }
 }
 
-const userKey = (address: string, username: string) => `u\u0000${address}\u0000${username}`;
-const addressKey = (address: string) => `a\u0000${address}`;
+/** The address a client is counted by: IPv4 as is (IPv4-mapped IPv6 too), IPv6 by its /64 prefix. */
+export function addressGroup(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!net.isIPv6(address)) return address;
+  const [head = '', tail = ''] = address.split('::', 2);
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = address.includes('::') ? (tail === '' ? [] : tail.split(':')) : [];
+  // An IPv4 tail (::ffff:0:1.2.3.4, 64:ff9b::1.2.3.4) stands for two groups.
+  if (tailGroups.at(-1)?.includes('.')) tailGroups.push('0');
+  const groups = address.includes('::') ? [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups] : headGroups;
+  return `${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
+}

@@ -24,8 +24,11 @@ export class UserError extends Error {
   override name = 'UserError';
 }
 
-const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+export const MAX_USERNAME_LENGTH = 64;
+const USERNAME = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,${MAX_USERNAME_LENGTH - 1}}$`);
 export const MIN_PASSWORD_LENGTH = 8;
+/** Longest password: scrypt hashes any length, but a login must not make it hash megabytes. */
+export const MAX_PASSWORD_LENGTH = 1024;
 
 export function usersFile(dataDir: string): string {
   return path.join(dataDir, AUTH_DIR, USERS_FILE);
@@ -33,7 +36,7 @@ export function usersFile(dataDir: string): string {
 
 export function checkUsername(username: string): void {
   if (!USERNAME.test(username)) {
-    throw new UserError(`invalid username ${JSON.stringify(username)}: 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit`);
+    throw new UserError(`invalid username ${JSON.stringify(username)}: 1-${MAX_USERNAME_LENGTH} letters, digits, '.', '_', '@' or '-', starting with a letter or digit`);
   }
 }
 
@@ -89,6 +92,7 @@ function writeUsers(dataDir: string, users: UserRecord[]): void {
 export async function addUser(dataDir: string, username: string, password: string, orgs: string[]): Promise<UserRecord> {
   checkUsername(username);
   if (password.length < MIN_PASSWORD_LENGTH) throw new UserError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw new UserError(`the password must have at most ${MAX_PASSWORD_LENGTH} characters`);
   if (orgs.length === 0) throw new UserError('give at least one --org: the organizations whose metrics the user may read');
   orgs.forEach(checkOrg);
   const users = readUsers(dataDir);

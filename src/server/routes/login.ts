@@ -2,6 +2,7 @@
 
 import { Hono } from 'hono';
 import { AuthError, type AuthService } from '../../auth/auth-service.js';
+import { MAX_PASSWORD_LENGTH, MAX_USERNAME_LENGTH } from '../../auth/users.js';
 import { authHttpError } from '../auth-guard.js';
 import { HttpError } from '../errors.js';
 import { readJsonBody } from '../json-body.js';
@@ -15,6 +16,10 @@ export function loginRoutes(deps: { auth: AuthService }): Hono {
       if (typeof username !== 'string' || username === '' || typeof password !== 'string' || password === '') {
         throw new HttpError(400, 'send {"username":"...","password":"..."}');
       }
+      // Checked before anything keeps or hashes them: no user can have a longer name, and the limiter
+      // would otherwise hold whatever a failed try sent for its whole window.
+      if (username.length > MAX_USERNAME_LENGTH) throw new HttpError(400, `username too long: at most ${MAX_USERNAME_LENGTH} characters`);
+      if (password.length > MAX_PASSWORD_LENGTH) throw new HttpError(400, `password too long: at most ${MAX_PASSWORD_LENGTH} characters`);
       try {
         const { token } = await deps.auth.login(username, password, clientAddress(c));
         c.set('user', { username, orgs: [] });
