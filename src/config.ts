@@ -31,6 +31,9 @@ export interface ServerConfig {
   requestTimeout?: number;
   /** Slowest accepted request body, bytes per second (after a 5 s grace). */
   minBodyRate?: number;
+  /** Shutdown (src/server/drain.ts): ms the in-flight requests get to finish, ms readiness fails before the listener closes. */
+  drainTimeout?: number;
+  drainDelay?: number;
   /** Who may read GET /metrics: 'open' (default), 'loopback', or 'admin' (the admin key, or loopback without one). */
   metricsAccess?: MetricsAccess;
   workers?: number;
@@ -69,6 +72,10 @@ export interface ServerConfig {
   adminKey?: string;
   /** Key every DeepStack-compatible /v1/vision/* route requires (form field api_key, X-API-Key or Bearer). */
   apiKey?: string;
+  /** Which key the DeepStack face register/delete routes need: 'api' (DeepStack's rule, default) or 'admin'. */
+  deepstackEnrolmentKey?: 'api' | 'admin';
+  /** Comma-separated origins whose browser pages may send non-GET requests (origin-check.ts); own origin always. */
+  allowedOrigins?: string;
   /** Port of a plain-HTTP listener serving only the DeepStack-compatible routes; none by default. */
   httpPort?: number;
   /** 'sqlite' (default: <dataDir>/gallery.db) or a redis://host:port/db URL shared by a fleet. */
@@ -131,6 +138,8 @@ export const SERVER_OPTIONS = {
   handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', kind: 'duration', help: 'time a connection has to finish the TLS handshake (default 10s)' },
   requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', kind: 'duration', help: 'time a client has to send a whole request, body included (default 120s)' },
   minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: 'slowest request body after a 5 s grace, bytes/s (default 8K)' },
+  drainTimeout: { flag: 'drain-timeout', env: 'EDGECV_DRAIN_TIMEOUT', kind: 'duration', help: 'on SIGTERM/SIGINT, time the requests in flight get to finish (default 25s: fits a Kubernetes grace period of 30s)' },
+  drainDelay: { flag: 'drain-delay', env: 'EDGECV_DRAIN_DELAY', kind: 'duration', help: 'on SIGTERM/SIGINT, time readiness fails before the listener closes, for a balancer to notice (default 0)' },
   metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', range: ENGINE_RANGES.workers, help: `inference workers (${rangeHelp(ENGINE_RANGES.workers, ENGINE_DEFAULTS.workers)})` },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', range: ENGINE_RANGES.threadsPerWorker, help: `threads per worker (${rangeHelp(ENGINE_RANGES.threadsPerWorker, ENGINE_DEFAULTS.threadsPerWorker)})` },
@@ -156,6 +165,8 @@ export const SERVER_OPTIONS = {
   tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: 'lifetime of a login token, e.g. 24h (default 24h)' },
   adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
   apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
+  deepstackEnrolmentKey: { flag: 'deepstack-enrolment-key', env: 'EDGECV_DEEPSTACK_ENROLMENT_KEY', kind: 'choice', choices: ['api', 'admin'], help: "key for /v1/vision/face/register and /face/delete: 'api' (the API key, as DeepStack; default) or 'admin' (the admin key)" },
+  allowedOrigins: { flag: 'allowed-origins', env: 'EDGECV_ALLOWED_ORIGINS', kind: 'string', help: "comma-separated origins (https://host:port) whose web pages may POST here; the server's own always may (default: none)" },
   httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
   galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: 'enrolled samples from which recognition searches an HNSW index instead of every embedding (default 2000)' },

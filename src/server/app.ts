@@ -18,6 +18,8 @@ import { requestPath, requestTrace } from './request-trace.js';
 import { auditRoutes } from './routes/audit.js';
 import { capabilitiesRoutes } from './routes/capabilities.js';
 import { demoPage, demoScripts } from './routes/demo.js';
+import type { DrainState } from './drain.js';
+import { healthRoutes } from './routes/health.js';
 import { detectorRoutes } from './routes/detector.js';
 import { loginRoutes } from './routes/login.js';
 import { metricsAppRoutes } from './routes/metrics-app.js';
@@ -37,6 +39,8 @@ export interface AppDeps {
   ops?: OpsDeps;
   /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */
   recognition?: RecognitionService;
+  /** The shutdown state: readiness fails while draining. Without it the server never drains. */
+  drain?: DrainState;
 }
 
 /**
@@ -76,6 +80,7 @@ export function createApp(deps: AppDeps): Hono {
   const api = new Hono()
     .route('/', demoScripts())
     .route('/test', testRoutes())
+    .route('/health', healthRoutes(deps))
     .route('/server/capabilities', capabilitiesRoutes(deps))
     .route('/server/usage', usageRoutes(deps))
     .route('/detector', detectorRoutes(deps));
@@ -99,5 +104,6 @@ export function createApp(deps: AppDeps): Hono {
 
 /** Only the DeepStack-compatible /v1/vision/* routes, for the plain-HTTP listener. */
 export function createDeepStackApp(deps: AppDeps): Hono {
-  return serverApp(deps, new Hono().route('/v1/vision', deepStackRoutes(deps)));
+  // /health too: a balancer in front of this listener checks readiness on it
+  return serverApp(deps, new Hono().route('/v1/vision', deepStackRoutes(deps)).route('/health', healthRoutes(deps)));
 }

@@ -47,13 +47,17 @@ export function openOps(config: ServerConfig): OpsRuntime {
     auth: new AuthService(config.dataDir, { tokenTtlMs: config.tokenTtl }),
     audit: new AuditLog(config.dataDir),
   };
+  let sampling = false;
   return {
     ops,
     start(...servers) {
       for (const server of servers) traffic.attach(server);
       collector.start();
+      sampling = true;
     },
     async close() {
+      // One last sample, so that a restart loses none of the time since the previous one (a stopped collector stores nothing).
+      if (sampling) await collector.sample().catch((e: unknown) => console.error(`[edgecv] last metrics sample failed: ${(e as Error).message}`));
       await collector.stop();
       await queries.close();
       store.close();

@@ -3,6 +3,7 @@
 import type { ServerConfig } from '../config.js';
 import { openRecognition } from '../gallery/open.js';
 import { createApp, createDeepStackApp } from './app.js';
+import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS, DrainState } from './drain.js';
 import { openOps, type OpsRuntime } from './ops.js';
 import { unwatchEngine, unwatchGallery, watchEngine, watchGallery } from './prometheus.js';
 import { startServer, type RunningServer } from './server.js';
@@ -64,7 +65,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
   // The gallery loads (and re-embeds after a model change) in the background: predictions answer 503 meanwhile.
   recognition.ready.catch((e: unknown) => console.error(`edgecv: loading the gallery failed: ${(e as Error).message}`));
 
-  const deps = { engine, config, ops: ops.ops, recognition };
+  const drain = new DrainState();
+  const deps = { engine, config, ops: ops.ops, recognition, drain };
   let running: RunningServer;
   let plain: RunningServer | undefined;
   try {
@@ -129,11 +131,22 @@ export async function runServe(config: ServerConfig): Promise<number> {
         process.exit(1);
       }
       stopping = true;
-      console.log(`edgecv: ${signal}, shutting down`);
+      // The drain: readiness fails and answers say Connection: close at once; the listeners stay open drainDelay ms
+      // (a balancer's health check sees the failure first), then close and give the requests in flight what is left
+      // of drainTimeout (counted from the signal); then the gallery, its index and the last metrics sample are saved.
+      const startedAt = Date.now();
+      const delayMs = config.drainDelay ?? DEFAULT_DRAIN_DELAY_MS;
+      const timeoutMs = config.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS;
+      console.log(`edgecv: ${signal}, draining (listener closes in ${delayMs} ms, requests in flight get up to ${timeoutMs} ms)`);
+      drain.begin();
+      running.drain();
+      plain?.drain();
       void (async () => {
         let code = 0;
         try {
-          await Promise.all([running.close(), plain?.close()]);
+          if (delayMs > 0) await new Promise((r) => setTimeout(r, Math.min(delayMs, timeoutMs)));
+          const graceMs = Math.max(timeoutMs - (Date.now() - startedAt), 0);
+          await Promise.all([running.close(graceMs), plain?.close(graceMs)]);
           unwatchGallery(recognition);
           await recognition.close();
           await ops.close();

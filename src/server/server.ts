@@ -18,6 +18,11 @@ export interface RunningServer {
   url: string;
   /** The /ws/* routes, when asked for (webSocketMaxPayload). */
   webSockets?: WebSocketRoutes;
+  /**
+   * Starts a drain: every answer from now on (those in flight whose headers are not out yet included) says
+   * Connection: close, so keep-alive clients reconnect elsewhere; idle keep-alive connections are closed.
+   */
+  drain(): void;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
   close(graceMs?: number): Promise<void>;
 }
@@ -39,6 +44,29 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+/**
+ * Tracks the answers whose headers are not out yet; the function returned makes those, and every later one, close
+ * their connection after the answer (Node then writes Connection: close).
+ */
+function connectionCloseOnDrain(server: http.Server): () => void {
+  let draining = false;
+  const unanswered = new Set<http.ServerResponse>();
+  // prepended: runs before the app's handler writes anything
+  server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (draining) {
+      res.shouldKeepAlive = false;
+      return;
+    }
+    unanswered.add(res);
+    res.once('close', () => unanswered.delete(res));
+  });
+  return () => {
+    draining = true;
+    for (const res of unanswered) if (!res.headersSent) res.shouldKeepAlive = false;
+    unanswered.clear();
+  };
+}
+
 export function startServer(opts: ListenOptions): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     const listen = { fetch: opts.app.fetch, port: opts.port, hostname: opts.host };
@@ -54,6 +82,7 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
     ) as https.Server | http.Server;
     const given = Object.fromEntries(Object.entries(opts.guards ?? {}).filter(([, v]) => v !== undefined));
     installHttpGuards(server, { ...HTTP_GUARD_DEFAULTS, bodyLimit: DEFAULT_BODY_LIMIT, ...given });
+    const closeAfterAnswer = connectionCloseOnDrain(server);
     const onError = (err: Error) => reject(err);
     server.once('error', onError);
     server.once('listening', () => {
@@ -69,6 +98,10 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
         port,
         webSockets: sockets,
         url: `${opts.tls ? 'https' : 'http'}://${urlHost(opts.host)}:${port}/`,
+        drain: () => {
+          closeAfterAnswer();
+          server.closeIdleConnections();
+        },
         close: (graceMs = 5000) =>
           new Promise<void>((done) => {
             // upgraded sockets are no longer the HTTP server's: close them, or server.close() waits for them
