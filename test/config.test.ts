@@ -1,0 +1,124 @@
+// Server options: every option of the one table (SERVER_OPTIONS) is set by its flag and by its environment
+// variable and must reach the server config under its own key, and the engine options where the engine uses it.
+// A new option fails here until it is listed as an engine option or a server one, so none can be dropped silently.
+
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseServerConfig, SERVER_OPTIONS, type ServerConfig } from '../src/config.js';
+import { OBJECT_DETECTOR_MODELS } from '../src/engine/object-model.js';
+import type { EngineOptions } from '../src/engine/types.js';
+import { engineOptionsFromConfig } from '../src/server/engine-options.js';
+import { openEngine } from './helpers.js';
+
+type Spec = (typeof SERVER_OPTIONS)[keyof typeof SERVER_OPTIONS] & { range?: { min: number; max: number }; choices?: readonly string[] };
+const CWD = '/srv/edgecv';
+
+/** The engine option each server option becomes; options not here are the server's own (checked in config only). */
+const ENGINE_OPTION: Partial<Record<keyof ServerConfig, keyof EngineOptions>> = {
+  modelDir: 'modelDir',
+  runtime: 'runtime',
+  backend: 'backend',
+  workers: 'workers',
+  threadsPerWorker: 'threadsPerWorker',
+  idleCores: 'idleCores',
+  queueLimit: 'queueLimit',
+  maxPixels: 'maxPixels',
+  maxAspectRatio: 'maxAspectRatio',
+  minImageSide: 'minImageSide',
+  objectModel: 'objectDetector',
+  objectLabels: 'objectLabels',
+  objectInputSize: 'objectInputSize',
+  posePersonModel: 'personDetector',
+};
+
+/** Options that only go with another one (config rules), and what they are given with. */
+const COMPANION: Partial<Record<keyof ServerConfig, string[]>> = {
+  tlsCert: ['--tls-key', 'key.pem'],
+  tlsKey: ['--tls-cert', 'cert.pem'],
+  objectLabels: ['--object-model', '/m/own.onnx'],
+  objectInputSize: ['--object-model', '/m/own.onnx'],
+};
+
+/** A valid value of an option that is not its default, and what the config must hold for it. */
+function sample(key: string, spec: Spec): { raw: string; envRaw?: string; expected: unknown } {
+  switch (spec.kind) {
+    case 'port':
+      return { raw: '8123', expected: 8123 };
+    case 'string':
+      return { raw: `value-of-${key}`, expected: `value-of-${key}` };
+    case 'path':
+      return { raw: `rel/${key}`, expected: path.resolve(CWD, `rel/${key}`) };
+    case 'bytes':
+      return { raw: '3M', expected: 3 * 1024 * 1024 };
+    case 'count': {
+      const n = spec.range ? Math.min(spec.range.max, spec.range.min + 1) : 7;
+      return { raw: String(n), expected: n };
+    }
+    case 'flag':
+      return { raw: '', envRaw: 'yes', expected: true };
+    case 'duration':
+      return { raw: '1500ms', expected: 1500 };
+    case 'gallery':
+      return { raw: 'redis://127.0.0.1:6390/2', expected: 'redis://127.0.0.1:6390/2' };
+    case 'choice': {
+      const choice = spec.choices!.at(-1)!;
+      return { raw: choice, expected: choice };
+    }
+    case 'model':
+      return { raw: OBJECT_DETECTOR_MODELS[0], expected: OBJECT_DETECTOR_MODELS[0] };
+    default:
+      throw new Error(`no sample for the kind of --${spec.flag}`);
+  }
+}
+
+describe('every server option', () => {
+  const entries = Object.entries(SERVER_OPTIONS) as [keyof ServerConfig, Spec][];
+  const defaults = parseServerConfig([], {}, CWD);
+  const defaultEngine = engineOptionsFromConfig(defaults);
+
+  it.each(entries.map(([key, spec]) => [key, spec] as const))('%s reaches the config by flag and by environment variable', (key, spec) => {
+    const { raw, envRaw, expected } = sample(key, spec);
+    const companion = COMPANION[key] ?? [];
+    const byFlag = parseServerConfig([`--${spec.flag}`, ...(spec.kind === 'flag' ? [] : [raw]), ...companion], {}, CWD);
+    const byEnv = parseServerConfig(companion, { [spec.env]: envRaw ?? raw }, CWD);
+    for (const config of [byFlag, byEnv]) {
+      expect(config[key]).toEqual(expected);
+      const engineKey = ENGINE_OPTION[key];
+      if (engineKey) {
+        const engine = engineOptionsFromConfig(config);
+        expect(engine[engineKey]).toBeDefined();
+        expect(engine[engineKey]).not.toEqual(defaultEngine[engineKey]);
+      }
+    }
+    // The flag wins over the environment variable.
+    if (spec.kind !== 'flag') expect(parseServerConfig([`--${spec.flag}`, raw, ...companion], { [spec.env]: 'not-valid-at-all' }, CWD)[key]).toEqual(expected);
+  });
+
+  it('has no engine mapping for an option that is not in the table', () => {
+    for (const key of Object.keys(ENGINE_OPTION)) expect(SERVER_OPTIONS).toHaveProperty(key);
+  });
+});
+
+describe('--idle-cores reaches the engine', () => {
+  const LAYOUT = { workers: 1, threadsPerWorker: 1, poseModel: null, objectDetector: null, faceEmbedder: null } as const;
+  const input = new Float32Array(3 * 320 * 320).map((_, i) => (Math.sin(i) + 1) / 2);
+
+  /** Runs yolov5s-320 alone a few times on an engine opened from this config; returns how many runs were lent. */
+  async function lentRuns(config: ServerConfig): Promise<number> {
+    const engine = await openEngine({ ...engineOptionsFromConfig(config), ...LAYOUT });
+    try {
+      for (let i = 0; i < 5; i++) await engine.runModel('yolov5s-320', input);
+      return engine.stats().lentRuns;
+    } finally {
+      await engine.close();
+    }
+  }
+
+  it("'keep' by flag or by EDGECV_IDLE_CORES lends no run; the default lends (on more than one CPU)", async () => {
+    expect(await lentRuns(parseServerConfig(['--idle-cores', 'keep'], {}))).toBe(0);
+    expect(await lentRuns(parseServerConfig([], { EDGECV_IDLE_CORES: 'keep' }))).toBe(0);
+    const byDefault = await lentRuns(parseServerConfig([], {}));
+    // With one CPU there is nothing to lend; idle-cores.test.ts checks that case.
+    if ((await import('node:os')).availableParallelism() > 1) expect(byDefault).toBeGreaterThanOrEqual(3);
+  });
+});
