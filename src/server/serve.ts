@@ -3,6 +3,7 @@
 import type { ServerConfig } from '../config.js';
 import { openRecognition } from '../gallery/open.js';
 import { createApp, createDeepStackApp } from './app.js';
+import { engineOptionsFromConfig } from './engine-options.js';
 import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS, DrainState } from './drain.js';
 import { openOps, type OpsRuntime } from './ops.js';
 import { unwatchEngine, unwatchGallery, watchEngine, watchGallery } from './prometheus.js';
@@ -23,22 +24,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
   const { Engine } = await import('../engine/engine.js');
   let engine;
   try {
-    engine = await Engine.open({
-      modelDir: config.modelDir,
-      runtime: config.runtime,
-      backend: config.backend,
-      workers: config.workers,
-      threadsPerWorker: config.threadsPerWorker,
-      idleCores: config.idleCores,
-      queueLimit: config.queueLimit,
-      maxPixels: config.maxPixels,
-      maxAspectRatio: config.maxAspectRatio,
-      minImageSide: config.minImageSide,
-      ...(config.objectModel !== undefined ? { objectDetector: config.objectModel } : {}),
-      ...(config.objectLabels !== undefined ? { objectLabels: config.objectLabels } : {}),
-      ...(config.objectInputSize !== undefined ? { objectInputSize: config.objectInputSize } : {}),
-      ...(config.posePersonModel !== undefined ? { personDetector: config.posePersonModel === 'objects' ? null : config.posePersonModel } : {}),
-    });
+    engine = await Engine.open(engineOptionsFromConfig(config));
   } catch (e) {
     console.error(`edgecv: cannot start the engine: ${(e as Error).message}`);
     return 1;
