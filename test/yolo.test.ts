@@ -1,4 +1,4 @@
-// The YOLO object detector: the C++ decode (native/yolo_detector.cc, cut at the head convolutions) against
+// The YOLO object detector: the C++ decode (native/models/yolo_detector.cc, cut at the head convolutions) against
 // the full original TF.js graph ([1,25200,85], decoded in the graph) on the same real pixels; an operator's
 // own model (the converted full-head export) through --object-model; and the errors for bad files.
 import { writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // The pre- and post-processing a Node developer writes in JS around a bare runtime (onnxruntime-node,
 // opencv4nodejs's cv.dnn, TF.js): letterbox geometry, and decoding the raw heads of the three models into boxes
-// with NMS. It mirrors what the addon does in C++ (native/face_detector.cc, pose_estimator.cc, yolo_detector.cc)
+// with NMS. It mirrors what the addon does in C++ (native/models/face_detector.cc, pose_estimator.cc, yolo_detector.cc)
 // on purpose: this is the code edgecv spares its user, and the alternatives must give comparable answers.
 import { iou } from '../../test/support/object-labels.js';
 

@@ -12,7 +12,7 @@
 namespace edgecv {
 namespace {
 
-// ---- safety bounds (not policy: src/engine.ts owns the ranges and is narrower) -------------------------
+// ---- safety bounds (not policy: src/engine/limits.ts owns the ranges and is narrower) -------------------------
 constexpr double kMaxThreads = 256;         // workers, threadsPerWorker: each is an OS thread
 constexpr double kMaxQueueLimit = 1 << 30;  // queued jobs; fits a size_t anywhere
 constexpr double kMaxInputSize = 8192;      // a square input's side: an 8192^2 RGB float blob is 805 MB

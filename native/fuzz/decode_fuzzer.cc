@@ -18,7 +18,7 @@
 #include "runtime/error_code.h"
 
 namespace {
-// The server refuses images over 40 megapixels from their header before decoding (src/image-admission.ts);
+// The server refuses images over 40 megapixels from their header before decoding (src/engine/image-admission.ts);
 // the same cap here keeps the fuzzer on decoding, not on allocating giant buffers.
 constexpr uint64_t kServerMaxPixels = 40'000'000;
 }  // namespace

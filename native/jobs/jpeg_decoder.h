@@ -15,7 +15,7 @@ namespace edgecv {
 bool LooksLikeJpeg(const uint8_t* data, size_t size);
 
 // OpenCV's own default cap for imdecode. The server refuses far smaller images from their header first
-// (src/image-admission.ts, the policy); this is only the memory-safety bound.
+// (src/engine/image-admission.ts, the policy); this is only the memory-safety bound.
 constexpr uint64_t kMaxJpegPixels = uint64_t{1} << 30;
 
 // 8-bit BGR, EXIF orientation applied (as cv::imdecode with IMREAD_COLOR does). Throws JobError(INVALID_IMAGE),

@@ -32,7 +32,7 @@ struct FaceDetectorSpec : ImageModelSpec {
   std::vector<std::string> boxOutputs;
 };
 
-// Values and defaults are the host's (src/engine.ts): no defaults here.
+// Values and defaults are the host's (src/engine/limits.ts): no defaults here.
 struct DetectOptions {
   float scoreThreshold = 0;
   float iouThreshold = 0;

@@ -25,7 +25,7 @@ struct ObjectDetectorSpec : ImageModelSpec {  // the heads are S/4 x S/4
   int classes = 0;
 };
 
-// Values and defaults are the host's (src/engine.ts): no defaults here.
+// Values and defaults are the host's (src/engine/limits.ts): no defaults here.
 struct ObjectOptions {
   float scoreThreshold = 0;
   int maxObjects = 0;

@@ -27,7 +27,7 @@ struct PoseEstimatorSpec : ImageModelSpec {
   std::vector<std::string> outputs;
 };
 
-// Values and defaults are the host's (src/engine.ts): no defaults here.
+// Values and defaults are the host's (src/engine/limits.ts): no defaults here.
 struct PoseOptions {
   float scoreThreshold = 0;  // person score: centre score x mean of its confident keypoint scores
   int maxPoses = 0;

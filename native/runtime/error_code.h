@@ -1,5 +1,5 @@
 // Error codes shared by the worker side and the JS side. The string forms are
-// the `.code` values JS sees on rejected promises (mirrored in src/errors.ts).
+// the `.code` values JS sees on rejected promises (mirrored in src/engine/errors.ts).
 #pragma once
 
 #include <stdexcept>

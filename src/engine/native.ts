@@ -1,5 +1,5 @@
 // Typed loader of the C++ addon (build/Release/edgecv.node). The interfaces here are the exact contract of
-// native/addon.cc; argument validation happens in options.ts/engine.ts before anything reaches native code, and
+// native/bindings/ (addon.cc, native_engine.cc); argument validation happens in options.ts/engine.ts before anything reaches native code, and
 // every option is passed explicitly (defaults live in limits.ts, not in the addon).
 
 import fs from 'node:fs';
@@ -54,7 +54,7 @@ export interface NativeObjectDetectorSpec extends NativeImageInput {
   classes: number;
 }
 
-/** An object detector of the YOLOv5 family (native/yolo_detector.h). */
+/** An object detector of the YOLOv5 family (native/models/yolo_detector.h). */
 export interface NativeYoloDetectorSpec extends NativeImageInput {
   kind: 'yolo';
   /** 'grid': raw head convolutions [1,H,W,anchors*(5+classes)] per stride; 'decoded': one [1,N,5+classes]. */

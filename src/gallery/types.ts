@@ -12,7 +12,7 @@ export interface NewSample {
   modelVersion: string;
   /** L2-normalized. */
   embedding: Float32Array;
-  /** JPEG of the face with a margin (see StoredCrop in native/face_embed_job.h); null when crops are not kept. */
+  /** JPEG of the face with a margin (see StoredCrop in native/jobs/face_embed_job.h); null when crops are not kept. */
   crop: Buffer | null;
   /** The face box inside `crop`. */
   cropRect: Rect | null;
@@ -25,6 +25,32 @@ export interface StoredSample extends NewSample {
 
 /** Samples without their crops: what building the search index needs. */
 export type SampleVector = Omit<StoredSample, 'crop' | 'cropRect'>;
+
+/** A stored row left out of the index: it cannot be read, or its embedding cannot be searched (sample-check.ts). */
+export interface QuarantinedSample {
+  id: number;
+  /** null when the row is too broken to tell. */
+  subject: string | null;
+  reason: string;
+}
+
+/** What a store's rows are: the readable ones, and those it could not decode (reported, never fatal). */
+export interface StoredVectors {
+  vectors: SampleVector[];
+  unreadable: QuarantinedSample[];
+}
+
+/** How a store keeps what it acknowledged, for the start-up warning and the capabilities answer. */
+export interface StoreDurability {
+  kind: 'sqlite' | 'redis';
+  /**
+   * sqlite: 'wal-fsync' (every change fsynced). redis: 'aof', 'rdb', 'aof+rdb', 'none' (lost at a Redis restart)
+   * or 'unknown' (Redis refused CONFIG and INFO does not tell).
+   */
+  persistence: 'wal-fsync' | 'aof' | 'rdb' | 'aof+rdb' | 'none' | 'unknown';
+  /** What the operator should know; null when nothing. */
+  warning: string | null;
+}
 
 /** Changes made by other servers sharing the store (fleet mode). */
 export interface RemoteChanges {
@@ -42,9 +68,9 @@ export interface RemoteChanges {
  */
 export interface GalleryStore {
   readonly kind: 'sqlite' | 'redis';
-  /** Every sample, without crops. */
-  vectors(): Promise<SampleVector[]>;
-  /** Samples with crops, in id order, `batch` at a time (export, re-embedding). */
+  /** Every sample, without crops; a row that cannot be decoded is in `unreadable`, the rest still load. */
+  vectors(): Promise<StoredVectors>;
+  /** Samples with crops, in id order, `batch` at a time (export, re-embedding); rows that cannot be decoded are skipped. */
   samples(batch?: number): AsyncIterable<StoredSample[]>;
   add(sample: NewSample): Promise<StoredSample>;
   /** Several samples in one transaction; with `replace`, everything else is deleted in the same transaction. */
@@ -55,6 +81,8 @@ export interface GalleryStore {
   updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void>;
   /** Fleet stores call these when another server changes the gallery; a local store never does. */
   watch(changes: RemoteChanges): Promise<void>;
+  /** How acknowledged changes are kept. */
+  durability(): StoreDurability;
   close(): Promise<void>;
 }
 
@@ -76,4 +104,13 @@ export function embeddingFromBytes(b: Uint8Array): Float32Array {
 /** The store cannot be reached or refused a change (fleet store down): the request may be retried. */
 export class GalleryStoreError extends Error {
   override name = 'GalleryStoreError';
+  /**
+   * The change was sent but its answer never came (a command timeout): the store may still apply it, whole or not
+   * at all, and this server follows whichever happens. Retrying an enrolment may then store the photo twice.
+   */
+  readonly inDoubt: boolean;
+  constructor(message: string, options?: { cause?: unknown; inDoubt?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.inDoubt = options?.inDoubt ?? false;
+  }
 }
