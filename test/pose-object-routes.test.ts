@@ -11,11 +11,13 @@ type Point = [number, number, number];
 interface PoseJson {
   success: string;
   serverprocessingtime: string;
+  server_processing_time: string;
   poses?: Point[][];
 }
 interface ObjectJson {
   success: string;
   serverprocessingtime: string;
+  server_processing_time: string;
   gpu_support: boolean;
   objects?: { rect: number[]; class: string; confidence: string }[];
 }
@@ -41,12 +43,13 @@ function greyPng(): Buffer {
 
 function checkPoseShape(body: PoseJson): Point[][] {
   expect(body.serverprocessingtime).toMatch(TIME_RE);
+  expect(body.server_processing_time).toBe(body.serverprocessingtime);
   if (body.success === 'false') {
-    expect(Object.keys(body)).toEqual(['success', 'serverprocessingtime']);
+    expect(Object.keys(body)).toEqual(['success', 'serverprocessingtime', 'server_processing_time']);
     return [];
   }
   expect(body.success).toBe('true');
-  expect(Object.keys(body)).toEqual(['success', 'serverprocessingtime', 'poses']);
+  expect(Object.keys(body)).toEqual(['success', 'serverprocessingtime', 'server_processing_time', 'poses']);
   expect(body.poses!.length).toBeGreaterThan(0);
   expect(body.poses!.length).toBeLessThanOrEqual(6);
   for (const pose of body.poses!) {
@@ -65,13 +68,14 @@ function checkPoseShape(body: PoseJson): Point[][] {
 
 function checkObjectShape(body: ObjectJson, gpu: boolean): NonNullable<ObjectJson['objects']> {
   expect(body.serverprocessingtime).toMatch(TIME_RE);
+  expect(body.server_processing_time).toBe(body.serverprocessingtime);
   expect(body.gpu_support).toBe(gpu);
   if (body.success === 'false') {
-    expect(Object.keys(body)).toEqual(['success', 'serverprocessingtime', 'gpu_support']);
+    expect(Object.keys(body)).toEqual(['success', 'serverprocessingtime', 'server_processing_time', 'gpu_support']);
     return [];
   }
   expect(body.success).toBe('true');
-  expect(Object.keys(body)).toEqual(['success', 'serverprocessingtime', 'gpu_support', 'objects']);
+  expect(Object.keys(body)).toEqual(['success', 'serverprocessingtime', 'server_processing_time', 'gpu_support', 'objects']);
   for (const o of body.objects!) {
     expect(Object.keys(o)).toEqual(['rect', 'class', 'confidence']);
     expect(o.rect).toHaveLength(4);
@@ -116,7 +120,7 @@ describe('pose and object routes (real engine, real photos)', () => {
   it('pose: answers the exact format, one BODY_25 pose per person', async () => {
     const res = await postPhoto(POSE, 'dlib/faces/2008_001322.jpg');
     expect(res.status).toBe(200);
-    expect(await res.clone().text()).toMatch(/^\{"success":"true","serverprocessingtime":"\d+\.\d{3}","poses":\[\[\[/);
+    expect(await res.clone().text()).toMatch(/^\{"success":"true","serverprocessingtime":"\d+\.\d{3}","server_processing_time":"\d+\.\d{3}","poses":\[\[\[/);
     const poses = checkPoseShape(await json<PoseJson>(res));
     expect(poses).toHaveLength(3);
     for (const pose of poses) {
@@ -193,7 +197,7 @@ describe('pose and object routes (real engine, real photos)', () => {
     const res = await postPhoto(OBJECT, 'darknet/dog.jpg');
     expect(res.status).toBe(200);
     expect(await res.clone().text()).toMatch(
-      /^\{"success":"true","serverprocessingtime":"\d+\.\d{3}","gpu_support":(true|false),"objects":\[\{"rect":\[-?\d+,-?\d+,-?\d+,-?\d+\],"class":"[a-z ]+","confidence":"[01]\.\d{3}"\}/,
+      /^\{"success":"true","serverprocessingtime":"\d+\.\d{3}","server_processing_time":"\d+\.\d{3}","gpu_support":(true|false),"objects":\[\{"rect":\[-?\d+,-?\d+,-?\d+,-?\d+\],"class":"[a-z ]+","confidence":"[01]\.\d{3}"\}/,
     );
     const objects = checkObjectShape(await json<ObjectJson>(res), gpu);
     const classes = objects.map((o) => o.class);

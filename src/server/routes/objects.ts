@@ -1,6 +1,7 @@
 // POST /object/detect/ : COCO objects.
-//   found:   {"success":"true","serverprocessingtime":"12.345","gpu_support":false,"objects":[{"rect":[l,t,r,b],"class":"dog","confidence":"0.873"}, ...]}
-//   nothing: {"success":"false","serverprocessingtime":"12.345","gpu_support":false}
+//   found:   {"success":"true","serverprocessingtime":"12.345","server_processing_time":"12.345","gpu_support":false,"objects":[{"rect":[l,t,r,b],"class":"dog","confidence":"0.873"}, ...]}
+//   nothing: {"success":"false","serverprocessingtime":"12.345","server_processing_time":"12.345","gpu_support":false}
+// server_processing_time: the original server's spelling, the only one its multi_client.py reads.
 //   errors:  {"success":"false","error":"...","gpu_support":false} for everything this sub-app's handler throws (its onError;
 //            the 413 of the body-size middleware, 404 and 405 are answered outside it and keep the plain error shape)
 // rect: integer image pixels, not clipped (negative where a box crosses the image edge).
@@ -23,6 +24,7 @@ export interface ObjectJson {
 export interface ObjectResponse {
   success: 'true' | 'false';
   serverprocessingtime: string;
+  server_processing_time: string;
   gpu_support: boolean;
   objects?: ObjectJson[];
 }
@@ -46,8 +48,8 @@ export function objectRoutes(deps: { engine: PoseObjectEngine }): Hono {
           }),
         );
         return objects.length > 0
-          ? { success: 'true', serverprocessingtime: ms, gpu_support: gpuSupport(), objects }
-          : { success: 'false', serverprocessingtime: ms, gpu_support: gpuSupport() };
+          ? { success: 'true', serverprocessingtime: ms, server_processing_time: ms, gpu_support: gpuSupport(), objects }
+          : { success: 'false', serverprocessingtime: ms, server_processing_time: ms, gpu_support: gpuSupport() };
       },
     }),
   );

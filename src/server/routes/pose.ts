@@ -1,6 +1,6 @@
 // POST /pose/detect/ (also /openpose/detect/, the original server's path): BODY_25 poses.
-//   people:    {"success":"true","serverprocessingtime":"12.345","poses":[[[x,y,c] x 25], ...]}
-//   nobody:    {"success":"false","serverprocessingtime":"12.345"}
+//   people:    {"success":"true","serverprocessingtime":"12.345","server_processing_time":"12.345","poses":[[[x,y,c] x 25], ...]}
+//   nobody:    {"success":"false","serverprocessingtime":"12.345","server_processing_time":"12.345"}
 // x, y in image pixels; [0,0,0] for a point not detected. With --pose-requires-gpu and no CUDA backend, the
 // original server's answer: 501 with a plain-text body.
 // Optional parameters (query or form field): threshold (person score, 0..1), keypoint_threshold (0..1).
@@ -19,6 +19,7 @@ export const POSE_NEEDS_GPU_MESSAGE = 'The pose engine is not supported on this 
 export interface PoseResponse {
   success: 'true' | 'false';
   serverprocessingtime: string;
+  server_processing_time: string;
   poses?: Body25Point[][];
 }
 
@@ -57,7 +58,9 @@ export function poseRoutes(deps: PoseDeps): Hono {
         }),
       reply: (result, ms): PoseResponse => {
         const poses = result.poses.map((p) => p.body25.map(roundPoint));
-        return poses.length > 0 ? { success: 'true', serverprocessingtime: ms, poses } : { success: 'false', serverprocessingtime: ms };
+        return poses.length > 0
+          ? { success: 'true', serverprocessingtime: ms, server_processing_time: ms, poses }
+          : { success: 'false', serverprocessingtime: ms, server_processing_time: ms };
       },
     }),
   );

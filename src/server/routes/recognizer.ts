@@ -1,7 +1,7 @@
 // POST /recognizer/predict/ : who is the first face (highest detection score) in the photo?
 //   match:   {"success":"true","subject":"alice","confidence":"57.31","rect":[l,t,r,b],
 //             "serverprocessingtime":"12.345","server_processing_time":"12.345"}
-//   no face: {"success":"false","serverprocessingtime":"12.345"}
+//   no face: {"success":"false","serverprocessingtime":"12.345","server_processing_time":"12.345"}
 // confidence: the calibrated distance to the nearest enrolled sample, 2 decimals; 0 = identical, lower is better;
 // the nearest subject is always returned, and 105 is the equal-error-rate threshold (clients call more "Unknown").
 // Errors: 409 nobody enrolled, 503 + Retry-After during a training data update, and the image errors of detection.
@@ -18,7 +18,7 @@ export interface PredictResponse {
   confidence?: string;
   rect?: [number, number, number, number];
   serverprocessingtime: string;
-  server_processing_time?: string;
+  server_processing_time: string;
 }
 
 /** Mounted at /recognizer. */
@@ -40,7 +40,7 @@ export function recognizerRoutes(deps: { recognition: RecognitionService; engine
               serverprocessingtime: ms,
               server_processing_time: ms,
             }
-          : { success: 'false', serverprocessingtime: ms },
+          : { success: 'false', serverprocessingtime: ms, server_processing_time: ms },
     }),
   );
 }
