@@ -6,10 +6,12 @@
 // Import takes those lines back (ids are not kept: the store assigns new ones; the embedding is used as is when
 // model and model_version match this server's, and recomputed from the crop otherwise), or, to enrol from photos,
 //   {"subject":"alice","image":"<base64 PNG or JPEG with exactly one face>"}
-// Blank lines are skipped.
+// Blank lines are skipped. An embedding must be strict base64 of float32 values, finite and not all zero (the
+// service checks its length against the model); one bad line refuses the whole import, before anything is stored.
 
 import { decodeBase64Image } from '../server/image-input.js';
-import { embeddingFromBytes, embeddingToBytes, type Rect, type StoredSample } from './types.js';
+import { embeddingFromBase64, embeddingProblem } from './sample-check.js';
+import { embeddingToBytes, type Rect, type StoredSample } from './types.js';
 
 export const JSONL_MEDIA_TYPE = 'application/x-ndjson';
 
@@ -117,11 +119,10 @@ export function parseImport(text: string): ImportItem[] {
     if (createdAt !== null && !Number.isFinite(createdAt)) throw new ImportError(line, "'created' is not a date");
     let vector: Float32Array | null = null;
     if (embedding !== null) {
-      try {
-        vector = embeddingFromBytes(Buffer.from(embedding, 'base64'));
-      } catch (e) {
-        throw new ImportError(line, `'embedding': ${(e as Error).message}`);
-      }
+      vector = embeddingFromBase64(embedding);
+      if (vector === null) throw new ImportError(line, "'embedding' is not base64 of float32 values");
+      const problem = embeddingProblem(vector);
+      if (problem !== null) throw new ImportError(line, `'embedding': ${problem}`);
     }
     items.push({
       line,

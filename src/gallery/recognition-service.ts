@@ -5,12 +5,18 @@
 // import, full resync from the fleet store). Inside it predictions answer GalleryBusyError (HTTP 503) rather than
 // search a gallery that is half there. A single add or remove never opens the window: it is applied to the index
 // as one atomic swap (GalleryIndex), so predictions before it see the old gallery and after it the new one.
+//
+// No row can break the index: every sample is checked (sample-check.ts) before it is written (an import is
+// refused whole, before anything is stored, when one line fails), and again when it is loaded or arrives from
+// another server; a stored row that fails is quarantined: left out of the index, logged and counted (`status()`),
+// never fatal to the rest of the gallery.
 
 import type { Engine } from '../engine/engine.js';
 import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../engine/face-embedding.js';
 import type { GalleryIndex, GalleryIndexOptions } from './gallery-index.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
-import type { GalleryStore, NewSample, Rect, RemoteChanges, SampleVector } from './types.js';
+import { embeddingProblem, isSampleId } from './sample-check.js';
+import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SampleVector, StoreDurability } from './types.js';
 
 export type RecognitionEngine = Pick<Engine, 'embedFace' | 'recognizeFace' | 'faceEmbedder' | 'createGallery'>;
 
@@ -82,6 +88,28 @@ export interface SubjectSummary {
 
 type IndexChange = { op: 'add'; samples: SampleVector[] } | { op: 'remove'; ids: number[] };
 
+/**
+ * Where the gallery stands, for readiness checks: 'loading' until the first load succeeded (retried while the
+ * store fails), 'syncing' during any later rebuild (import swap, fleet resync, re-embedding), else 'ready'.
+ * Predictions answer 503 unless 'ready'.
+ */
+export type GalleryState = 'loading' | 'syncing' | 'ready';
+
+export interface GalleryStatus {
+  state: GalleryState;
+  samples: number;
+  /** Stored rows left out of the index (unreadable, or an embedding that cannot be searched). */
+  quarantined: number;
+  store: StoreDurability;
+  /** The last load or resync failure while it is being retried; null otherwise. */
+  lastError: string | null;
+}
+
+/** Quarantined rows named one by one in the log (the count is always given). */
+const QUARANTINE_LOG_ROWS = 10;
+/** Longest wait between two tries of a failed load. */
+const LOAD_RETRY_MAX_MS = 30_000;
+
 export class RecognitionService {
   readonly #engine: RecognitionEngine;
   readonly #store: GalleryStore;
@@ -98,6 +126,11 @@ export class RecognitionService {
   #rebuildChain: Promise<void> = Promise.resolve();
   #resyncQueued = false;
   #closed = false;
+  /** The first load succeeded. */
+  #loaded = false;
+  #lastError: string | null = null;
+  /** Stored rows left out of the index, by id (rebuilt at every full load). */
+  readonly #quarantine = new Map<number, QuarantinedSample>();
   /** Settles when the initial load (and any re-embedding) is done. */
   readonly ready: Promise<void>;
 
@@ -126,9 +159,41 @@ export class RecognitionService {
       resync: () => service.#requestResync(),
     };
     await store.watch(changes); // subscribed before loading: nothing falls between the two
-    // The initial load is a rebuild: the server can listen meanwhile, and answers 503 to predictions.
-    (service as { ready: Promise<void> }).ready = service.#rebuild('load', () => service.#loadAll());
+    // The initial load is a rebuild: the server can listen meanwhile, and answers 503 to predictions. A store that
+    // fails (Redis away) is tried again until it answers; `ready` settles then (or rejects if closed first).
+    (service as { ready: Promise<void> }).ready = service.#rebuild('load', () => service.#loadUntilDone());
     return service;
+  }
+
+  async #loadUntilDone(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#loadAll();
+        this.#loaded = true;
+        this.#lastError = null;
+        return;
+      } catch (e) {
+        if (this.#closed) throw e;
+        this.#lastError = (e as Error).message;
+        const wait = Math.min(1000 * 2 ** (attempt - 1), LOAD_RETRY_MAX_MS);
+        this.#log(`loading the gallery failed (try ${attempt}, again in ${wait / 1000} s): ${this.#lastError}`);
+        await this.#sleep(wait);
+        if (this.#closed) throw new Error('closed before the gallery could be loaded');
+      }
+    }
+  }
+
+  /** Waits `ms`, or less when the service closes. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const started = Date.now();
+      const tick = setInterval(() => {
+        if (this.#closed || Date.now() - started >= ms) {
+          clearInterval(tick);
+          resolve();
+        }
+      }, Math.min(ms, 100));
+    });
   }
 
   /** The embedding model and its calibration. */
@@ -146,18 +211,66 @@ export class RecognitionService {
     return this.#subjectOf.size;
   }
 
+  /** See GalleryState. */
+  get state(): GalleryState {
+    return !this.#loaded ? 'loading' : this.#rebuilding > 0 ? 'syncing' : 'ready';
+  }
+
+  /** Number of stored rows left out of the index. */
+  get quarantined(): number {
+    return this.#quarantine.size;
+  }
+
+  /** The quarantined rows, by id. */
+  quarantine(): QuarantinedSample[] {
+    return [...this.#quarantine.values()].sort((a, b) => a.id - b.id);
+  }
+
+  /** State, sizes and the store's durability (the capabilities answer). */
+  status(): GalleryStatus {
+    return { state: this.state, samples: this.size, quarantined: this.quarantined, store: this.#store.durability(), lastError: this.#lastError };
+  }
+
+  /** Why a vector of the current model cannot go into the index; null when it can. */
+  #problem(s: SampleVector): string | null {
+    if (!isSampleId(s.id)) return 'the id is not a positive integer';
+    if (typeof s.subject !== 'string' || s.subject === '') return 'no subject';
+    return embeddingProblem(s.embedding, this.#embedder.dim);
+  }
+
+  #quarantineRows(rows: QuarantinedSample[], where: string): void {
+    if (rows.length === 0) return;
+    for (const r of rows) this.#quarantine.set(r.id, r);
+    const named = rows.slice(0, QUARANTINE_LOG_ROWS).map((r) => `id ${r.id}${r.subject === null ? '' : ` (${JSON.stringify(r.subject)})`}: ${r.reason}`);
+    const more = rows.length > QUARANTINE_LOG_ROWS ? `; and ${rows.length - QUARANTINE_LOG_ROWS} more` : '';
+    this.#log(
+      `gallery: ${rows.length} ${where} quarantined, left out of the index (${this.#quarantine.size} in all; remove with POST /trainer/remove/ subject and id): ${named.join('; ')}${more}`,
+    );
+  }
+
   // ------------------------------------------------------------------ the index
 
   #applyNow(change: IndexChange): void {
     if (change.op === 'add') {
-      const fresh = change.samples.filter((s) => s.model === this.#embedder.model && s.modelVersion === this.#embedder.version);
-      if (fresh.length < change.samples.length) this.#requestResync(); // another model's vectors: re-embed them
+      const current = change.samples.filter((s) => s.model === this.#embedder.model && s.modelVersion === this.#embedder.version);
+      if (current.length < change.samples.length) this.#requestResync(); // another model's vectors: re-embed them
+      // A vector the index cannot take (another server's, or a bug) is quarantined: the rest still goes in.
+      const bad: QuarantinedSample[] = [];
+      const fresh = current.filter((s) => {
+        const problem = this.#problem(s);
+        if (problem !== null) bad.push({ id: s.id, subject: typeof s.subject === 'string' ? s.subject : null, reason: problem });
+        return problem === null;
+      });
+      this.#quarantineRows(bad, 'added samples');
       if (fresh.length === 0) return;
       this.#index.add(fresh.map((s) => ({ id: s.id, subject: s.subject, embedding: s.embedding })));
       for (const s of fresh) this.#subjectOf.set(s.id, s.subject);
     } else {
       this.#index.remove(change.ids);
-      for (const id of change.ids) this.#subjectOf.delete(id);
+      for (const id of change.ids) {
+        this.#subjectOf.delete(id);
+        this.#quarantine.delete(id);
+      }
     }
   }
 
@@ -201,18 +314,36 @@ export class RecognitionService {
     void this.#rebuild('resync', async () => {
       this.#resyncQueued = false;
       await this.#loadAll();
-    }).catch((e: unknown) => this.#log(`gallery resync failed: ${(e as Error).message}`));
+      this.#lastError = null;
+    }).catch((e: unknown) => {
+      // The index is as it was; the fleet may have changed meanwhile: try again (the store may be back by then).
+      this.#lastError = (e as Error).message;
+      this.#log(`gallery resync failed, trying again in 2 s: ${this.#lastError}`);
+      if (!this.#closed) setTimeout(() => this.#requestResync(), 2000).unref();
+    });
   }
 
   /** Replaces the index with the store's content, re-embedding samples made by another model. */
   async #loadAll(): Promise<void> {
-    const vectors = await this.#store.vectors();
+    const { vectors, unreadable } = await this.#store.vectors();
     const isCurrent = (v: SampleVector) => v.model === this.#embedder.model && v.modelVersion === this.#embedder.version;
-    const current = vectors.filter(isCurrent);
-    const stale = new Set(vectors.filter((v) => !isCurrent(v)).map((v) => v.id));
+    const bad: QuarantinedSample[] = [...unreadable];
+    const current: SampleVector[] = [];
+    const stale = new Set<number>();
+    for (const v of vectors) {
+      if (!isCurrent(v)) {
+        stale.add(v.id); // re-embedded from its crop: its stored vector does not matter
+        continue;
+      }
+      const problem = this.#problem(v);
+      if (problem === null) current.push(v);
+      else bad.push({ id: v.id, subject: v.subject, reason: problem });
+    }
     this.#index.replace(current.map((s) => ({ id: s.id, subject: s.subject, embedding: s.embedding })));
     this.#subjectOf.clear();
     for (const s of current) this.#subjectOf.set(s.id, s.subject);
+    this.#quarantine.clear();
+    this.#quarantineRows(bad, 'stored rows');
     await this.#index.indexed; // the approximate index of a large gallery is built inside the window too
     if (stale.size > 0) await this.#reembed(stale);
   }
@@ -355,7 +486,8 @@ export class RecognitionService {
       const crop = this.#storeCrops ? item.crop : null;
       const cropRect = crop ? item.cropRect : null;
       if (item.embedding && item.model === model && item.modelVersion === version) {
-        if (item.embedding.length !== this.#embedder.dim) throw new Error(`'embedding' has ${item.embedding.length} values, the model makes ${this.#embedder.dim}`);
+        const problem = embeddingProblem(item.embedding, this.#embedder.dim);
+        if (problem !== null) throw new Error(`'embedding': ${problem}`);
         return { subject: item.subject, createdAt, model, modelVersion: version, embedding: item.embedding, crop, cropRect };
       }
       if (!item.crop || !item.cropRect) throw new Error(`the embedding is not from ${model} ${version} and there is no crop to compute it from`);
@@ -377,7 +509,13 @@ export class RecognitionService {
     const items = parseImport(text); // ImportError before anything is embedded: nothing changes
     if (this.updating) throw new GalleryBusyError();
     const samples: NewSample[] = [];
-    for (const item of items) samples.push(await this.#sampleFromItem(item));
+    for (const item of items) {
+      const sample = await this.#sampleFromItem(item);
+      // Every row, however it was made, is checked before any is written: the index must be able to take them all.
+      const problem = embeddingProblem(sample.embedding, this.#embedder.dim);
+      if (problem !== null) throw new ImportError(item.line, problem);
+      samples.push(sample);
+    }
     let added = 0;
     await this.#rebuild(replace ? 'import (replace)' : 'import', async () => {
       const stored = await this.#store.addMany(samples, replace);

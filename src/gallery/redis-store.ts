@@ -6,15 +6,48 @@
 //   crops      hash  id -> JPEG bytes
 //   subjects   hash  id -> subject (small: what removal scans)
 //   next-id    counter for sample ids
-//   changes    pub/sub channel: {origin, op: 'add', samples} | {origin, op: 'remove', ids} | {origin, op: 'resync'}
+//   changes    pub/sub channel: {origin, write, op: 'add', samples} | {origin, write, op: 'remove', ids} |
+//              {origin, write, op: 'resync'}
+//
+// Every message on the channel is checked (parseChangeMessage) before it is applied: a malformed one is logged and
+// skipped, and the gallery is resynced from Redis, which holds the truth. Every command has a timeout
+// (REDIS_COMMAND_TIMEOUT_MS): a frozen or cut-off Redis makes a change fail in bounded time. A change whose answer
+// timed out is "in doubt": Redis may still apply it (whole: it is one MULTI/EXEC), and if it does, this server
+// applies its own broadcast of it too, so that it ends up where its peers are.
 
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { embeddingFromBytes, embeddingToBytes, GalleryStoreError, type GalleryStore, type NewSample, type Rect, type RemoteChanges, type SampleVector, type StoredSample } from './types.js';
+import { embeddingFromBase64, isSampleId } from './sample-check.js';
+import {
+  embeddingToBytes,
+  GalleryStoreError,
+  type GalleryStore,
+  type NewSample,
+  type QuarantinedSample,
+  type Rect,
+  type RemoteChanges,
+  type SampleVector,
+  type StoreDurability,
+  type StoredSample,
+  type StoredVectors,
+} from './types.js';
 
 const PREFIX = 'edgecv:gallery:';
 const KEY = { samples: `${PREFIX}samples`, crops: `${PREFIX}crops`, subjects: `${PREFIX}subjects`, nextId: `${PREFIX}next-id` };
-const CHANNEL = `${PREFIX}changes`;
+export const CHANGE_CHANNEL = `${PREFIX}changes`;
+const CHANNEL = CHANGE_CHANNEL;
+
+/**
+ * Longest wait for one Redis command. An enrolment makes two round trips (the id counter, then the transaction),
+ * so a frozen Redis gets its 503 within 2 x 1.5 s plus the embedding, under the 5 s the API promises.
+ */
+export const REDIS_COMMAND_TIMEOUT_MS = 1_500;
+/** How often the subscription is pinged: a subscription that stops answering is reconnected (and resynced). */
+const SUBSCRIPTION_PING_MS = 5_000;
+/** Writes in doubt remembered at most (a Redis that never applies them would otherwise grow the set). */
+const MAX_IN_DOUBT = 10_000;
+/** The largest 'add' this store publishes; more samples go as a 'resync'. */
+const MAX_ADD_MESSAGE = 64;
 
 interface SampleRecord {
   subject: string;
@@ -34,23 +67,105 @@ interface WireVector {
   embedding: string;
 }
 
-type ChangeMessage =
-  | { origin: string; op: 'add'; samples: WireVector[] }
-  | { origin: string; op: 'remove'; ids: number[] }
-  | { origin: string; op: 'resync' };
+/** `write` names the transaction: a server that timed out waiting for its own write knows it when it comes. */
+type ChangeMessage = { origin: string; write?: string } & ({ op: 'add'; samples: WireVector[] } | { op: 'remove'; ids: number[] } | { op: 'resync' });
+
+/** A checked change message: the vectors decoded. */
+export type ChangeOf =
+  | { origin: string; write: string | null; op: 'add'; samples: SampleVector[] }
+  | { origin: string; write: string | null; op: 'remove'; ids: number[] }
+  | { origin: string; write: string | null; op: 'resync' };
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A sample of an 'add' message, or why it is not one. The embedding's dimension is the service's to check. */
+function wireVector(v: unknown): SampleVector | string {
+  if (!isRecord(v)) return 'a sample is not an object';
+  const { id, subject, createdAt, model, modelVersion, embedding } = v;
+  if (!isSampleId(id)) return 'a sample id is not a positive integer';
+  if (typeof subject !== 'string' || subject.length === 0) return `sample ${id}: no subject`;
+  if (typeof createdAt !== 'number' || !Number.isFinite(createdAt)) return `sample ${id}: 'createdAt' is not a number`;
+  if (typeof model !== 'string' || typeof modelVersion !== 'string') return `sample ${id}: no model or model version`;
+  if (typeof embedding !== 'string') return `sample ${id}: no embedding`;
+  const vector = embeddingFromBase64(embedding);
+  if (vector === null) return `sample ${id}: the embedding is not base64 float32`;
+  return { id, subject, createdAt, model, modelVersion, embedding: vector };
+}
+
+/** Checks one message of the change channel; a string says why it is malformed. */
+export function parseChangeMessage(text: string): ChangeOf | string {
+  let m: unknown;
+  try {
+    m = JSON.parse(text);
+  } catch {
+    return 'not JSON';
+  }
+  if (!isRecord(m)) return 'not a JSON object';
+  const { origin, write, op } = m;
+  if (typeof origin !== 'string' || origin.length === 0) return "no 'origin'";
+  if (write !== undefined && typeof write !== 'string') return "'write' is not a string";
+  const head = { origin, write: typeof write === 'string' ? write : null };
+  if (op === 'resync') return { ...head, op };
+  if (op === 'remove') {
+    const ids = m['ids'];
+    if (!Array.isArray(ids) || !ids.every(isSampleId)) return "'ids' is not a list of sample ids";
+    return { ...head, op, ids: ids as number[] };
+  }
+  if (op === 'add') {
+    const list = m['samples'];
+    if (!Array.isArray(list) || list.length === 0 || list.length > MAX_ADD_MESSAGE) return `'samples' is not a list of 1 to ${MAX_ADD_MESSAGE} samples`;
+    const samples: SampleVector[] = [];
+    for (const item of list) {
+      const v = wireVector(item);
+      if (typeof v === 'string') return v;
+      samples.push(v);
+    }
+    return { ...head, op, samples };
+  }
+  return `unknown op ${JSON.stringify(op)?.slice(0, 40)}`;
+}
 
 function record(s: NewSample): SampleRecord {
   return { subject: s.subject, createdAt: s.createdAt, model: s.model, modelVersion: s.modelVersion, embedding: embeddingToBytes(s.embedding).toString('base64'), cropRect: s.cropRect };
 }
 
-function vectorOf(id: number, r: SampleRecord | WireVector): SampleVector {
-  return { id, subject: r.subject, createdAt: r.createdAt, model: r.model, modelVersion: r.modelVersion, embedding: embeddingFromBytes(Buffer.from(r.embedding, 'base64')) };
+/** A stored record, checked; a string says why it cannot be read. */
+function parseRecord(text: string): SampleRecord | string {
+  let r: unknown;
+  try {
+    r = JSON.parse(text);
+  } catch {
+    return 'the record is not JSON';
+  }
+  if (!isRecord(r)) return 'the record is not a JSON object';
+  if (typeof r['subject'] !== 'string' || r['subject'] === '') return 'the record has no subject';
+  if (typeof r['embedding'] !== 'string') return 'the record has no embedding';
+  if (typeof r['model'] !== 'string' || typeof r['modelVersion'] !== 'string') return 'the record has no model or model version';
+  const rect = r['cropRect'];
+  const cropRect = Array.isArray(rect) && rect.length === 4 && rect.every(Number.isInteger) ? (rect as Rect) : null;
+  const createdAt = typeof r['createdAt'] === 'number' && Number.isFinite(r['createdAt']) ? r['createdAt'] : 0;
+  return { subject: r['subject'], createdAt, model: r['model'], modelVersion: r['modelVersion'], embedding: r['embedding'], cropRect };
 }
 
-function parseRecord(text: string): SampleRecord {
-  const r = JSON.parse(text) as SampleRecord;
-  if (typeof r.subject !== 'string' || typeof r.embedding !== 'string') throw new Error('malformed gallery sample in Redis');
-  return r;
+/** A stored row as a vector, or why it is quarantined. */
+function decodeRow(idText: string, text: string): SampleVector | QuarantinedSample {
+  const id = Number(idText);
+  if (!isSampleId(id)) return { id: Number.isFinite(id) ? id : -1, subject: null, reason: `the key ${JSON.stringify(idText.slice(0, 40))} is not a sample id` };
+  const r = parseRecord(text);
+  if (typeof r === 'string') return { id, subject: null, reason: r };
+  const embedding = embeddingFromBase64(r.embedding);
+  if (embedding === null) return { id, subject: r.subject, reason: 'the embedding is not base64 float32' };
+  return { id, subject: r.subject, createdAt: r.createdAt, model: r.model, modelVersion: r.modelVersion, embedding };
+}
+
+/** Why a command failed before Redis could have applied it (nothing was sent): not in doubt. */
+const NOT_SENT = /Stream isn't writeable/;
+
+/** Rows of CONFIG GET as a map (Redis answers [name, value, name, value, ...]). */
+function configMap(reply: unknown): Map<string, string> {
+  const out = new Map<string, string>();
+  if (Array.isArray(reply)) for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), String(reply[i + 1]));
+  return out;
 }
 
 /** Any Redis failure becomes a GalleryStoreError (HTTP 503: the client may retry). */
@@ -78,20 +193,29 @@ export class RedisGalleryStore implements GalleryStore {
   readonly origin = randomUUID();
   readonly #client: Redis;
   readonly #subscriber: Redis;
+  readonly #durability: StoreDurability;
+  /** Own writes whose answer timed out: when their broadcast comes, it is applied here too. */
+  readonly #inDoubt = new Set<string>();
+  readonly #logBadMessage = errorLogger('change channel');
+  #pinger: NodeJS.Timeout | null = null;
   #closed = false;
 
-  private constructor(client: Redis, subscriber: Redis) {
+  private constructor(client: Redis, subscriber: Redis, durability: StoreDurability) {
     this.#client = client;
     this.#subscriber = subscriber;
+    this.#durability = durability;
   }
 
-  /** Connects to redis://host:port/db. Rejects when the first connection fails. */
-  static async open(url: string): Promise<RedisGalleryStore> {
+  /** Connects to redis://host:port/db. Rejects when the first connection fails. Warns when Redis does not persist. */
+  static async open(url: string, log: (message: string) => void = (m) => console.warn(`edgecv: ${m}`)): Promise<RedisGalleryStore> {
     const options = {
       lazyConnect: true,
       // Fail fast while disconnected: an enrolment must answer an error, not hang until Redis is back.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
+      // ...and while connected to a Redis that does not answer (stopped, or a silent network partition).
+      commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+      connectTimeout: 5_000,
       retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
       autoResubscribe: false, // resubscribed, then resynced, on 'ready' (watch)
     };
@@ -107,22 +231,37 @@ export class RedisGalleryStore implements GalleryStore {
       subscriber.disconnect();
       throw new Error(`cannot connect to the gallery at ${url}: ${(e as Error).message}`, { cause: e });
     }
-    return new RedisGalleryStore(client, subscriber);
+    const durability = await redisDurability(client, url);
+    if (durability.warning) log(`WARNING: ${durability.warning}`);
+    return new RedisGalleryStore(client, subscriber, durability);
   }
 
-  async vectors(): Promise<SampleVector[]> {
-    const out: SampleVector[] = [];
+  durability(): StoreDurability {
+    return { ...this.#durability };
+  }
+
+  vectors(): Promise<StoredVectors> {
+    return storeErrors(this.#vectors());
+  }
+
+  async #vectors(): Promise<StoredVectors> {
+    const out: StoredVectors = { vectors: [], unreadable: [] };
     let cursor = '0';
     do {
-      const [next, flat] = await this.#client.hscan(KEY.samples, cursor, 'COUNT', 500);
-      for (let i = 0; i < flat.length; i += 2) out.push(vectorOf(Number(flat[i]), parseRecord(flat[i + 1]!)));
+      const [next, flat] = await this.#client.hscan(KEY.samples, cursor, 'COUNT', 200);
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const v = decodeRow(flat[i]!, flat[i + 1]!);
+        if ('reason' in v) out.unreadable.push(v);
+        else out.vectors.push(v);
+      }
       cursor = next;
     } while (cursor !== '0');
-    return out.sort((a, b) => a.id - b.id);
+    out.vectors.sort((a, b) => a.id - b.id);
+    return out;
   }
 
   async *samples(batch = 256): AsyncIterable<StoredSample[]> {
-    const ids = (await this.#client.hkeys(KEY.subjects)).map(Number).sort((a, b) => a - b);
+    const ids = (await this.#client.hkeys(KEY.subjects)).map(Number).filter(isSampleId).sort((a, b) => a - b);
     for (let i = 0; i < ids.length; i += batch) {
       const page = ids.slice(i, i + batch);
       const records = await this.#client.hmget(KEY.samples, ...page.map(String));
@@ -131,8 +270,10 @@ export class RedisGalleryStore implements GalleryStore {
       page.forEach((id, k) => {
         const text = records[k];
         if (text == null) return; // removed meanwhile
-        const r = parseRecord(text);
-        out.push({ ...vectorOf(id, r), crop: crops[k] ?? null, cropRect: r.cropRect ?? null });
+        const v = decodeRow(String(id), text);
+        if ('reason' in v) return; // unreadable: quarantined at load
+        const r = parseRecord(text) as SampleRecord;
+        out.push({ ...v, crop: crops[k] ?? null, cropRect: r.cropRect ?? null });
       });
       if (out.length) yield out;
     }
@@ -142,9 +283,32 @@ export class RedisGalleryStore implements GalleryStore {
     multi.publish(CHANNEL, JSON.stringify(message));
   }
 
+  /**
+   * Runs a transaction that publishes its change as `write`. Resolves when Redis applied it; rejects with a
+   * GalleryStoreError, `inDoubt` when it was sent and its answer did not come in time (Redis may apply it later,
+   * all of it, and then this server's subscription applies it here too: see watch).
+   */
+  async #exec(multi: ReturnType<Redis['multi']>, write: string, what: string): Promise<void> {
+    let results: [Error | null, unknown][] | null;
+    try {
+      results = await multi.exec();
+    } catch (e) {
+      const inDoubt = !NOT_SENT.test((e as Error).message);
+      if (inDoubt) {
+        this.#inDoubt.add(write);
+        if (this.#inDoubt.size > MAX_IN_DOUBT) this.#inDoubt.delete(this.#inDoubt.values().next().value!);
+      }
+      throw new GalleryStoreError(`${what} in Redis: ${(e as Error).message}${inDoubt ? ' (it may still be applied)' : ''}`, { cause: e, inDoubt });
+    }
+    const failed = results?.find(([err]) => err);
+    if (!results || failed) throw new GalleryStoreError(`${what} failed in Redis: ${failed?.[0]?.message ?? 'transaction aborted'}`);
+  }
+
   async #write(samples: NewSample[], replace: boolean): Promise<StoredSample[]> {
+    // Ids first: a counter bump that is lost or applied late only leaves a gap.
     const last = samples.length ? await this.#client.incrby(KEY.nextId, samples.length) : 0;
     const stored = samples.map((s, i) => ({ ...s, id: last - samples.length + 1 + i }));
+    const write = randomUUID();
     const multi = this.#client.multi();
     if (replace) multi.del(KEY.samples, KEY.crops, KEY.subjects);
     for (const s of stored) {
@@ -152,16 +316,14 @@ export class RedisGalleryStore implements GalleryStore {
       multi.hset(KEY.subjects, String(s.id), s.subject);
       if (s.crop) multi.hset(KEY.crops, String(s.id), s.crop);
     }
-    if (replace || stored.length > 64) {
+    if (replace || stored.length > MAX_ADD_MESSAGE) {
       // A bulk change: every server reloads rather than receiving it all in one message.
-      this.#publish(multi, { origin: this.origin, op: 'resync' });
+      this.#publish(multi, { origin: this.origin, write, op: 'resync' });
     } else {
       const wire = stored.map((s) => ({ id: s.id, ...record(s) }));
-      this.#publish(multi, { origin: this.origin, op: 'add', samples: wire });
+      this.#publish(multi, { origin: this.origin, write, op: 'add', samples: wire });
     }
-    const results = await multi.exec();
-    const failed = results?.find(([err]) => err);
-    if (!results || failed) throw new GalleryStoreError(`gallery write failed in Redis: ${failed?.[0]?.message ?? 'transaction aborted'}`);
+    await this.#exec(multi, write, 'gallery write');
     return stored;
   }
 
@@ -183,18 +345,22 @@ export class RedisGalleryStore implements GalleryStore {
       ids = (await this.#client.hget(KEY.subjects, String(id))) === subject ? [id] : [];
     } else {
       const all = await this.#client.hgetall(KEY.subjects);
-      ids = Object.entries(all).filter(([, s]) => s === subject).map(([k]) => Number(k));
+      ids = Object.entries(all).filter(([, s]) => s === subject).map(([k]) => Number(k)).filter(isSampleId);
     }
     if (ids.length === 0) return [];
     const keys = ids.map(String);
+    const write = randomUUID();
     const multi = this.#client.multi().hdel(KEY.samples, ...keys).hdel(KEY.crops, ...keys).hdel(KEY.subjects, ...keys);
-    this.#publish(multi, { origin: this.origin, op: 'remove', ids });
-    const results = await multi.exec();
-    if (!results || results.some(([err]) => err)) throw new GalleryStoreError('gallery removal failed in Redis');
+    this.#publish(multi, { origin: this.origin, write, op: 'remove', ids });
+    await this.#exec(multi, write, 'gallery removal');
     return ids;
   }
 
-  async updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void> {
+  updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void> {
+    return storeErrors(this.#updateEmbeddings(updates));
+  }
+
+  async #updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void> {
     if (updates.length === 0) return;
     const current = await this.#client.hmget(KEY.samples, ...updates.map((u) => String(u.id)));
     const multi = this.#client.multi();
@@ -202,9 +368,30 @@ export class RedisGalleryStore implements GalleryStore {
       const text = current[i];
       if (text == null) return; // removed meanwhile
       const r = parseRecord(text);
+      if (typeof r === 'string') return; // unreadable: stays quarantined
       multi.hset(KEY.samples, String(u.id), JSON.stringify({ ...r, model: u.model, modelVersion: u.modelVersion, embedding: embeddingToBytes(u.embedding).toString('base64') }));
     });
-    await multi.exec();
+    const results = await multi.exec();
+    const failed = results?.find(([err]) => err);
+    if (!results || failed) throw new GalleryStoreError(`re-embedding update failed in Redis: ${failed?.[0]?.message ?? 'transaction aborted'}`);
+  }
+
+  /** Applies one message of the change channel; never throws (a bad message is logged and answered by a resync). */
+  #onMessage(changes: RemoteChanges, text: string): void {
+    const m = parseChangeMessage(text);
+    if (typeof m === 'string') {
+      // Redis holds the truth: whatever the message meant, a resync catches it.
+      this.#logBadMessage(new Error(`malformed change message skipped (${m}), resyncing: ${text.slice(0, 120)}`));
+      changes.resync();
+      return;
+    }
+    if (m.origin === this.origin) {
+      // Applied locally already, unless this server stopped waiting for it (a timeout): then it is applied now.
+      if (m.write === null || !this.#inDoubt.delete(m.write)) return;
+    }
+    if (m.op === 'add') changes.added(m.samples);
+    else if (m.op === 'remove') changes.removed(m.ids);
+    else changes.resync();
   }
 
   /**
@@ -214,16 +401,13 @@ export class RedisGalleryStore implements GalleryStore {
   async watch(changes: RemoteChanges): Promise<void> {
     this.#subscriber.on('message', (channel: string, text: string) => {
       if (channel !== CHANNEL) return;
-      let m: ChangeMessage;
       try {
-        m = JSON.parse(text) as ChangeMessage;
-      } catch {
-        return; // not ours
+        this.#onMessage(changes, text);
+      } catch (e) {
+        // Nothing a message holds may take the server down.
+        this.#logBadMessage(new Error(`change message failed (${(e as Error).message}), resyncing`));
+        changes.resync();
       }
-      if (m.origin === this.origin) return; // applied locally already
-      if (m.op === 'add' && Array.isArray(m.samples)) changes.added(m.samples.map((s) => vectorOf(s.id, s)));
-      else if (m.op === 'remove' && Array.isArray(m.ids)) changes.removed(m.ids.filter(Number.isSafeInteger));
-      else if (m.op === 'resync') changes.resync();
     });
     // Registered after the first connection: every 'ready' from here on is a reconnection.
     this.#subscriber.on('ready', () => {
@@ -234,11 +418,75 @@ export class RedisGalleryStore implements GalleryStore {
       );
     });
     await this.#subscriber.subscribe(CHANNEL);
+    // A subscription that stops answering (Redis stopped, a silent partition) would miss changes without knowing:
+    // one that does not answer a ping in time is reconnected, and the reconnection resyncs.
+    this.#pinger = setInterval(() => {
+      if (this.#closed || this.#subscriber.status !== 'ready') return;
+      this.#subscriber.ping().catch(() => {
+        if (!this.#closed && this.#subscriber.status === 'ready') this.#subscriber.disconnect(true);
+      });
+    }, SUBSCRIPTION_PING_MS);
+    this.#pinger.unref();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    if (this.#pinger) clearInterval(this.#pinger);
     this.#subscriber.disconnect();
     await this.#client.quit().catch(() => this.#client.disconnect());
+  }
+}
+
+/**
+ * Whether Redis keeps what it acknowledged across its own restart: CONFIG GET save / appendonly, or, where CONFIG
+ * is refused (renamed, ACL, managed Redis), INFO persistence's aof_enabled. Never throws.
+ */
+export async function redisDurability(client: Redis, url: string): Promise<StoreDurability> {
+  const where = redactedUrl(url);
+  let rdb: boolean | null = null;
+  let aof: boolean | null = null;
+  let fsync: string | null = null;
+  try {
+    const config = configMap(await client.config('GET', 'save'));
+    for (const [k, v] of configMap(await client.config('GET', 'appendonly'))) config.set(k, v);
+    for (const [k, v] of configMap(await client.config('GET', 'appendfsync'))) config.set(k, v);
+    if (config.has('save')) rdb = config.get('save')!.trim() !== '';
+    if (config.has('appendonly')) aof = config.get('appendonly') === 'yes';
+    fsync = config.get('appendfsync') ?? null;
+  } catch {
+    // refused: INFO below
+  }
+  if (aof === null) {
+    try {
+      const info = await client.info('persistence');
+      const m = /^aof_enabled:(\d)/m.exec(info);
+      if (m) aof = m[1] === '1';
+    } catch {
+      // refused too: unknown
+    }
+  }
+  const persistence: StoreDurability['persistence'] =
+    aof === true ? (rdb === true ? 'aof+rdb' : 'aof') : rdb === true ? 'rdb' : aof === false && rdb === false ? 'none' : 'unknown';
+  let warning: string | null = null;
+  if (persistence === 'none') {
+    warning = `the gallery's Redis (${where}) does not persist (save '' and appendonly no): every enrolment is lost when Redis restarts. Turn on AOF (appendonly yes).`;
+  } else if (persistence === 'unknown') {
+    warning = `cannot tell whether the gallery's Redis (${where}) persists (CONFIG refused, INFO silent): without AOF or RDB every enrolment is lost when Redis restarts.`;
+  } else if (persistence === 'rdb') {
+    warning = `the gallery's Redis (${where}) persists by RDB snapshots only: enrolments since the last snapshot are lost if Redis stops abruptly. AOF (appendonly yes) keeps them.`;
+  } else if (fsync === 'no') {
+    warning = `the gallery's Redis (${where}) writes its AOF without fsync (appendfsync no): a power cut can lose recent enrolments.`;
+  }
+  return { kind: 'redis', persistence, warning };
+}
+
+/** The URL without its password, for logs. */
+function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'redis';
   }
 }

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { embeddingFromBytes, embeddingToBytes, type GalleryStore, type NewSample, type Rect, type SampleVector, type StoredSample } from './types.js';
+import { embeddingFromBytes, embeddingToBytes, type GalleryStore, type NewSample, type QuarantinedSample, type Rect, type SampleVector, type StoreDurability, type StoredSample, type StoredVectors } from './types.js';
 
 export const GALLERY_DB_FILE = 'gallery.db';
 const SCHEMA_VERSION = 1;
@@ -23,8 +23,25 @@ interface SampleRow {
 
 function parseRect(text: string | null): Rect | null {
   if (text === null) return null;
-  const v: unknown = JSON.parse(text);
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null; // a damaged rect only costs the crop's use for re-embedding
+  }
   return Array.isArray(v) && v.length === 4 && v.every(Number.isInteger) ? (v as Rect) : null;
+}
+
+/** The row as a vector, or why it cannot be one (a blob that is not float32, a subject that is not text). */
+function decodeRow(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector | QuarantinedSample {
+  const subject = typeof r.subject === 'string' ? r.subject : null;
+  if (subject === null) return { id: r.id, subject, reason: 'the subject is not text' };
+  if (!Buffer.isBuffer(r.embedding)) return { id: r.id, subject, reason: 'the embedding is not a blob' };
+  try {
+    return toVector(r);
+  } catch (e) {
+    return { id: r.id, subject, reason: (e as Error).message };
+  }
 }
 
 function toVector(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector {
@@ -79,9 +96,15 @@ export class SqliteGalleryStore implements GalleryStore {
     return this.#db.pragma('integrity_check', { simple: true }) as string;
   }
 
-  async vectors(): Promise<SampleVector[]> {
+  async vectors(): Promise<StoredVectors> {
     const rows = this.#db.prepare('SELECT id, subject, created_at, model, model_version, embedding FROM samples ORDER BY id').all() as SampleRow[];
-    return rows.map(toVector);
+    const out: StoredVectors = { vectors: [], unreadable: [] };
+    for (const r of rows) {
+      const v = decodeRow(r);
+      if ('reason' in v) out.unreadable.push(v);
+      else out.vectors.push(v);
+    }
+    return out;
   }
 
   async *samples(batch = 256): AsyncIterable<StoredSample[]> {
@@ -91,7 +114,12 @@ export class SqliteGalleryStore implements GalleryStore {
       const rows = page.all(after, batch) as SampleRow[];
       if (rows.length === 0) return;
       after = rows[rows.length - 1]!.id;
-      yield rows.map((r) => ({ ...toVector(r), crop: r.crop, cropRect: parseRect(r.crop_rect) }));
+      const out: StoredSample[] = [];
+      for (const r of rows) {
+        const v = decodeRow(r);
+        if (!('reason' in v)) out.push({ ...v, crop: r.crop, cropRect: parseRect(r.crop_rect) }); // unreadable: quarantined at load
+      }
+      yield out;
     }
   }
 
@@ -135,6 +163,10 @@ export class SqliteGalleryStore implements GalleryStore {
 
   async watch(): Promise<void> {
     // One server owns the file: nobody else changes it.
+  }
+
+  durability(): StoreDurability {
+    return { kind: 'sqlite', persistence: 'wal-fsync', warning: null };
   }
 
   async close(): Promise<void> {

@@ -131,6 +131,8 @@ export function unwatchEngine(engine: { stats(): EngineStats }): void {
 export interface GallerySource {
   readonly size: number;
   readonly updating: boolean;
+  /** Stored rows left out of the index (RecognitionService.quarantined). */
+  readonly quarantined?: number;
   subjects(): readonly unknown[];
 }
 
@@ -162,6 +164,15 @@ new client.Gauge({
   registers: [registry],
   collect() {
     this.set(sumGalleries((g) => (g.updating ? 1 : 0)));
+  },
+});
+
+new client.Gauge({
+  name: 'edgecv_gallery_quarantined',
+  help: 'Stored gallery rows left out of the index (unreadable, or an embedding that cannot be searched); see the log',
+  registers: [registry],
+  collect() {
+    this.set(sumGalleries((g) => g.quarantined ?? 0));
   },
 });
 

@@ -15,7 +15,12 @@ export function recognitionHttpError(e: unknown): unknown {
   if (e instanceof EnrolmentError || e instanceof SubjectError || e instanceof ImportError) return new HttpError(400, e.message);
   if (e instanceof GalleryStoreError) {
     console.error(`[edgecv] gallery store: ${e.message}`);
-    return new HttpError(503, 'the gallery store is unavailable, retry later', { 'Retry-After': String(UPDATE_RETRY_AFTER_S) });
+    // In doubt: the store got the change but did not answer in time; it may still apply it (whole), and then every
+    // server follows. The client is told, so that it checks before enrolling the same photo again.
+    const message = e.inDoubt
+      ? 'the gallery store did not answer in time: the change may or may not be stored (check /trainer/subjects/ before retrying)'
+      : 'the gallery store is unavailable, retry later';
+    return new HttpError(503, message, { 'Retry-After': String(UPDATE_RETRY_AFTER_S) });
   }
   return e;
 }

@@ -4,6 +4,7 @@
 // follow.
 
 import { Hono } from 'hono';
+import type { RecognitionService } from '../../gallery/recognition-service.js';
 import type { FaceEngine } from '../engine-types.js';
 
 /** Capability name -> [name in engine.models, key in backend().runtimes]. */
@@ -17,7 +18,7 @@ const ROLES = {
 } as const;
 
 /** Mounted at /server/capabilities. */
-export function capabilitiesRoutes(deps: { engine: FaceEngine }): Hono {
+export function capabilitiesRoutes(deps: { engine: FaceEngine; recognition?: Pick<RecognitionService, 'status'> }): Hono {
   return new Hono().get('/', (c) => {
       const { backend, device, runtimes, onnxRuntime } = deps.engine.backend();
       const loaded = deps.engine.models;
@@ -38,6 +39,8 @@ export function capabilitiesRoutes(deps: { engine: FaceEngine }): Hono {
         ...(model
           ? { object_model: { name: model.name, kind: model.kind, input_size: model.inputSize, classes: model.classes, licence: model.licence } }
           : {}),
+        // The gallery's state, quarantined rows, and whether its store keeps what it acknowledged.
+        ...(deps.recognition ? { gallery: deps.recognition.status() } : {}),
       });
   });
 }
