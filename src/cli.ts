@@ -2,6 +2,7 @@
 // edgecv command line. `edgecv [serve] [flags]` runs the HTTPS server; more subcommands slot into COMMANDS.
 
 import { BENCH_USAGE, runBenchCommand } from './commands/bench.js';
+import { CONSOLE_USAGE } from './console/usage.js';
 import { LOGIN_USAGE, LOGOUT_USAGE, runLogin, runLogout } from './commands/login.js';
 import { METRICS_USAGE, runMetrics } from './commands/metrics.js';
 import { runTrainer, TRAINER_USAGE } from './commands/trainer.js';
@@ -24,6 +25,11 @@ const COMMANDS: Record<string, Command> = {
       const { runServe } = await import('./server/serve.js');
       return runServe(config);
     },
+  },
+  console: {
+    summary: 'run the fleet console: login and metrics of every instance of a region, from InfluxDB',
+    usage: () => CONSOLE_USAGE,
+    run: async (args) => (await import('./console/command.js')).runConsole(args),
   },
   user: {
     summary: 'add, remove or list the users who may log in (user add|remove|list)',

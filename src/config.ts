@@ -4,6 +4,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CUSTOM_OBJECT_INPUT_SIZE, DEFAULT_BODY_LIMIT, ENGINE_DEFAULTS, ENGINE_RANGES, type IntRange } from './engine/limits.js';
 import { isModelPath, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel } from './engine/object-model.js';
+import { parseInfluxUrl } from './metrics/influx-client.js';
+import { parseAllowedOrigins } from './server/origin-check.js';
 import { BACKENDS, IDLE_CORES, POSE_MODES, RUNTIMES, type BackendChoice, type IdleCoresChoice, type PoseMode, type RuntimeChoice } from './engine/types.js';
 
 export interface ServerConfig {
@@ -66,6 +68,12 @@ export interface ServerConfig {
   metricsInterval?: number;
   /** Milliseconds a metrics sample is kept (default 48 h). */
   metricsRetention?: number;
+  /** InfluxDB to send every metrics sample to: http(s)://[user:pass@]host:8086/database (src/metrics/influx-sink.ts). */
+  metricsSink?: string;
+  /** File whose first line is USER:PASSWORD or 'token TOKEN' for the sink's InfluxDB. */
+  metricsSinkCredentials?: string;
+  /** PEM CA certificate to trust for an https:// sink. */
+  metricsSinkCa?: string;
   /** Milliseconds a login token stays valid (default 24 h). */
   tokenTtl?: number;
   /** Key that gallery-changing routes require (Bearer or X-API-Key); without it, only loopback clients may. */
@@ -162,6 +170,9 @@ export const SERVER_OPTIONS = {
   pod: { flag: 'pod', env: 'EDGECV_POD', kind: 'string', help: 'pod name (default: the host name)' },
   metricsInterval: { flag: 'metrics-interval', env: 'EDGECV_METRICS_INTERVAL', kind: 'duration', help: 'time between metrics samples, e.g. 10s, 500ms (default 10s)' },
   metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', kind: 'duration', help: 'how long metrics samples are kept, e.g. 48h (default 48h)' },
+  metricsSink: { flag: 'metrics-sink', env: 'EDGECV_METRICS_SINK', kind: 'string', help: 'also send every metrics sample to InfluxDB: http(s)://[user:pass@]host:8086/database (default: none; docs/fleet-metrics.md)' },
+  metricsSinkCredentials: { flag: 'metrics-sink-credentials', env: 'EDGECV_METRICS_SINK_CREDENTIALS', kind: 'path', help: "file whose first line is USER:PASSWORD or 'token TOKEN' for --metrics-sink" },
+  metricsSinkCa: { flag: 'metrics-sink-ca', env: 'EDGECV_METRICS_SINK_CA', kind: 'path', help: 'PEM CA certificate that signed an https:// --metrics-sink' },
   tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: 'lifetime of a login token, e.g. 24h (default 24h)' },
   adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
   apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
@@ -282,6 +293,20 @@ export function parseServerConfig(
 function checkCombinations(config: ServerConfig): ServerConfig {
   if ((config.objectLabels !== undefined || config.objectInputSize !== undefined) && !isModelPath(config.objectModel ?? '')) {
     throw new ConfigError('--object-labels and --object-input-size go with an own --object-model /path/model.onnx');
+  }
+  if (config.metricsSink !== undefined) {
+    try {
+      parseInfluxUrl(config.metricsSink); // files are read when the sink opens
+    } catch (e) {
+      throw new ConfigError(`invalid --metrics-sink: ${(e as Error).message}`);
+    }
+  } else if (config.metricsSinkCredentials !== undefined || config.metricsSinkCa !== undefined) {
+    throw new ConfigError('--metrics-sink-credentials and --metrics-sink-ca go with --metrics-sink');
+  }
+  try {
+    parseAllowedOrigins(config.allowedOrigins);
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
   }
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');

@@ -19,6 +19,8 @@ export interface CollectorOptions {
   dataDir: string;
   intervalMs?: number;
   retentionMs?: number;
+  /** Called after each stored sample (the InfluxDB sink sends it). */
+  onSample?: () => void;
 }
 
 export class MetricsCollector {
@@ -87,6 +89,7 @@ export class MetricsCollector {
     if (this.#stopped) return sample;
     this.#opts.store.insert(this.#instance, sample);
     this.#opts.store.prune(time - msToNs(this.retentionMs));
+    this.#opts.onSample?.();
     return sample;
   }
 

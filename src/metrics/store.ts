@@ -82,7 +82,20 @@ function schema(): string {
       cluster TEXT NOT NULL, clusterorg TEXT NOT NULL, cloudlet TEXT NOT NULL, cloudletorg TEXT NOT NULL, pod TEXT NOT NULL,
       UNIQUE (region, apporg, app, ver, cluster, clusterorg, cloudlet, cloudletorg, pod)
     );
-    ${SELECTORS.map(table).join('\n')}`;
+    ${SELECTORS.map(table).join('\n')}
+    -- how far each InfluxDB sink (by its redacted URL) has been acknowledged: every sample time <= acked is there;
+    -- inflight: the newest time of a batch sent but not yet acknowledged (its outcome unknown after a crash)
+    CREATE TABLE IF NOT EXISTS sink_cursor (target TEXT PRIMARY KEY, acked INTEGER NOT NULL, inflight INTEGER);`;
+}
+
+/** A stored row with its instance's tags and the series it belongs to, as the InfluxDB sink sends it. */
+export interface SinkRow extends StoredRow {
+  selector: Selector;
+}
+
+export interface SinkCursor {
+  acked: bigint;
+  inflight: bigint | null;
 }
 
 export class MetricsStore {
@@ -237,6 +250,61 @@ export class MetricsStore {
       tags: tagsById.get(Number(r[0]))!,
       values: r.slice(2).map(Number),
     }));
+  }
+
+  /** Up to `limit` sample times after `afterNs`, oldest first (every sample has a cpu row). */
+  sampleTimesAfter(afterNs: bigint, limit: number): bigint[] {
+    return this.#db
+      .prepare('SELECT DISTINCT time FROM cpu WHERE time > ? ORDER BY time LIMIT ?')
+      .pluck()
+      .safeIntegers(true)
+      .all(clampInt64(afterNs), limit) as bigint[];
+  }
+
+  /** How many sample times lie after `afterNs`, and the oldest of them. */
+  backlog(afterNs: bigint): { samples: number; oldest: bigint | null } {
+    const row = this.#db
+      .prepare('SELECT COUNT(DISTINCT time) AS n, MIN(time) AS oldest FROM cpu WHERE time > ?')
+      .safeIntegers(true)
+      .get(clampInt64(afterNs)) as { n: bigint; oldest: bigint | null };
+    return { samples: Number(row.n), oldest: row.oldest };
+  }
+
+  /** Every row of every series with afterNs < time <= upToNs, with its instance's tags, oldest first. */
+  rowsInRange(afterNs: bigint, upToNs: bigint): SinkRow[] {
+    const tags = TAG_COLUMNS.map((c) => `i.${TAG_SQL[c]}`).join(', ');
+    const out: SinkRow[] = [];
+    for (const selector of SELECTORS) {
+      const columns = VALUE_COLUMNS[selector].map((c) => `s.${c.sql}`).join(', ');
+      const raw = this.#db
+        .prepare(`SELECT s.time, ${tags}, ${columns} FROM ${selector} s JOIN instance i ON i.id = s.instance WHERE s.time > ? AND s.time <= ? ORDER BY s.time`)
+        .raw()
+        .safeIntegers(true)
+        .all(clampInt64(afterNs), clampInt64(upToNs)) as (bigint | number | string)[][];
+      for (const r of raw) {
+        out.push({
+          selector,
+          time: r[0] as bigint,
+          tags: Object.fromEntries(TAG_COLUMNS.map((c, i) => [c, String(r[1 + i])])) as Record<TagColumn, string>,
+          values: r.slice(1 + TAG_COLUMNS.length).map(Number),
+        });
+      }
+    }
+    return out.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+  }
+
+  /** A sink's cursor; a new sink starts before every stored sample. */
+  sinkCursor(target: string): SinkCursor {
+    const row = this.#db.prepare('SELECT acked, inflight FROM sink_cursor WHERE target = ?').safeIntegers(true).get(target) as
+      | { acked: bigint; inflight: bigint | null }
+      | undefined;
+    return row ?? { acked: INT64_MIN, inflight: null };
+  }
+
+  setSinkCursor(target: string, cursor: SinkCursor): void {
+    this.#db
+      .prepare('INSERT INTO sink_cursor (target, acked, inflight) VALUES (?, ?, ?) ON CONFLICT (target) DO UPDATE SET acked = excluded.acked, inflight = excluded.inflight')
+      .run(target, cursor.acked, cursor.inflight);
   }
 
   close(): void {

@@ -47,8 +47,9 @@ export interface AppDeps {
  * The app around `api` (the routes, one sub-app per route file): the middleware every answer goes through (trace
  * id, metrics, audit line, security headers, body-size limit), 405/OPTIONS for api's paths, JSON 404 and errors.
  * strict: false serves every route with and without a trailing slash. `page`: served outside the 405 handling.
+ * The fleet console (src/console/app.ts) serves its routes through it too.
  */
-function serverApp(deps: Pick<AppDeps, 'config' | 'ops'>, api: Hono, page?: Hono): Hono {
+export function serverApp(deps: Pick<AppDeps, 'config' | 'ops'>, api: Hono, page?: Hono): Hono {
   const app = new Hono({ strict: false });
   const limit = deps.config.bodyLimit;
 

@@ -5,11 +5,14 @@ import { AuditLog } from '../audit/audit-log.js';
 import { AuthService } from '../auth/auth-service.js';
 import type { ServerConfig } from '../config.js';
 import { MetricsCollector } from '../metrics/collector.js';
+import { parseInfluxUrl } from '../metrics/influx-client.js';
+import { InfluxSink, type SinkStatus } from '../metrics/influx-sink.js';
 import { resolveIdentity, type InstanceIdentity } from '../metrics/identity.js';
 import type { MetricsAppQuery } from '../metrics/query.js';
 import { MetricsQueryRunner } from '../metrics/query-runner.js';
 import { MetricsStore } from '../metrics/store.js';
 import { TrafficMeter } from '../metrics/traffic.js';
+import { unwatchSink, watchSink } from './sink-prometheus.js';
 
 export interface OpsDeps {
   identity: InstanceIdentity;
@@ -17,6 +20,8 @@ export interface OpsDeps {
   metrics: { answer(query: MetricsAppQuery): Promise<string> };
   auth: AuthService;
   audit?: AuditLog;
+  /** The InfluxDB sink (--metrics-sink), when there is one: its lag, backlog and errors. */
+  sink?: { status(): SinkStatus };
 }
 
 /** The operator services of a running server, opened from its data folder. */
@@ -33,6 +38,9 @@ export function openOps(config: ServerConfig): OpsRuntime {
   const store = MetricsStore.open(config.dataDir);
   const queries = new MetricsQueryRunner(store, identity);
   const traffic = new TrafficMeter();
+  const sink = config.metricsSink
+    ? new InfluxSink({ store, target: parseInfluxUrl(config.metricsSink, { credentials: config.metricsSinkCredentials, ca: config.metricsSinkCa }) })
+    : undefined;
   const collector = new MetricsCollector({
     store,
     identity,
@@ -40,12 +48,14 @@ export function openOps(config: ServerConfig): OpsRuntime {
     dataDir: config.dataDir,
     intervalMs: config.metricsInterval,
     retentionMs: config.metricsRetention,
+    onSample: () => sink?.kick(),
   });
   const ops: OpsDeps = {
     identity,
     metrics: queries,
     auth: new AuthService(config.dataDir, { tokenTtlMs: config.tokenTtl }),
     audit: new AuditLog(config.dataDir),
+    ...(sink ? { sink } : {}),
   };
   let sampling = false;
   return {
@@ -54,11 +64,19 @@ export function openOps(config: ServerConfig): OpsRuntime {
       for (const server of servers) traffic.attach(server);
       collector.start();
       sampling = true;
+      if (sink) {
+        watchSink(sink);
+        sink.start();
+      }
     },
     async close() {
       // One last sample, so that a restart loses none of the time since the previous one (a stopped collector stores nothing).
       if (sampling) await collector.sample().catch((e: unknown) => console.error(`[edgecv] last metrics sample failed: ${(e as Error).message}`));
       await collector.stop();
+      if (sink) {
+        unwatchSink(sink);
+        await sink.stop(); // what it has not sent yet goes at the next start, from the store
+      }
       await queries.close();
       store.close();
       ops.audit?.close();

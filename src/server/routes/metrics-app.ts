@@ -6,7 +6,7 @@ import { requireOrg } from '../auth-guard.js';
 import { HttpError } from '../errors.js';
 import { readJsonBody } from '../json-body.js';
 
-/** Mounted at /api/v1/auth/metrics/app, behind the auth guard. */
+/** Mounted at /api/v1/auth/metrics/app, behind the auth guard (on the server and on the console, src/console/app.ts). */
 export function metricsAppRoutes(deps: { metrics: { answer(query: MetricsAppQuery): Promise<string> } }): Hono {
   return new Hono().post('/', async (c) => {
       let query: MetricsAppQuery;
@@ -15,7 +15,7 @@ export function metricsAppRoutes(deps: { metrics: { answer(query: MetricsAppQuer
       } catch (e) {
         throw e instanceof QueryError ? new HttpError(400, e.message) : e;
       }
-      requireOrg(c.get('user'), query.app.apporg);
+      for (const org of new Set(query.instances.map((f) => f.apporg))) requireOrg(c.get('user'), org);
       // built off the event loop (MetricsQueryRunner), already JSON
       return c.body(await deps.metrics.answer(query), 200, { 'Content-Type': 'application/json' });
   });

@@ -1,0 +1,29 @@
+// The fleet console's HTTP application: the platform's API over every instance of a region. It serves the
+// same login and metrics routes as an instance (the same route modules), with the metrics answered from
+// InfluxDB (FleetMetrics) instead of the instance's own SQLite store.
+
+import type { Hono } from 'hono';
+import { Hono as HonoApp } from 'hono';
+import type { AuthService } from '../auth/auth-service.js';
+import { serverApp } from '../server/app.js';
+import { requireUser } from '../server/auth-guard.js';
+import { loginRoutes } from '../server/routes/login.js';
+import { metricsAppRoutes } from '../server/routes/metrics-app.js';
+import type { FleetMetrics } from './fleet-metrics.js';
+
+export const CONSOLE_BODY_LIMIT = 64 * 1024;
+
+export interface ConsoleDeps {
+  auth: AuthService;
+  metrics: Pick<FleetMetrics, 'answer'>;
+  /** Largest request body (default CONSOLE_BODY_LIMIT: its requests are small JSON). */
+  bodyLimit?: number;
+}
+
+export function createConsoleApp(deps: ConsoleDeps): Hono {
+  const api = new HonoApp()
+    .route('/api/v1/login', loginRoutes(deps))
+    .use('/api/v1/auth/*', requireUser(deps.auth))
+    .route('/api/v1/auth/metrics/app', metricsAppRoutes(deps));
+  return serverApp({ config: { bodyLimit: deps.bodyLimit ?? CONSOLE_BODY_LIMIT } }, api);
+}

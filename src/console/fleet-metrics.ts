@@ -1,0 +1,155 @@
+// The console's metrics query: the same request and answer as an instance's POST /api/v1/auth/metrics/app
+// (src/metrics/query.ts), answered from the region's InfluxDB for every instance that matches, with
+// InfluxQL in the platform's manner (MobiledgeX edge-cloud-infra, mc/orm/metrics.go):
+//   - one statement per selector, GROUP BY the instance tags, ORDER BY time DESC;
+//   - last=N: LIMIT N per instance (per instance and port for connections), no time bound unless given;
+//   - numsamples=N: the window cut into N equal buckets (GROUP BY time(W, offset)) with cpu the mean,
+//     mem and disk the max, network and connections the last value; fill(none): a bucket without
+//     samples gives no row (the platform filled with the previous value, inventing samples);
+//   - otherwise the default window (the last hour) and at most ROW_LIMIT_PER_INSTANCE rows per instance;
+//   - an answer over MAX_ANSWER_ROWS rows is refused with 400 rather than built.
+// Rows come back merged into one Series per selector, newest first, tags as columns ("" where InfluxDB
+// has none), time with 9 fraction digits and a Z.
+
+import { InfluxClient, InfluxError, quoteIdent, quoteString } from '../metrics/influx-client.js';
+import { INFLUX_TAG_VALUES } from '../metrics/influx-line.js';
+import type { InstanceFilter, MetricsAppQuery, Series, SeriesValue } from '../metrics/query.js';
+import { seriesColumns, seriesName, TAG_COLUMNS, VALUE_COLUMNS, type Selector } from '../metrics/selectors.js';
+import { formatRfc3339Nano, msToNs, nowNs, parseRfc3339 } from '../metrics/time.js';
+import { HttpError } from '../server/errors.js';
+
+export const DEFAULT_WINDOW_MS = 3600_000;
+/** Rows per instance and series at most: 48 h of 10 s samples (the default retention) fit. */
+export const ROW_LIMIT_PER_INSTANCE = 20_000;
+export const MAX_ANSWER_ROWS = 200_000;
+
+/** How numsamples combines the samples of a bucket, by series. */
+export const BUCKET_FUNCTION: Record<Selector, 'mean' | 'max' | 'last'> = {
+  cpu: 'mean',
+  mem: 'max',
+  disk: 'max',
+  network: 'last',
+  connections: 'last',
+};
+
+function filterCondition(f: InstanceFilter): string {
+  const pairs: [string, string | undefined][] = [
+    ['apporg', f.apporg],
+    ['app', f.app],
+    ['ver', f.ver],
+    ['cluster', f.cluster],
+    ['clusterorg', f.clusterorg],
+    ['cloudlet', f.cloudlet],
+    ['cloudletorg', f.cloudletorg],
+  ];
+  return `(${pairs
+    .filter((p): p is [string, string] => p[1] !== undefined)
+    .map(([k, v]) => `${quoteIdent(k)} = ${quoteString(v)}`)
+    .join(' AND ')})`;
+}
+
+/** The InfluxQL statement of one selector. Exported for the tests and the bench. */
+export function selectorStatement(selector: Selector, q: MetricsAppQuery, now: bigint = nowNs()): string {
+  const tagValues = INFLUX_TAG_VALUES[selector] ?? [];
+  const fields = VALUE_COLUMNS[selector].filter((c) => !tagValues.includes(c.name)).map((c) => c.name);
+  const groupTags = [...TAG_COLUMNS, ...tagValues].map(quoteIdent).join(', ');
+  const where = [`(${q.instances.map(filterCondition).join(' OR ')})`];
+  const w = q.window;
+  const measurement = quoteIdent(seriesName(selector));
+
+  if (w.numsamples !== undefined) {
+    const end = w.end ?? now;
+    const start = w.start ?? end - msToNs(DEFAULT_WINDOW_MS);
+    where.push(`time >= ${start}`, `time <= ${end}`);
+    // N buckets of equal width W over [start, end], the first starting at `start`
+    const span = end - start + 1n;
+    const n = BigInt(w.numsamples);
+    const width = (span + n - 1n) / n;
+    const offset = ((start % width) + width) % width;
+    const fn = BUCKET_FUNCTION[selector];
+    const select = fields.map((f) => `${fn}(${quoteIdent(f)}) AS ${quoteIdent(f)}`).join(', ');
+    return `SELECT ${select} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY time(${width}ns, ${offset}ns), ${groupTags} fill(none) ORDER BY time DESC LIMIT ${w.numsamples}`;
+  }
+  if (w.start !== undefined) where.push(`time >= ${w.start}`);
+  else if (w.last === undefined) where.push(`time >= ${(w.end ?? now) - msToNs(DEFAULT_WINDOW_MS)}`);
+  if (w.end !== undefined) where.push(`time <= ${w.end}`);
+  const limit = Math.min(w.last ?? ROW_LIMIT_PER_INSTANCE, ROW_LIMIT_PER_INSTANCE);
+  return `SELECT ${fields.map(quoteIdent).join(', ')} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY ${groupTags} ORDER BY time DESC LIMIT ${limit}`;
+}
+
+interface MergedRow {
+  time: bigint;
+  row: SeriesValue[];
+}
+
+/** The regions a console answers for: name -> that region's InfluxDB. */
+export class FleetMetrics {
+  readonly #regions: Map<string, InfluxClient>;
+  readonly #log: (message: string) => void;
+
+  constructor(regions: Map<string, InfluxClient>, opts: { log?: (message: string) => void } = {}) {
+    this.#regions = regions;
+    this.#log = opts.log ?? console.error;
+  }
+
+  get regions(): string[] {
+    return [...this.#regions.keys()];
+  }
+
+  /** The answer to `q` as JSON text; HttpError 400 for an unknown region or too large an answer, 503 when InfluxDB fails. */
+  async answer(q: MetricsAppQuery): Promise<string> {
+    const client = this.#regions.get(q.app.region);
+    if (!client) {
+      throw new HttpError(400, `unknown region '${q.app.region}': this console knows ${this.regions.map((r) => `'${r}'`).join(', ')}`);
+    }
+    const now = nowNs();
+    const statements = q.selectors.map((s) => selectorStatement(s, q, now));
+    let results;
+    try {
+      results = await client.query(statements.join('; '), { maxRows: MAX_ANSWER_ROWS });
+    } catch (e) {
+      if (e instanceof InfluxError && e.status === 413) {
+        throw new HttpError(400, `the answer would hold more than ${MAX_ANSWER_ROWS} rows: narrow starttime/endtime, or ask for last=N or numsamples=N`);
+      }
+      this.#log(`[edgecv console] region ${q.app.region}: ${(e as Error).message}`);
+      throw new HttpError(503, `the metrics database of region '${q.app.region}' did not answer; try again later`, { 'Retry-After': '5' });
+    }
+    const series = q.selectors.map((selector, i): Series => {
+      const tagValues = INFLUX_TAG_VALUES[selector] ?? [];
+      const merged: MergedRow[] = [];
+      for (const s of results[i]?.series ?? []) {
+        const tags = s.tags ?? {};
+        const tagCells = TAG_COLUMNS.map((c) => tags[c] ?? '');
+        const index = new Map(s.columns.map((c, j) => [c, j]));
+        for (const v of s.values) {
+          const time = parseRfc3339(String(v[0]));
+          if (time === null) continue;
+          const values = VALUE_COLUMNS[selector].map((col): SeriesValue => {
+            if (tagValues.includes(col.name)) return Number(tags[col.name] ?? 0);
+            const cell = v[index.get(col.name) ?? -1];
+            return typeof cell === 'number' ? cell : Number(cell ?? 0);
+          });
+          merged.push({ time, row: [formatRfc3339Nano(time), ...tagCells, ...values] });
+        }
+      }
+      // newest first; within a time, by instance (and port): the order an instance's own answer has
+      merged.sort((a, b) => (a.time > b.time ? -1 : a.time < b.time ? 1 : compareRows(a.row, b.row)));
+      return { name: seriesName(selector), columns: seriesColumns(selector), values: merged.map((m) => m.row) };
+    });
+    return JSON.stringify({ data: [{ Series: series }] });
+  }
+
+  close(): void {
+    for (const client of this.#regions.values()) client.close();
+  }
+}
+
+function compareRows(a: SeriesValue[], b: SeriesValue[]): number {
+  for (let i = 1; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x < y) return -1;
+    if (x > y) return 1;
+  }
+  return 0;
+}
