@@ -14,6 +14,7 @@ import { errorResponse } from './errors.js';
 import { bodyTooLargeMessage } from './http-guards.js';
 import { deepStackRoutes } from './deepstack/index.js';
 import type { OpsDeps } from './ops.js';
+import { refuseForeignOrigins } from './origin-check.js';
 import { requestPath, requestTrace } from './request-trace.js';
 import { auditRoutes } from './routes/audit.js';
 import { capabilitiesRoutes } from './routes/capabilities.js';
@@ -34,7 +35,7 @@ import { usageRoutes } from './routes/usage.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'poseMode' | 'adminKey' | 'apiKey' | 'metricsAccess'>;
+  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'poseMode' | 'adminKey' | 'apiKey' | 'metricsAccess' | 'deepstackEnrolmentKey' | 'allowedOrigins'>;
   /** Login, the metrics query and the audit trail; without it those routes are absent. */
   ops?: OpsDeps;
   /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */
@@ -57,6 +58,8 @@ export function serverApp(deps: Pick<AppDeps, 'config' | 'ops'>, api: Hono, page
   app.use('*', requestTrace({ audit: deps.ops?.audit }));
   app.use('*', securityHeaders());
   app.use('*', refuseContentEncoding());
+  // before any body is read: a foreign page's POST is refused unread
+  app.use('*', refuseForeignOrigins(deps.config.allowedOrigins));
 
   // Bodies over the limit: rejected by Content-Length up front, and counted while streaming otherwise.
   app.use(
