@@ -101,6 +101,8 @@ export interface GalleryStatus {
   /** Stored rows left out of the index (unreadable, or an embedding that cannot be searched). */
   quarantined: number;
   store: StoreDurability;
+  /** The model whose embeddings the gallery holds: an import line of this model and version keeps its embedding. */
+  embedder: { model: string; version: string; dim: number };
   /** The last load or resync failure while it is being retried; null otherwise. */
   lastError: string | null;
 }
@@ -228,7 +230,15 @@ export class RecognitionService {
 
   /** State, sizes and the store's durability (the capabilities answer). */
   status(): GalleryStatus {
-    return { state: this.state, samples: this.size, quarantined: this.quarantined, store: this.#store.durability(), lastError: this.#lastError };
+    const { model, version, dim } = this.#embedder;
+    return {
+      state: this.state,
+      samples: this.size,
+      quarantined: this.quarantined,
+      store: this.#store.durability(),
+      embedder: { model, version, dim },
+      lastError: this.#lastError,
+    };
   }
 
   /** Why a vector of the current model cannot go into the index; null when it can. */

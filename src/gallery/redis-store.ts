@@ -17,6 +17,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { checkSubject } from './jsonl.js';
 import { embeddingFromBase64, isSampleId } from './sample-check.js';
 import {
   embeddingToBytes,
@@ -76,6 +77,16 @@ export type ChangeOf =
   | { origin: string; write: string | null; op: 'remove'; ids: number[] }
   | { origin: string; write: string | null; op: 'resync' };
 
+/** Enrolment's rules for subject names (checkSubject): a message breaking them did not come from a server. */
+function subjectProblem(subject: string): string | null {
+  try {
+    checkSubject(subject);
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A sample of an 'add' message, or why it is not one. The embedding's dimension is the service's to check. */
@@ -83,7 +94,7 @@ function wireVector(v: unknown): SampleVector | string {
   if (!isRecord(v)) return 'a sample is not an object';
   const { id, subject, createdAt, model, modelVersion, embedding } = v;
   if (!isSampleId(id)) return 'a sample id is not a positive integer';
-  if (typeof subject !== 'string' || subject.length === 0) return `sample ${id}: no subject`;
+  if (typeof subject !== 'string' || subjectProblem(subject) !== null) return `sample ${id}: ${typeof subject === 'string' ? subjectProblem(subject) : 'no subject'}`;
   if (typeof createdAt !== 'number' || !Number.isFinite(createdAt)) return `sample ${id}: 'createdAt' is not a number`;
   if (typeof model !== 'string' || typeof modelVersion !== 'string') return `sample ${id}: no model or model version`;
   if (typeof embedding !== 'string') return `sample ${id}: no embedding`;
