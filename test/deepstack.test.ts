@@ -388,10 +388,11 @@ describe('Double Take: register two people, recognize them, a stranger is unknow
     expect(faces.map((f) => [f.x_min, f.y_min, f.x_max, f.y_max]).sort()).toEqual(detected.faces.map((f) => f.rect).sort());
   });
 
-  it('the similarity is the calibrated distance on a line through (0, 1) and (105, 0.67)', async () => {
+  it('the confidence is the calibrated curve of the calibrated distance: 0.67 at 105, falling with the distance', async () => {
     expect(similarityFromDistance(105)).toBeCloseTo(0.67, 12);
-    expect(similarityFromDistance(0)).toBe(1);
-    expect(similarityFromDistance(400)).toBe(0);
+    expect(similarityFromDistance(0)).toBeCloseTo(1, 6);
+    expect(similarityFromDistance(400)).toBeCloseTo(0, 6);
+    expect(similarityFromDistance(60)).toBeGreaterThan(similarityFromDistance(90));
     // the same photo through edgecv's own route: its distance gives the DeepStack confidence
     const p = johnsOf('John_Savage')[8]!;
     const own = await app.request('/recognizer/predict/', { method: 'POST', body: p.bytes, headers: { 'content-type': 'image/jpeg' } });
