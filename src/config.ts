@@ -36,6 +36,10 @@ export interface ServerConfig {
   /** Shutdown (src/server/drain.ts): ms the in-flight requests get to finish, ms readiness fails before the listener closes. */
   drainTimeout?: number;
   drainDelay?: number;
+  /** WebSocket limits (src/server/websocket-limits.ts; undefined = its defaults): sockets in all, per address, idle ms. */
+  wsMaxSockets?: number;
+  wsMaxSocketsPerAddress?: number;
+  wsIdleTimeout?: number;
   /** Who may read GET /metrics: 'open' (default), 'loopback', or 'admin' (the admin key, or loopback without one). */
   metricsAccess?: MetricsAccess;
   workers?: number;
@@ -148,6 +152,9 @@ export const SERVER_OPTIONS = {
   minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: 'slowest request body after a 5 s grace, bytes/s (default 8K)' },
   drainTimeout: { flag: 'drain-timeout', env: 'EDGECV_DRAIN_TIMEOUT', kind: 'duration', help: 'on SIGTERM/SIGINT, time the requests in flight get to finish (default 25s: fits a Kubernetes grace period of 30s)' },
   drainDelay: { flag: 'drain-delay', env: 'EDGECV_DRAIN_DELAY', kind: 'duration', help: 'on SIGTERM/SIGINT, time readiness fails before the listener closes, for a balancer to notice (default 0)' },
+  wsMaxSockets: { flag: 'ws-max-sockets', env: 'EDGECV_WS_MAX_SOCKETS', kind: 'count', help: 'most WebSocket sockets open at once, all clients; never more than the descriptor limit less a reserve for HTTPS (default 4096)' },
+  wsMaxSocketsPerAddress: { flag: 'ws-max-sockets-per-address', env: 'EDGECV_WS_MAX_SOCKETS_PER_ADDRESS', kind: 'count', help: 'most WebSocket sockets open at once from one address, an IPv6 /64 counting as one (default 64)' },
+  wsIdleTimeout: { flag: 'ws-idle-timeout', env: 'EDGECV_WS_IDLE_TIMEOUT', kind: 'duration', help: 'a WebSocket with no complete frame for this long is closed; pings every half of it (default 60s)' },
   metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', range: ENGINE_RANGES.workers, help: `inference workers (${rangeHelp(ENGINE_RANGES.workers, ENGINE_DEFAULTS.workers)})` },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', range: ENGINE_RANGES.threadsPerWorker, help: `threads per worker (${rangeHelp(ENGINE_RANGES.threadsPerWorker, ENGINE_DEFAULTS.threadsPerWorker)})` },

@@ -13,9 +13,10 @@ import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { registry } from '../src/server/prometheus.js';
-import { startServer, type RunningServer } from '../src/server/server.js';
+import { startServer, type ListenOptions, type RunningServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';
 import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
+import { clientFrame, OPCODE, rawUpgrade } from './support/ws-raw.js';
 
 const newTmpDir = useTempDirs();
 const GROUP = 'dlib/faces/2008_002506.jpg'; // 3 faces
@@ -27,6 +28,7 @@ let service: RecognitionService;
 let importGate: Promise<void> | null = null;
 let running: RunningServer;
 let ca: string;
+let tlsFiles: { cert: string; key: string };
 let johns: LabelledPhoto[];
 
 /** A client socket that collects its text replies in order. */
@@ -98,6 +100,7 @@ beforeAll(async () => {
   for (const p of johns.filter((_, i) => i % 11 < 3)) await service.enrol(p.subject, p.bytes);
   const tls = await loadTls({ dataDir: newTmpDir('edgecv-ws-tls-') });
   ca = tls.cert;
+  tlsFiles = tls;
   const app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT }, recognition: service });
   running = await startServer({ app, tls, port: 0, host: '127.0.0.1', webSocketMaxPayload: DEFAULT_BODY_LIMIT });
 });
@@ -196,7 +199,7 @@ describe('WebSocket routes', () => {
     client.ws.close();
   });
 
-  it('closes the socket with 1009 for a frame over the body limit', async () => {
+  it('closes the socket with 1009 for a frame over the body limit, every time (30 tries, the client reading late)', async () => {
     const tls = await loadTls({ dataDir: newTmpDir('edgecv-ws-small-') });
     const server = await startServer({
       app: createApp({ engine, config: { bodyLimit: 64 * 1024 } }),
@@ -206,11 +209,24 @@ describe('WebSocket routes', () => {
       webSocketMaxPayload: 64 * 1024,
     });
     try {
-      const ws = new WebSocket(`wss://127.0.0.1:${server.port}/ws/detector/detect`, { ca: tls.cert });
-      await new Promise((r) => ws.once('open', r));
-      const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
-      ws.send(Buffer.alloc(64 * 1024 + 1));
-      expect(await closed).toBe(1009);
+      const codes: number[] = [];
+      for (let i = 0; i < 30; i++) {
+        const ws = new WebSocket(`wss://127.0.0.1:${server.port}/ws/detector/detect`, { ca: tls.cert });
+        ws.on('error', () => {});
+        await new Promise((r) => ws.once('open', r));
+        const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+        // Odd tries: echoes of earlier frames are still queued on the server when the oversize frame comes (the
+        // client reads late), so its close frame waits behind them; tearing the socket down at once lost it (1006).
+        const socket = (ws as unknown as { _socket: import('node:net').Socket })._socket;
+        if (i % 2 === 1) {
+          socket.pause();
+          for (let k = 0; k < 10; k++) ws.send('x'.repeat(60_000));
+        }
+        ws.send(Buffer.alloc(64 * 1024 + 1));
+        if (i % 2 === 1) setTimeout(() => socket.resume(), 50);
+        codes.push(await closed);
+      }
+      expect(codes).toEqual(codes.map(() => 1009));
     } finally {
       await server.close(500);
     }
@@ -254,5 +270,148 @@ describe('WebSocket routes', () => {
     await client.closed;
     await new Promise((r) => setTimeout(r, 50));
     expect(await gauge()).toBe(openBefore);
+  });
+});
+
+/** Status of an upgrade request: 101 when the socket opened (it is then closed), else the refusal's status. */
+function upgradeStatus(port: number, path: string, headers: Record<string, string> = {}): Promise<number> {
+  const ws = new WebSocket(`wss://127.0.0.1:${port}${path}`, { ca, headers });
+  ws.on('error', () => {});
+  return new Promise<number>((resolve) => {
+    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.once('open', () => {
+      ws.close();
+      resolve(101);
+    });
+  });
+}
+
+/** A server of its own whose WebSocket limits a test sets (the shared engine, no gallery). */
+function serverWith(webSocket: ListenOptions['webSocket']): Promise<RunningServer> {
+  const app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
+  return startServer({ app, tls: tlsFiles, port: 0, host: '127.0.0.1', webSocketMaxPayload: DEFAULT_BODY_LIMIT, webSocket });
+}
+
+async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+  return check();
+}
+
+describe('WebSocket limits', () => {
+  it('refuses an upgrade from a foreign Origin with a JSON 403, before upgrading; its own origin, an allowed one and none pass', async () => {
+    const server = await serverWith({ allowedOrigins: ['https://console.example:8443'] });
+    try {
+      const path = '/ws/detector/detect';
+      const refused = await rawUpgrade({ host: '127.0.0.1', port: server.port, path, headers: { Origin: 'https://evil.example' } });
+      expect(refused.status).toBe(403);
+      expect(JSON.parse(refused.body)).toMatchObject({ success: 'false', error: expect.stringMatching(/origin/i) });
+      refused.socket.destroy();
+      expect(await upgradeStatus(server.port, path, { Origin: 'null' })).toBe(403);
+      expect(await upgradeStatus(server.port, path, { Origin: `https://127.0.0.1:${server.port + 1}` })).toBe(403);
+      expect(await upgradeStatus(server.port, path, { Origin: `https://127.0.0.1:${server.port}` })).toBe(101);
+      expect(await upgradeStatus(server.port, path, { Origin: 'https://console.example:8443' })).toBe(101);
+      expect(await upgradeStatus(server.port, path)).toBe(101);
+      expect(server.webSockets!.stats().refusedOrigin).toBe(3);
+    } finally {
+      await server.close(500);
+    }
+  });
+
+  it('caps sockets per address (429) and in all (503); a place comes back when a socket closes', async () => {
+    const perAddress = await serverWith({ limits: { maxSocketsPerAddress: 3 } });
+    const inAll = await serverWith({ limits: { maxSockets: 4, maxSocketsPerAddress: 100 } });
+    try {
+      const path = '/ws/detector/detect';
+      const held = await Promise.all([1, 2, 3].map(() => Client.open(path, perAddress)));
+      expect(await upgradeStatus(perAddress.port, path)).toBe(429);
+      held[0]!.ws.close();
+      await held[0]!.closed;
+      expect(await until(() => perAddress.webSockets!.stats().open === 2, 2000)).toBe(true);
+      expect(await upgradeStatus(perAddress.port, path)).toBe(101);
+      expect(perAddress.webSockets!.stats().refusedPerAddress).toBe(1);
+
+      const four = await Promise.all([1, 2, 3, 4].map(() => Client.open(path, inAll)));
+      expect(await upgradeStatus(inAll.port, path)).toBe(503);
+      expect(inAll.webSockets!.stats().refusedInAll).toBe(1);
+      // the other listener has places of its own; a shared budget would count both
+      for (const c of [...held, ...four]) c.ws.close();
+    } finally {
+      await Promise.all([perAddress.close(500), inAll.close(500)]);
+    }
+  });
+
+  it('closes an idle socket (1001) and a trickled frame within the idle timeout; a socket in use stays open', async () => {
+    const idleTimeoutMs = 800;
+    const server = await serverWith({ limits: { idleTimeoutMs, closeGraceMs: 500 } });
+    try {
+      const t0 = Date.now();
+      const idle = await Client.open('/ws/detector/detect', server);
+      const busy = await Client.open('/ws/detector/detect', server);
+      const trickle = await rawUpgrade({ host: '127.0.0.1', port: server.port, path: '/ws/detector/detect' });
+      expect(trickle.status).toBe(101);
+      // a 1,000-byte binary frame, one byte every 100 ms
+      const frame = clientFrame(OPCODE.binary, Buffer.alloc(1000, 7));
+      let sent = 0;
+      const trickler = setInterval(() => {
+        if (sent < frame.length && !trickle.socket.destroyed) trickle.socket.write(frame.subarray(sent, ++sent));
+      }, 100);
+      const pinger = setInterval(() => busy.ws.send('still here'), 200);
+      try {
+        // bounded: before the limits existed neither socket was ever closed
+        const limit = <T>(p: Promise<T>) => Promise.race([p, new Promise<{ code: null; reason: string }>((r) => setTimeout(() => r({ code: null, reason: 'still open' }), idleTimeoutMs * 2 + 3000))]);
+        const idleClosed = await limit(idle.closed);
+        const idleMs = Date.now() - t0;
+        const trickleClosed = await limit(trickle.closed);
+        const trickleMs = Date.now() - t0;
+        expect(idleClosed.code).toBe(1001);
+        expect(idleClosed.reason).toMatch(/idle/);
+        expect(trickleClosed.code).toBe(1001);
+        // the documented bound: the idle timeout plus one sweep (a quarter of it, 1 s at most), plus scheduling slack
+        expect(idleMs).toBeLessThan(idleTimeoutMs * 1.25 + 1000);
+        expect(trickleMs).toBeLessThan(idleTimeoutMs * 1.25 + 1000);
+        expect(sent).toBeLessThan(frame.length);
+        expect(busy.ws.readyState).toBe(WebSocket.OPEN);
+        expect(busy.replies.length).toBeGreaterThan(3);
+        expect(server.webSockets!.stats().closedIdle).toBe(2);
+      } finally {
+        clearInterval(trickler);
+        clearInterval(pinger);
+        busy.ws.close();
+      }
+    } finally {
+      await server.close(500);
+    }
+  });
+
+  it('drops a socket that does not answer pings, and one that does not read its answers', async () => {
+    const idleTimeoutMs = 800;
+    const server = await serverWith({ limits: { idleTimeoutMs, closeGraceMs: 500 } });
+    const serverSockets: import('node:net').Socket[] = [];
+    server.server.on('upgrade', (_req, socket: import('node:net').Socket) => serverSockets.push(socket));
+    try {
+      // a peer gone silent: it never answers a ping (a library client answers them, and is closed as idle)
+      const deaf = await rawUpgrade({ host: '127.0.0.1', port: server.port, path: '/ws/detector/detect' });
+      // sends 60 KB text frames to be echoed, and never reads: the echoes pile up in the socket buffers
+      const reader = await Client.open('/ws/detector/detect', server);
+      const readerSocket = (reader.ws as unknown as { _socket: import('node:net').Socket })._socket;
+      readerSocket.pause();
+      for (let k = 0; k < 300; k++) reader.ws.send('y'.repeat(60_000));
+      try {
+        await until(() => server.webSockets!.stats().open === 0, idleTimeoutMs * 3 + 2000);
+        const stats = server.webSockets!.stats();
+        expect(stats).toMatchObject({ open: 0, closedIdle: 0 });
+        expect(stats.closedNoPong).toBe(1);
+        expect(stats.closedUnread).toBe(1);
+        expect(deaf.frames.some((f) => f.opcode === OPCODE.ping)).toBe(true);
+        // while it waited, the server held one answer at most: it read nothing more
+        expect(Math.max(...serverSockets.map((s) => s.writableLength))).toBeLessThan(2 * 60_000);
+      } finally {
+        deaf.socket.destroy();
+        reader.ws.terminate();
+      }
+    } finally {
+      await server.close(500);
+    }
   });
 });

@@ -9,6 +9,7 @@ import { openOps, type OpsRuntime } from './ops.js';
 import { unwatchEngine, unwatchGallery, watchEngine, watchGallery } from './prometheus.js';
 import { startServer, type RunningServer } from './server.js';
 import { loadTls, TlsError } from './tls.js';
+import { webSocketOptionsFromConfig } from './websocket-limits.js';
 
 /** Runs the server until SIGINT/SIGTERM. Resolves with the process exit code. */
 export async function runServe(config: ServerConfig): Promise<number> {
@@ -64,6 +65,9 @@ export async function runServe(config: ServerConfig): Promise<number> {
       requestTimeoutMs: config.requestTimeout,
       minBodyBytesPerSec: config.minBodyRate,
     };
+    // one socket budget for every listener that serves the WebSocket routes: descriptors are the process's
+    const webSocket = webSocketOptionsFromConfig(config);
+    console.log(`edgecv: ${webSocket.note}`);
     running = await startServer({
       app: createApp(deps),
       tls,
@@ -71,6 +75,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
       host: config.host,
       guards,
       webSocketMaxPayload: config.bodyLimit,
+      webSocket,
     });
     try {
       // DeepStack clients speak plain HTTP on a LAN: only the /v1/vision/* routes, never the rest, without TLS.

@@ -8,7 +8,7 @@ import type { Hono } from 'hono';
 import { DEFAULT_BODY_LIMIT } from '../config.js';
 import { guardedServerOptions, HTTP_GUARD_DEFAULTS, installHttpGuards, type HttpGuardOptions } from './http-guards.js';
 import { TLS_HARDENING } from './tls.js';
-import { attachWebSocketRoutes, type WebSocketRoutes } from './websocket.js';
+import { attachWebSocketRoutes, type WebSocketRoutes, type WebSocketRoutesOptions } from './websocket.js';
 
 export interface RunningServer {
   server: https.Server | http.Server;
@@ -37,6 +37,8 @@ export interface ListenOptions {
   guards?: Partial<HttpGuardOptions> & { handshakeTimeoutMs?: number };
   /** Serve the /ws/* routes (through `app`), frames up to this many bytes: the body limit. */
   webSocketMaxPayload?: number;
+  /** Their caps, times, shared socket budget and allowed origins (src/server/websocket-limits.ts). */
+  webSocket?: Omit<WebSocketRoutesOptions, 'fetch' | 'maxPayload'>;
 }
 
 function urlHost(host: string): string {
@@ -92,7 +94,7 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
       const sockets: WebSocketRoutes | undefined =
         opts.webSocketMaxPayload === undefined
           ? undefined
-          : attachWebSocketRoutes(server, { fetch: opts.app.fetch, maxPayload: opts.webSocketMaxPayload });
+          : attachWebSocketRoutes(server, { ...opts.webSocket, fetch: opts.app.fetch, maxPayload: opts.webSocketMaxPayload });
       resolve({
         server,
         port,

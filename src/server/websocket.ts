@@ -5,11 +5,18 @@
 // REST JSON body plus "status", and the socket stays open. A text frame is echoed (latency probe).
 // One frame in flight per socket: reading pauses while a frame is being answered, so a client that sends faster
 // than the server answers fills its own TCP window, never a queue here.
+// Limits (src/server/websocket-limits.ts, docs/security.md): upgrades from a foreign Origin are refused (403),
+// sockets are capped per address and in all (429, 503), and a socket is closed when it stays idle, trickles a
+// frame, stops answering pings or stops reading its answers.
+
 
 import type http from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { isAllowedOrigin } from './origin-check.js';
 import { observeWebSocketConnection } from './prometheus.js';
+import { addressKey, SocketBudget, socketCapInAll, WEBSOCKET_LIMIT_DEFAULTS, type WebSocketLimits } from './websocket-limits.js';
 
 /** WebSocket path (without trailing slash) -> the REST route it answers like. */
 export const WS_ROUTES: Readonly<Record<string, string>> = {
@@ -23,18 +30,44 @@ export const WS_ROUTES: Readonly<Record<string, string>> = {
 /** Headers of the upgrade request that travel with every frame (keys for guarded routes, client identification). */
 const FORWARDED_HEADERS = ['authorization', 'x-api-key', 'user-agent', 'x-forwarded-for'];
 
+/** Close codes (RFC 6455 7.4.1) the server sends. */
+export const CLOSE_GOING_AWAY = 1001;
+export const CLOSE_POLICY = 1008;
+
 export interface WebSocketRoutesOptions {
   /** The app's fetch (createApp(...).fetch). */
   fetch: (request: Request, env: unknown) => Response | Promise<Response>;
   /** Largest frame (bytes): the body limit. A bigger frame closes the socket with 1009 (Message Too Big). */
   maxPayload: number;
+  /** Caps and times; WEBSOCKET_LIMIT_DEFAULTS where left out. */
+  limits?: Partial<WebSocketLimits>;
+  /**
+   * The socket counts, to share between listeners (the HTTPS and the plain port take descriptors from one
+   * process); by default one of this listener's own, from `limits`.
+   */
+  budget?: SocketBudget;
+  /**
+   * Origins whose pages may open sockets besides the server's own (parseAllowedOrigins of --allowed-origins); a
+   * client that sends no Origin (not a browser) always may.
+   */
+  allowedOrigins?: readonly string[];
+}
+
+/** Why an upgrade was refused, or a socket closed by the server. */
+export interface WebSocketCounts {
+  refusedOrigin: number;
+  refusedPerAddress: number;
+  refusedInAll: number;
+  closedIdle: number;
+  closedNoPong: number;
+  closedUnread: number;
 }
 
 export interface WebSocketRoutes {
-  /** Open sockets, and the most frames one socket has held unanswered (the one in flight included) since start. */
-  stats(): { open: number; maxPendingFrames: number };
-  /** Closes every socket (1001 Going Away), dropping those that do not close within graceMs. */
-  close(graceMs?: number): Promise<void>;
+  /** Open sockets, the most frames one socket has held unanswered (the one in flight included), refusals and cuts. */
+  stats(): { open: number; maxPendingFrames: number; maxSockets: number } & WebSocketCounts;
+  /** Closes every socket (1001 Going Away, with `reason`), dropping those that do not close within graceMs. */
+  close(graceMs?: number, reason?: string): Promise<void>;
 }
 
 /** The text frame answering one REST response: its body as is for a 2xx, else the JSON error body plus "status". */
@@ -52,12 +85,14 @@ export async function replyText(res: Response): Promise<string> {
   return JSON.stringify({ ...json, status: res.status });
 }
 
-function rejectUpgrade(socket: Duplex, status: number, reason: string, message: string): void {
+function rejectUpgrade(socket: Duplex, status: number, reason: string, message: string, extraHeaders = ''): void {
   const body = JSON.stringify({ success: 'false', error: message });
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Connection: close\r\n\r\n${body}`,
+      `${extraHeaders}Connection: close\r\n\r\n${body}`,
   );
+  // a client that does not read the refusal must not keep the descriptor
+  setTimeout(() => socket.destroy(), 1000).unref();
 }
 
 function frameBytes(data: RawData): Buffer {
@@ -65,9 +100,31 @@ function frameBytes(data: RawData): Buffer {
   return Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
 }
 
+/**
+ * Where a socket is: waiting for a frame from the client (idle and ping rules), answering one (the engine's time,
+ * no rule), writing the answer (the client must read it within the idle timeout), or closing (the peer must
+ * answer the close frame within closeGraceMs).
+ */
+type Phase = 'waiting' | 'answering' | 'writing' | 'closing';
+
+interface SocketState {
+  ws: WebSocket;
+  socket: Socket;
+  phase: Phase;
+  /** When the phase began, and the socket's bytes read then. */
+  since: number;
+  bytesAtSince: number;
+  lastPingAt: number;
+  awaitingPong: boolean;
+}
+
 /** Serves the WebSocket routes on `server`'s upgrade requests. */
 export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutesOptions): WebSocketRoutes {
+  const limits: WebSocketLimits = { ...WEBSOCKET_LIMIT_DEFAULTS, ...definedOnly(opts.limits ?? {}) };
+  const budget = opts.budget ?? new SocketBudget(socketCapInAll(limits.maxSockets), limits.maxSocketsPerAddress);
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
+  const states = new Set<SocketState>();
+  const counts: WebSocketCounts = { refusedOrigin: 0, refusedPerAddress: 0, refusedInAll: 0, closedIdle: 0, closedNoPong: 0, closedUnread: 0 };
   let maxPendingFrames = 0;
 
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -77,13 +134,99 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
       rejectUpgrade(socket, 404, 'Not Found', `no WebSocket route at ${url.pathname}; routes: ${Object.keys(WS_ROUTES).join(', ')}`);
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => serveSocket(ws, req, restPath + url.search));
+    // Browsers let any page open a WebSocket anywhere; the Origin header is what says whose page it is.
+    if (!isAllowedOrigin(req.headers.origin, req.headers.host, opts.allowedOrigins ?? [])) {
+      counts.refusedOrigin++;
+      rejectUpgrade(socket, 403, 'Forbidden', `WebSocket upgrade from origin ${JSON.stringify(req.headers.origin)} refused: only this server's own pages and --allowed-origins may open sockets`);
+      return;
+    }
+    const key = addressKey(req.socket.remoteAddress);
+    const refused = budget.take(key);
+    if (refused === 'address') {
+      counts.refusedPerAddress++;
+      rejectUpgrade(socket, 429, 'Too Many Requests', `too many WebSocket sockets from this address (at most ${budget.maxPerAddress})`, 'Retry-After: 10\r\n');
+      return;
+    }
+    if (refused === 'all') {
+      counts.refusedInAll++;
+      rejectUpgrade(socket, 503, 'Service Unavailable', `too many WebSocket sockets open (at most ${budget.maxInAll})`, 'Retry-After: 10\r\n');
+      return;
+    }
+    // the place is the socket's until its descriptor is closed, whatever becomes of the handshake
+    socket.once('close', () => budget.give(key));
+    wss.handleUpgrade(req, socket, head, (ws) => serveSocket(ws, req, socket as Socket, restPath + url.search));
   };
 
-  const serveSocket = (ws: WebSocket, upgrade: http.IncomingMessage, target: string) => {
+  const enter = (s: SocketState, phase: Phase) => {
+    s.phase = phase;
+    s.since = Date.now();
+    s.bytesAtSince = s.socket.bytesRead;
+  };
+
+  /** Sends a close frame; the sweep drops the connection if the peer does not answer it within closeGraceMs. */
+  const closeSocket = (s: SocketState, code: number, reason: string) => {
+    if (s.phase === 'closing') return;
+    enter(s, 'closing');
+    s.ws.close(code, reason);
+  };
+
+  // One timer for every socket of this listener: the idle, trickle, ping, unread-answer and close-grace rules.
+  const sweep = () => {
+    const now = Date.now();
+    const pingEvery = limits.idleTimeoutMs / 2;
+    for (const s of states) {
+      const elapsed = now - s.since;
+      if (s.phase === 'closing') {
+        if (elapsed > limits.closeGraceMs) s.ws.terminate();
+      } else if (s.phase === 'writing') {
+        // The answer has not reached the kernel for that long: the client does not read (its unread answers would
+        // otherwise hold both sides' socket buffers, megabytes, for as long as it likes). No close frame can get
+        // through either: drop it.
+        if (elapsed > limits.idleTimeoutMs) {
+          counts.closedUnread++;
+          s.ws.terminate();
+        }
+      } else if (s.phase === 'waiting') {
+        if (s.awaitingPong && now - s.lastPingAt >= pingEvery) {
+          counts.closedNoPong++;
+          s.ws.terminate();
+          continue;
+        }
+        if (elapsed > limits.idleTimeoutMs) {
+          const bytesPerSec = ((s.socket.bytesRead - s.bytesAtSince) * 1000) / elapsed;
+          if (elapsed > limits.maxFrameMs || bytesPerSec < limits.minFrameBytesPerSec) {
+            counts.closedIdle++;
+            closeSocket(s, CLOSE_GOING_AWAY, `idle timeout: no complete frame in ${Math.round(limits.idleTimeoutMs / 1000)} s`);
+            continue;
+          }
+        }
+        if (!s.awaitingPong && now - s.lastPingAt >= pingEvery) {
+          s.awaitingPong = true;
+          s.lastPingAt = now;
+          s.ws.ping();
+        }
+      }
+    }
+  };
+  const sweeper = setInterval(sweep, Math.max(50, Math.min(1000, limits.idleTimeoutMs / 4)));
+  sweeper.unref();
+
+  const serveSocket = (ws: WebSocket, upgrade: http.IncomingMessage, socket: Socket, target: string) => {
+    const now = Date.now();
+    const state: SocketState = { ws, socket, phase: 'waiting', since: now, bytesAtSince: socket.bytesRead, lastPingAt: now, awaitingPong: false };
+    states.add(state);
     observeWebSocketConnection(1);
-    ws.once('close', () => observeWebSocketConnection(-1));
-    ws.on('error', () => ws.terminate()); // a protocol error (1009 too big, bad frame): ws closes it, nothing to add
+    ws.once('close', () => {
+      states.delete(state);
+      observeWebSocketConnection(-1);
+    });
+    ws.on('pong', () => (state.awaitingPong = false));
+    // A protocol error (1009 too big, a bad frame): ws has queued the close frame and ends the connection once it
+    // is written. Tearing the socket down here would drop that frame (the client would see 1006), so the sweep
+    // only drops a connection whose peer does not finish the close within closeGraceMs.
+    ws.on('error', () => {
+      if (state.phase !== 'closing') enter(state, 'closing');
+    });
     const headers: Record<string, string> = { 'content-type': 'application/octet-stream' };
     for (const name of FORWARDED_HEADERS) {
       const value = upgrade.headers[name];
@@ -109,8 +252,13 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
       }
     };
 
-    const send = (data: Buffer | string, binary: boolean) =>
-      new Promise<void>((resolve) => ws.send(data, { binary }, () => resolve()));
+    // Resolves once the answer is written to the socket: until then nothing more is read, so the unread answers
+    // a socket holds are one at most.
+    const send = (data: Buffer | string) =>
+      new Promise<void>((resolve) => {
+        if (state.phase !== 'closing') enter(state, 'writing');
+        ws.send(data, { binary: false }, () => resolve());
+      });
 
     const pump = async () => {
       if (pumping) return;
@@ -119,13 +267,19 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
         while (pending.length > 0 && ws.readyState === ws.OPEN) {
           const frame = pending.shift()!;
           inFlight = 1;
-          if (frame.binary) await send(await answer(frame.bytes), false);
-          else await send(frame.bytes, false);
+          if (state.phase !== 'closing') enter(state, 'answering');
+          await send(frame.binary ? await answer(frame.bytes) : frame.bytes);
           inFlight = 0;
         }
       } finally {
         pumping = false;
-        if (ws.readyState === ws.OPEN) ws.resume();
+        if (ws.readyState === ws.OPEN && state.phase !== 'closing') {
+          // the ping clock starts again too: a pong that came while reading paused is read only now
+          enter(state, 'waiting');
+          state.lastPingAt = Date.now();
+          state.awaitingPong = false;
+          ws.resume();
+        }
       }
     };
 
@@ -139,11 +293,12 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
 
   server.on('upgrade', onUpgrade);
   return {
-    stats: () => ({ open: wss.clients.size, maxPendingFrames }),
-    close: (graceMs = 1000) =>
+    stats: () => ({ open: wss.clients.size, maxPendingFrames, maxSockets: budget.maxInAll, ...counts }),
+    close: (graceMs = 1000, reason = 'server shutting down') =>
       new Promise<void>((resolve) => {
         server.off('upgrade', onUpgrade);
-        for (const ws of wss.clients) ws.close(1001, 'server shutting down');
+        clearInterval(sweeper);
+        for (const ws of wss.clients) ws.close(CLOSE_GOING_AWAY, closeReason(reason));
         const timer = setTimeout(() => {
           for (const ws of wss.clients) ws.terminate();
         }, graceMs);
@@ -154,4 +309,14 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
         });
       }),
   };
+}
+
+/** A close frame's reason is at most 123 bytes (ws throws on more). */
+function closeReason(reason: string): string {
+  const bytes = Buffer.from(reason);
+  return bytes.length <= 123 ? reason : bytes.subarray(0, 123).toString().replace(/\uFFFD+$/, '');
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
