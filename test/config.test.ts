@@ -37,10 +37,14 @@ const COMPANION: Partial<Record<keyof ServerConfig, string[]>> = {
   tlsKey: ['--tls-cert', 'cert.pem'],
   objectLabels: ['--object-model', '/m/own.onnx'],
   objectInputSize: ['--object-model', '/m/own.onnx'],
+  metricsSinkCredentials: ['--metrics-sink', 'http://127.0.0.1:8086/edgecv'],
+  metricsSinkCa: ['--metrics-sink', 'http://127.0.0.1:8086/edgecv'],
 };
 
 /** A valid value of an option that is not its default, and what the config must hold for it. */
 function sample(key: string, spec: Spec): { raw: string; envRaw?: string; expected: unknown } {
+  // an InfluxDB URL, checked when parsed (metrics/influx-client.ts)
+  if (key === 'metricsSink') return { raw: 'https://user:pw@influx.example:8086/edgecv', expected: 'https://user:pw@influx.example:8086/edgecv' };
   switch (spec.kind) {
     case 'port':
       return { raw: '8123', expected: 8123 };

@@ -4,9 +4,9 @@ import type { Server } from 'node:net';
 import { AuditLog } from '../audit/audit-log.js';
 import { AuthService } from '../auth/auth-service.js';
 import type { ServerConfig } from '../config.js';
-import { MetricsCollector } from '../metrics/collector.js';
+import { DEFAULT_METRICS_INTERVAL_MS, MetricsCollector } from '../metrics/collector.js';
 import { parseInfluxUrl } from '../metrics/influx-client.js';
-import { InfluxSink, type SinkStatus } from '../metrics/influx-sink.js';
+import { InfluxSink, SINK_BACKOFF_MAX_MS, type SinkStatus } from '../metrics/influx-sink.js';
 import { resolveIdentity, type InstanceIdentity } from '../metrics/identity.js';
 import type { MetricsAppQuery } from '../metrics/query.js';
 import { MetricsQueryRunner } from '../metrics/query-runner.js';
@@ -39,7 +39,12 @@ export function openOps(config: ServerConfig): OpsRuntime {
   const queries = new MetricsQueryRunner(store, identity);
   const traffic = new TrafficMeter();
   const sink = config.metricsSink
-    ? new InfluxSink({ store, target: parseInfluxUrl(config.metricsSink, { credentials: config.metricsSinkCredentials, ca: config.metricsSinkCa }) })
+    ? new InfluxSink({
+        store,
+        target: parseInfluxUrl(config.metricsSink, { credentials: config.metricsSinkCredentials, ca: config.metricsSinkCa }),
+        // a retry waits at most 3 sample intervals (and 30 s): an outage's end is noticed within a few samples
+        backoffMaxMs: Math.min(SINK_BACKOFF_MAX_MS, 3 * (config.metricsInterval ?? DEFAULT_METRICS_INTERVAL_MS)),
+      })
     : undefined;
   const collector = new MetricsCollector({
     store,
