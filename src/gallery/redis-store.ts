@@ -11,9 +11,10 @@
 //
 // Every message on the channel is checked (parseChangeMessage) before it is applied: a malformed one is logged and
 // skipped, and the gallery is resynced from Redis, which holds the truth. Every command has a timeout
-// (REDIS_COMMAND_TIMEOUT_MS): a frozen or cut-off Redis makes a change fail in bounded time. A change whose answer
-// timed out is "in doubt": Redis may still apply it (whole: it is one MULTI/EXEC), and if it does, this server
-// applies its own broadcast of it too, so that it ends up where its peers are.
+// (REDIS_COMMAND_TIMEOUT_MS): a frozen or cut-off Redis makes a change fail in bounded time. A transaction publishes
+// its own change, so its broadcast proves it was applied: a change whose answer timed out but whose broadcast came
+// is acknowledged; one whose broadcast did not come either is "in doubt" (503): Redis may still apply it (whole: it
+// is one MULTI/EXEC), and if it does, this server applies its own broadcast of it too, like its peers do.
 
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -205,7 +206,9 @@ export class RedisGalleryStore implements GalleryStore {
   readonly #client: Redis;
   readonly #subscriber: Redis;
   readonly #durability: StoreDurability;
-  /** Own writes whose answer timed out: when their broadcast comes, it is applied here too. */
+  /** Own writes sent and not answered yet -> whether their broadcast came already (then they were applied). */
+  readonly #sent = new Map<string, boolean>();
+  /** Own writes whose answer timed out before their broadcast came: when it comes, it is applied here too. */
   readonly #inDoubt = new Set<string>();
   readonly #logBadMessage = errorLogger('change channel');
   #pinger: NodeJS.Timeout | null = null;
@@ -301,15 +304,20 @@ export class RedisGalleryStore implements GalleryStore {
    */
   async #exec(multi: ReturnType<Redis['multi']>, write: string, what: string): Promise<void> {
     let results: [Error | null, unknown][] | null;
+    this.#sent.set(write, false);
     try {
       results = await multi.exec();
     } catch (e) {
+      // Its broadcast came: Redis applied the transaction (the PUBLISH is part of it), only the answer was lost.
+      if (this.#sent.get(write) === true) return;
       const inDoubt = !NOT_SENT.test((e as Error).message);
       if (inDoubt) {
         this.#inDoubt.add(write);
         if (this.#inDoubt.size > MAX_IN_DOUBT) this.#inDoubt.delete(this.#inDoubt.values().next().value!);
       }
       throw new GalleryStoreError(`${what} in Redis: ${(e as Error).message}${inDoubt ? ' (it may still be applied)' : ''}`, { cause: e, inDoubt });
+    } finally {
+      this.#sent.delete(write);
     }
     const failed = results?.find(([err]) => err);
     if (!results || failed) throw new GalleryStoreError(`${what} failed in Redis: ${failed?.[0]?.message ?? 'transaction aborted'}`);
@@ -397,6 +405,10 @@ export class RedisGalleryStore implements GalleryStore {
       return;
     }
     if (m.origin === this.origin) {
+      if (m.write !== null && this.#sent.has(m.write)) {
+        this.#sent.set(m.write, true); // its answer is still awaited: the write applies it here when it comes
+        return;
+      }
       // Applied locally already, unless this server stopped waiting for it (a timeout): then it is applied now.
       if (m.write === null || !this.#inDoubt.delete(m.write)) return;
     }
