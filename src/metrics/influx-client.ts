@@ -161,7 +161,7 @@ export class InfluxClient {
       req.on('error', (e: NodeJS.ErrnoException) => {
         // refused/unreachable: the request never left, so nothing can have been written
         const notSent = e.code === 'ECONNREFUSED' || e.code === 'ENOTFOUND' || e.code === 'EHOSTUNREACH' || e.code === 'ENETUNREACH';
-        reject(new InfluxError(`InfluxDB ${this.target.redacted} unreachable: ${e.code ?? e.message}`, 0, !notSent));
+        reject(new InfluxError(`InfluxDB ${this.target.redacted} unreachable: ${e.message}`, 0, !notSent));
       });
       req.end(body);
     });

@@ -4,6 +4,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { freePort } from './server-process.js';
 
@@ -21,7 +22,14 @@ export interface Influxd {
   start(): Promise<void>;
 }
 
-function config(dir: string, httpPort: number, rpcPort: number): string {
+export interface InfluxdOptions {
+  /** auth-enabled: the first user must be created as admin (CREATE USER ... WITH ALL PRIVILEGES). */
+  auth?: boolean;
+  /** Serve HTTPS with this certificate and key (PEM files). */
+  tls?: { certFile: string; keyFile: string };
+}
+
+function config(dir: string, httpPort: number, rpcPort: number, opts: InfluxdOptions): string {
   return `reporting-disabled = true
 bind-address = "127.0.0.1:${rpcPort}"
 [meta]
@@ -42,6 +50,10 @@ bind-address = "127.0.0.1:${rpcPort}"
   bind-address = "127.0.0.1:${httpPort}"
   log-enabled = false
   flux-enabled = false
+  auth-enabled = ${opts.auth === true}
+  https-enabled = ${opts.tls !== undefined}
+  https-certificate = "${opts.tls?.certFile ?? ''}"
+  https-private-key = "${opts.tls?.keyFile ?? ''}"
 [subscriber]
   enabled = false
 [continuous_queries]
@@ -49,23 +61,26 @@ bind-address = "127.0.0.1:${rpcPort}"
 `;
 }
 
-async function ping(origin: string): Promise<boolean> {
-  try {
-    const res = await fetch(`${origin}/ping`, { signal: AbortSignal.timeout(1000) });
-    return res.status === 204;
-  } catch {
-    return false;
-  }
+async function ping(port: number): Promise<boolean> {
+  // a TCP connect: the HTTP(S) listener is up (a TLS /ping would need the test CA here)
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 /** Starts influxd in `dir` (created), waits until it answers /ping (bounded). */
-export async function startInfluxd(dir: string, timeoutMs = 30_000): Promise<Influxd> {
+export async function startInfluxd(dir: string, opts: InfluxdOptions = {}, timeoutMs = 30_000): Promise<Influxd> {
   if (!fs.existsSync(INFLUXD)) throw new Error(`${INFLUXD} is missing: run \`node scripts/setup.mjs --test\` (it installs influxdb)`);
   fs.mkdirSync(dir, { recursive: true });
   const [httpPort, rpcPort] = [await freePort(), await freePort()];
   const confFile = path.join(dir, 'influxdb.conf');
-  fs.writeFileSync(confFile, config(dir, httpPort, rpcPort));
-  const origin = `http://127.0.0.1:${httpPort}`;
+  fs.writeFileSync(confFile, config(dir, httpPort, rpcPort, opts));
+  const origin = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${httpPort}`;
   let child: ChildProcess | undefined;
   let out = '';
 
@@ -75,7 +90,7 @@ export async function startInfluxd(dir: string, timeoutMs = 30_000): Promise<Inf
     c.stdout!.on('data', (d) => (out = (out + d).slice(-20_000)));
     c.stderr!.on('data', (d) => (out = (out + d).slice(-20_000)));
     const deadline = Date.now() + timeoutMs;
-    while (!(await ping(origin))) {
+    while (!(await ping(httpPort))) {
       if (c.exitCode !== null) throw new Error(`influxd exited ${c.exitCode}:\n${out}`);
       if (Date.now() > deadline) throw new Error(`influxd did not answer /ping within ${timeoutMs} ms:\n${out}`);
       await new Promise((r) => setTimeout(r, 100));
