@@ -4,6 +4,8 @@
 
 import zlib from 'node:zlib';
 import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngLengthBomb, pngChunk, PNG_SIGNATURE, rgbIhdr } from './hostile-images.js';
+import { importBody } from './import-cases.js';
+import type { ChannelEmbedder } from './redis-channel.js';
 
 /** mulberry32: small, fast, good enough to pick cases. */
 export class Rng {
@@ -48,6 +50,8 @@ export interface FuzzContext {
   photos: Buffer[];
   /** Admin key for /trainer/add/. */
   adminKey: string;
+  /** The server's embedding model (capabilities' gallery.embedder), so that import lines reach the vector checks. */
+  embedder?: ChannelEmbedder;
 }
 
 const IMAGE_ROUTES = [
@@ -220,6 +224,11 @@ export const GENERATORS: Record<string, CaseMaker> = {
     ]);
     const path = label === 'long URL' ? `/detector/detect/?${'q'.repeat(70_000)}` : '/detector/detect/';
     return { kind: 'long-headers', label, wire: request('GET', path, headers), expectsBody: true };
+  },
+  import: (rng, ctx) => {
+    const [label, body, mode] = importBody(rng, ctx.embedder ?? { model: 'unknown', version: 'unknown', dim: 128 });
+    const headers = { 'Content-Type': rng.pick(['application/x-ndjson', 'text/plain']), ...auth('/trainer', ctx.adminKey) };
+    return { kind: 'import', label: `${mode}: ${label}`.slice(0, 200), wire: request('POST', `/trainer/import/?mode=${mode}`, headers, Buffer.from(body)), expectsBody: true };
   },
   oversize: (rng) => {
     const claimed = rng.pick([30 * 1024 * 1024, 2 ** 40, 2 ** 53 + 1]);

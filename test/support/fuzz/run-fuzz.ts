@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { generateCases, type FuzzCase } from './cases.js';
+import type { ChannelEmbedder } from './redis-channel.js';
 import { sendRaw } from './raw-client.js';
 import { rssOf, sampleRss } from './rss.js';
 
@@ -82,6 +83,16 @@ function percentile(sorted: number[], q: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
+/** The server's embedding model from GET /server/capabilities/ (null when it has no gallery). */
+async function serverEmbedder(host: string, port: number, timeoutMs: number): Promise<ChannelEmbedder | null> {
+  const a = await sendRaw(host, port, Buffer.from(`GET /server/capabilities/ HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`), timeoutMs);
+  try {
+    return (JSON.parse(a.body.toString('utf8')) as { gallery?: { embedder?: ChannelEmbedder } }).gallery?.embedder ?? null;
+  } catch {
+    return null;
+  }
+}
+
 export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const startRss = rssOf(opts.pid) ?? 0;
@@ -94,7 +105,8 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const notJson: string[] = [];
   const noAnswer: string[] = [];
   const all: Array<{ label: string; ms: number }> = [];
-  const cases = generateCases(opts.seed, opts.cases, { photos: opts.photos, adminKey: opts.adminKey });
+  const embedder = await serverEmbedder(opts.host, opts.port, timeoutMs);
+  const cases = generateCases(opts.seed, opts.cases, { photos: opts.photos, adminKey: opts.adminKey, ...(embedder ? { embedder } : {}) });
   let done = 0;
 
   const runOne = async (c: FuzzCase) => {
