@@ -1,7 +1,9 @@
 #include "bindings/native_engine.h"
 
 #include <exception>
+#include <optional>
 #include <stdexcept>
+#include <variant>
 
 #include "bindings/js_errors.h"
 #include "bindings/options.h"
@@ -16,10 +18,12 @@
 namespace edgecv {
 namespace {
 
-// One worker's copy of an object model, of the family its spec names (none when the spec is empty).
-void LoadObjectModel(const ObjectModelSpec& spec, const RuntimeOptions& runtime, ObjectModel* out) {
-  if (spec.centernet) out->centernet = std::make_unique<ObjectDetector>(*spec.centernet, runtime);
-  if (spec.yolo) out->yolo = std::make_unique<YoloDetector>(*spec.yolo, runtime);
+// One worker's copy of an object detector, of the family its spec names; null without a spec.
+std::unique_ptr<ObjectDetector> LoadObjectDetector(const std::optional<ObjectDetectorSpec>& spec,
+                                                   const RuntimeOptions& runtime) {
+  if (!spec) return nullptr;
+  if (const auto* yolo = std::get_if<YoloDetectorSpec>(&*spec)) return std::make_unique<YoloDetector>(*yolo, runtime);
+  return std::make_unique<CenterNetDetector>(std::get<CenterNetDetectorSpec>(*spec), runtime);
 }
 
 }  // namespace
@@ -60,8 +64,8 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   const ModelSpecs specs = ReadModelSpecs(options, available);
   if (specs.faceDetector) modelRuntimes_.emplace_back("faceDetector", specs.faceDetector->model.runtime);
   if (specs.poseEstimator) modelRuntimes_.emplace_back("poseEstimator", specs.poseEstimator->model.runtime);
-  if (specs.objectDetector) modelRuntimes_.emplace_back("objectDetector", specs.objectDetector.runtime());
-  if (specs.personDetector) modelRuntimes_.emplace_back("personDetector", specs.personDetector.runtime());
+  if (specs.objectDetector) modelRuntimes_.emplace_back("objectDetector", ImageSpecOf(*specs.objectDetector).model.runtime);
+  if (specs.personDetector) modelRuntimes_.emplace_back("personDetector", ImageSpecOf(*specs.personDetector).model.runtime);
   if (specs.faceEmbedder) modelRuntimes_.emplace_back("faceEmbedder", specs.faceEmbedder->model.runtime);
 
   // Load one copy of every model per worker, here on the JS thread, so a bad
@@ -74,8 +78,8 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       ctx->runtime = runtime;
       if (specs.faceDetector) ctx->faceDetector = std::make_unique<FaceDetector>(*specs.faceDetector, runtime);
       if (specs.poseEstimator) ctx->poseEstimator = std::make_unique<PoseEstimator>(*specs.poseEstimator, runtime);
-      LoadObjectModel(specs.objectDetector, runtime, &ctx->objectDetector);
-      LoadObjectModel(specs.personDetector, runtime, &ctx->personDetector);
+      ctx->objectDetector = LoadObjectDetector(specs.objectDetector, runtime);
+      ctx->personDetector = LoadObjectDetector(specs.personDetector, runtime);
       if (specs.faceEmbedder) {
         ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*specs.faceEmbedder, runtime);
         embeddingSize_ = ctx->faceEmbedder->dim();
@@ -87,7 +91,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   }
   hasFaceDetector_ = static_cast<bool>(specs.faceDetector);
   hasPoseEstimator_ = static_cast<bool>(specs.poseEstimator);
-  hasObjectDetector_ = static_cast<bool>(specs.objectDetector);
+  hasObjectDetector_ = specs.objectDetector.has_value();
 
   // Unlimited TSFN queue: workers never block on the JS thread. Unref'd while
   // idle so an open engine alone doesn't keep the process alive.

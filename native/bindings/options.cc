@@ -83,17 +83,16 @@ Napi::Object ReadCallOptions(Napi::Env env, Napi::Value value, const char* metho
 ModelSource ReadModelSource(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
   Napi::Env env = obj.Env();
   const std::string opencvPath = ReadString(obj, "path", where);
-  const std::string ortPath = IsMissing(obj.Get("ortPath")) ? "" : ReadString(obj, "ortPath", where);
+  const std::string ortPath = ReadString(obj, "ortPath", where);
   const std::string wanted = ReadString(obj, "runtime", where);
   if (wanted != "auto" && wanted != "opencv" && wanted != "onnxruntime") {
     ThrowInvalid(env, where + ".runtime must be one of auto, opencv, onnxruntime");
   }
   const bool deviceOk = available.backend.kind == BackendKind::kCpu || available.backend.onnxRuntimeCuda;
-  if (wanted == "onnxruntime") {
-    if (ortPath.empty()) ThrowInvalid(env, where + ".ortPath is required with runtime onnxruntime");
-    if (!available.onnxRuntime) ThrowInvalid(env, where + ": runtime onnxruntime is not available: " + available.onnxRuntimeMissing);
+  if (wanted == "onnxruntime" && !available.onnxRuntime) {
+    ThrowInvalid(env, where + ": runtime onnxruntime is not available: " + available.onnxRuntimeMissing);
   }
-  if (wanted == "onnxruntime" || (wanted == "auto" && !ortPath.empty() && available.onnxRuntime && deviceOk)) {
+  if (wanted == "onnxruntime" || (wanted == "auto" && available.onnxRuntime && deviceOk)) {
     return {ortPath, RuntimeKind::kOnnxRuntime};
   }
   return {opencvPath, RuntimeKind::kOpenCv};
@@ -139,24 +138,14 @@ PoseEstimatorSpec ReadPoseEstimatorSpec(Napi::Object obj, const std::string& whe
   return spec;
 }
 
-ObjectDetectorSpec ReadObjectDetectorSpec(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
-  ObjectDetectorSpec spec;
+// The CenterNet spec: an object model with kind "centernet".
+CenterNetDetectorSpec ReadCenterNetDetectorSpec(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
+  CenterNetDetectorSpec spec;
   ReadImageModelSpec(obj, where, available, &spec);
   spec.heatmapOutput = ReadString(obj, "heatmapOutput", where);
   spec.boxOutput = ReadString(obj, "boxOutput", where);
   spec.classes = ReadInt(obj, "classes", where, 1, kMaxCount);
   return spec;
-}
-
-// An object model spec is a YOLO spec when its `kind` is "yolo", a centernet spec when absent or "centernet"
-// (the host never sets kind on a centernet spec).
-bool IsYoloSpec(Napi::Value value, const std::string& where) {
-  if (!value.IsObject()) return false;  // absent, or rejected by ReadOptionalSpec
-  Napi::Value kind = value.As<Napi::Object>().Get("kind");
-  if (IsMissing(kind)) return false;
-  const std::string name = kind.IsString() ? kind.As<Napi::String>().Utf8Value() : "";
-  if (name != "centernet" && name != "yolo") ThrowInvalid(value.Env(), where + ".kind must be \"centernet\" or \"yolo\"");
-  return name == "yolo";
 }
 
 // The YOLO spec: an object model with kind "yolo" (layout "grid" or "decoded").
@@ -194,8 +183,8 @@ YoloDetectorSpec ReadYoloDetectorSpec(Napi::Object obj, const std::string& where
       spec.anchors.push_back(std::move(values));
     }
   }
-  // Optional: the host leaves it out, and YOLOv5 trains on 114.
-  if (!IsMissing(obj.Get("padValue"))) spec.padValue = ReadNumber(obj, "padValue", where, -kHuge, kHuge);
+  spec.padValue = ReadNumber(obj, "padValue", where, -kHuge, kHuge);
+  spec.iouThreshold = ReadFloat(obj, "iouThreshold", where);
   return spec;
 }
 
@@ -203,7 +192,6 @@ FaceEmbedderSpec ReadFaceEmbedderSpec(Napi::Object obj, const std::string& where
   FaceEmbedderSpec spec;
   ReadImageModelSpec(obj, where, available, &spec);
   spec.output = ReadString(obj, "output", where);
-  spec.cropScale = ReadNumber(obj, "cropScale", where, 1e-3, kMaxCropScale);
   return spec;
 }
 
@@ -217,15 +205,18 @@ std::unique_ptr<Spec> ReadOptionalSpec(Napi::Object options, const char* key, co
   return std::make_unique<Spec>(read(value.As<Napi::Object>(), key, available));
 }
 
-// An object model spec of createEngine()'s options (`objectDetector`, `personDetector`), of either family.
-ObjectModelSpec ReadObjectModelSpec(Napi::Object options, const char* key, const RuntimeAvailability& available) {
-  ObjectModelSpec spec;
-  if (IsYoloSpec(options.Get(key), key)) {
-    spec.yolo = ReadOptionalSpec(options, key, available, &ReadYoloDetectorSpec);
-  } else {
-    spec.centernet = ReadOptionalSpec(options, key, available, &ReadObjectDetectorSpec);
-  }
-  return spec;
+// An object detector spec of createEngine()'s options (`objectDetector`, `personDetector`): empty when absent,
+// else of the family its required `kind` names.
+std::optional<ObjectDetectorSpec> ReadOptionalObjectDetectorSpec(Napi::Object options, const char* key,
+                                                                  const RuntimeAvailability& available) {
+  Napi::Value value = options.Get(key);
+  if (IsMissing(value)) return std::nullopt;
+  if (!value.IsObject()) ThrowInvalid(options.Env(), std::string("options.") + key + " must be an object");
+  Napi::Object obj = value.As<Napi::Object>();
+  const std::string kind = ReadString(obj, "kind", key);
+  if (kind == "centernet") return ReadCenterNetDetectorSpec(obj, key, available);
+  if (kind == "yolo") return ReadYoloDetectorSpec(obj, key, available);
+  ThrowInvalid(options.Env(), std::string(key) + ".kind must be \"centernet\" or \"yolo\"");
 }
 
 }  // namespace
@@ -255,8 +246,8 @@ ModelSpecs ReadModelSpecs(Napi::Object options, const RuntimeAvailability& avail
   ModelSpecs specs;
   specs.faceDetector = ReadOptionalSpec(options, "faceDetector", available, &ReadFaceDetectorSpec);
   specs.poseEstimator = ReadOptionalSpec(options, "poseEstimator", available, &ReadPoseEstimatorSpec);
-  specs.objectDetector = ReadObjectModelSpec(options, "objectDetector", available);
-  specs.personDetector = ReadObjectModelSpec(options, "personDetector", available);
+  specs.objectDetector = ReadOptionalObjectDetectorSpec(options, "objectDetector", available);
+  specs.personDetector = ReadOptionalObjectDetectorSpec(options, "personDetector", available);
   specs.faceEmbedder = ReadOptionalSpec(options, "faceEmbedder", available, &ReadFaceEmbedderSpec);
   return specs;
 }
@@ -292,7 +283,7 @@ FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value) {
   Napi::Object obj = ReadCallOptions(env, value, "embedFace");
   FaceEmbedRequest request;
   request.detect = ReadDetectOptions(env, obj.Get("detect"));
-  request.cropScale = ReadNumber(obj, "cropScale", "options", 0, kMaxCropScale);  // 0: the model's own
+  request.cropScale = ReadNumber(obj, "cropScale", "options", 1e-3, kMaxCropScale);
   request.keepCrop = ReadBool(obj, "keepCrop", "options");
   Napi::Value rect = obj.Get("rect");
   if (!IsMissing(rect)) {

@@ -10,13 +10,15 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 
 #include "jobs/face_embed_job.h"  // FaceEmbedRequest
 #include "jobs/run_model_job.h"   // RawModelSpec
 #include "models/face_detector.h"
+#include "models/centernet_detector.h"
 #include "models/face_embedder.h"
-#include "models/object_detector.h"
 #include "models/pose_estimator.h"
 #include "models/yolo_detector.h"
 #include "runtime/backend.h"
@@ -42,21 +44,20 @@ struct RuntimeAvailability {
   std::string onnxRuntimeMissing;  // why not, when it did not load
 };
 
-// An object model's spec, of either family: at most one is set.
-struct ObjectModelSpec {
-  std::unique_ptr<ObjectDetectorSpec> centernet;
-  std::unique_ptr<YoloDetectorSpec> yolo;  // the spec's `kind` is "yolo"
+// An object detector's spec: the family its required `kind` names ("centernet" or "yolo").
+using ObjectDetectorSpec = std::variant<CenterNetDetectorSpec, YoloDetectorSpec>;
 
-  explicit operator bool() const { return centernet || yolo; }
-  RuntimeKind runtime() const { return yolo ? yolo->model.runtime : centernet->model.runtime; }
-};
+// What every spec of either family has: its file, runtime and input.
+inline const ImageModelSpec& ImageSpecOf(const ObjectDetectorSpec& spec) {
+  return std::visit([](const ImageModelSpec& s) -> const ImageModelSpec& { return s; }, spec);
+}
 
-// The model specs of createEngine()'s options; null where the engine has no such model.
+// The model specs of createEngine()'s options; empty where the engine has no such model.
 struct ModelSpecs {
   std::unique_ptr<FaceDetectorSpec> faceDetector;
   std::unique_ptr<PoseEstimatorSpec> poseEstimator;
-  ObjectModelSpec objectDetector;
-  ObjectModelSpec personDetector;  // finds people for pose's persons mode; none: objectDetector does
+  std::optional<ObjectDetectorSpec> objectDetector;
+  std::optional<ObjectDetectorSpec> personDetector;  // finds people for pose's persons mode; none: objectDetector does
   std::unique_ptr<FaceEmbedderSpec> faceEmbedder;
 };
 ModelSpecs ReadModelSpecs(Napi::Object options, const RuntimeAvailability& available);

@@ -14,7 +14,7 @@ std::vector<Face> DetectFaces(WorkerContext& ctx, const cv::Mat& image, const De
 std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const cv::Mat& image, const ObjectOptions& options,
                                           StageTimings* timings) {
   if (!ctx.objectDetector) throw JobError(ErrorCode::kInternal, "engine has no object model");
-  return ctx.objectDetector.Detect(image, options, timings);
+  return ctx.objectDetector->Detect(image, options, timings);
 }
 
 // Objects asked of the detector when looking for people: a bound on its work, not a policy (the people among
@@ -24,13 +24,13 @@ constexpr int kMaxPersonObjects = 1000;
 std::vector<Pose> DetectPoses(WorkerContext& ctx, const cv::Mat& image, const PoseOptions& options,
                               StageTimings* timings) {
   if (!ctx.poseEstimator) throw JobError(ErrorCode::kInternal, "engine has no pose model");
-  ObjectModel& finder = ctx.personDetector ? ctx.personDetector : ctx.objectDetector;
+  ObjectDetector* finder = ctx.personDetector ? ctx.personDetector.get() : ctx.objectDetector.get();
   if (options.personClassId < 0 || !finder) return ctx.poseEstimator->Detect(image, options, timings);
   ObjectOptions find;
   find.scoreThreshold = options.personThreshold;
   find.maxObjects = kMaxPersonObjects;
   std::vector<Box> people;  // best first, as the detectors return them
-  for (const DetectedObject& o : finder.Detect(image, find, timings)) {
+  for (const DetectedObject& o : finder->Detect(image, find, timings)) {
     if (o.classId == options.personClassId && people.size() < static_cast<size_t>(options.maxPoses)) people.push_back(o.rect);
   }
   return ctx.poseEstimator->DetectInBoxes(image, people, options, timings);

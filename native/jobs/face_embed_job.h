@@ -21,7 +21,7 @@ struct FaceEmbedRequest {
   DetectOptions detect;
   bool useRect = false;  // true: embed `rect` as given, no detection
   PixelRect rect{};
-  double cropScale = 0;  // <= 0: the model's own
+  double cropScale = 0;  // side of the square crop / longer side of the face box (> 0)
   bool keepCrop = false;  // also return a JPEG crop (for re-embedding later)
   std::shared_ptr<const GallerySnapshot> gallery;  // search it when set
 };

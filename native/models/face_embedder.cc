@@ -17,7 +17,6 @@ FaceEmbedder::FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& r
   const std::string what = "face embedding model " + spec_.model.path + ": ";
   if (spec_.inputSize <= 0) throw std::runtime_error(what + "inputSize must be positive");
   if (spec_.output.empty()) throw std::runtime_error(what + "output name is empty");
-  if (!(spec_.cropScale > 0)) throw std::runtime_error(what + "cropScale must be positive");
   model_ = LoadInferenceModel(spec_.model, {spec_.output}, runtime, what);
   const cv::Mat out = WarmUp(*model_, spec_.inputSize, what)[0];
   if (out.type() != CV_32F || out.total() == 0) {
@@ -29,7 +28,7 @@ FaceEmbedder::FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& r
 std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face, double cropScale,
                                        StageTimings* timings) {
   return RunStaged(
-      *model_, timings, [&] { return Preprocess(bgr, face, cropScale > 0 ? cropScale : spec_.cropScale); },
+      *model_, timings, [&] { return Preprocess(bgr, face, cropScale); },
       [&](const std::vector<cv::Mat>& outputs) { return Postprocess(outputs[0]); });
 }
 

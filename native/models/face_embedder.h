@@ -1,6 +1,7 @@
 // Face embedding model (OpenCV Zoo style: preprocess -> infer ->
 // postprocess). Preprocess cuts a square around the detected face box, enlarged
-// by `cropScale` (the margin the model was trained with), pads whatever falls
+// by the call's `cropScale` (the host sends the margin the model was trained with
+// unless the caller chose one), pads whatever falls
 // outside the image with black and resizes to the model input. Postprocess
 // L2-normalizes the output, so a dot product of two embeddings is their cosine.
 //
@@ -21,8 +22,7 @@
 namespace edgecv {
 
 struct FaceEmbedderSpec : ImageModelSpec {
-  std::string output;    // name of the embedding output
-  double cropScale = 0;  // side of the square crop / longer side of the face box
+  std::string output;  // name of the embedding output
 };
 
 class FaceEmbedder {
@@ -32,7 +32,7 @@ class FaceEmbedder {
   FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& runtime);
 
   // L2-normalized embedding of the face in `face` (image pixels), each stage's time added to *timings.
-  // `cropScale` <= 0 uses the spec's. Throws JobError(INTERNAL) on a bad output.
+  // `cropScale`: side of the square crop / longer side of the face box. Throws JobError(INTERNAL) on a bad output.
   std::vector<float> Embed(const cv::Mat& bgr, const PixelRect& face, double cropScale, StageTimings* timings);
 
   int dim() const { return dim_; }

@@ -1,29 +1,15 @@
-// CenterNet object detector (preprocess -> infer -> postprocess). The converted graph is cut
-// before the model's TopK; Postprocess() reproduces its decoding: class heatmap peaks (3x3 max-pool NMS),
-// best first, each with a box given as distances from its cell to the four box sides.
-//
-// Not thread-safe (owns an InferenceModel): one instance per worker thread.
+// What both object detector families share: the per-call options, a found object, and the interface the engine
+// holds them by (models/centernet_detector.h, models/yolo_detector.h). Which family a spec builds is its `kind`.
 #pragma once
 
-#include <memory>
-#include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
 
 #include "models/box.h"
-#include "models/image_model_spec.h"
-#include "models/letterbox.h"
-#include "runtime/inference_model.h"
 #include "runtime/stage_timings.h"
 
 namespace edgecv {
-
-struct ObjectDetectorSpec : ImageModelSpec {  // the heads are S/4 x S/4
-  std::string heatmapOutput;  // [1,S/4,S/4,classes], already sigmoid
-  std::string boxOutput;      // [1,S/4,S/4,4]: left, top, right, bottom distances in input pixels
-  int classes = 0;
-};
 
 // Values and defaults are the host's (src/engine/limits.ts): no defaults here.
 struct ObjectOptions {
@@ -37,20 +23,13 @@ struct DetectedObject {
   float score = 0;
 };
 
+// Not thread-safe (each owns an InferenceModel): one instance per worker thread.
 class ObjectDetector {
  public:
-  // Loads the model and runs one warm-up pass that checks the output shapes. Throws std::runtime_error.
-  ObjectDetector(const ObjectDetectorSpec& spec, const RuntimeOptions& runtime);
+  virtual ~ObjectDetector() = default;
 
-  std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings);
-
- private:
-  std::vector<DetectedObject> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
-                                          const ObjectOptions& options) const;
-
-  ObjectDetectorSpec spec_;
-  std::unique_ptr<InferenceModel> model_;
-  int grid_ = 0;  // S / 4
+  // At most options.maxObjects objects scoring at least options.scoreThreshold, best first.
+  virtual std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings) = 0;
 };
 
 }  // namespace edgecv

@@ -54,7 +54,19 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
     throw std::runtime_error(what + "has " + std::to_string(spec_.outputs.size()) +
                              " outputs, expected one [1,N,5+classes] output (YOLOv5 layout)");
   }
-  CheckOutputs(WarmUp(*model_, spec_.inputSize, what), what);
+  const std::vector<cv::Mat> outputs = WarmUp(*model_, spec_.inputSize, what);
+  CheckOutputs(outputs, what);
+  if (decoded) {
+    // TF exports of YOLOv5 give boxes in 0..1 of the input, PyTorch's ONNX export in input pixels. Each row is
+    // one anchor of one grid cell, so the row centres span the whole input whatever the image: the largest of
+    // them in the warm-up pass says which unit this file uses.
+    const cv::Mat& m = outputs[0];
+    const int row = 5 + spec_.classes;
+    const float* data = m.ptr<float>();
+    float extent = 0;
+    for (int k = 0; k < m.size[1]; ++k) extent = std::max({extent, data[k * row], data[k * row + 1]});
+    boxUnit_ = extent <= 2.0f ? static_cast<float>(spec_.inputSize) : 1.0f;
+  }
 }
 
 void YoloDetector::CheckOutputs(const std::vector<cv::Mat>& outputs, const std::string& what) const {
@@ -121,10 +133,7 @@ std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>
     const cv::Mat& m = outputs[0];
     const int n = m.size[1];
     const float* data = m.ptr<float>();
-    // TF exports of YOLOv5 give boxes in 0..1 of the input, PyTorch's ONNX export in input pixels.
-    float extent = 0;
-    for (int k = 0; k < n; ++k) extent = std::max({extent, data[k * row], data[k * row + 1]});
-    const float unit = extent <= 2.0f ? static_cast<float>(spec_.inputSize) : 1.0f;
+    const float unit = boxUnit_;
     for (int k = 0; k < n; ++k) {
       const float* p = data + k * row;
       if (!ScoreRow(p, classes, false, threshold, &score, &classId)) continue;
@@ -141,7 +150,7 @@ std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>
     if (kept.size() >= static_cast<size_t>(options.maxObjects)) break;
     bool suppressed = false;
     for (const Candidate& k : kept) {
-      if (k.classId == c.classId && Iou(k.box, c.box) > kNmsIou) {
+      if (k.classId == c.classId && Iou(k.box, c.box) > spec_.iouThreshold) {
         suppressed = true;
         break;
       }

@@ -4,9 +4,9 @@
 //  - kGrid: the raw head convolutions, one [1,H,W,anchors*(5+classes)] tensor per stride (the converted
 //    yolov5s is cut there); Postprocess() applies sigmoid, grid offsets and anchors as YOLOv5 v6 does.
 //  - kDecoded: one [1,N,5+classes] tensor of already-decoded rows (cx, cy, w, h, objectness, class
-//    scores), YOLOv5's own export layout, for operators' own models. Boxes in input pixels, or in 0..1
-//    (TF exports) which is detected and scaled.
-// Then: score = objectness x best class score, class-aware NMS, letterbox undone.
+//    scores), YOLOv5's own export layout, for operators' own models. Boxes in input pixels (PyTorch's
+//    export), or in 0..1 (TF exports): which one is a fact about the file, read once from the warm-up pass.
+// Then: score = objectness x best class score, class-aware NMS (spec.iouThreshold), letterbox undone.
 //
 // Not thread-safe (owns an InferenceModel): one instance per worker thread. All network access is in Infer().
 #pragma once
@@ -19,7 +19,7 @@
 
 #include "models/image_model_spec.h"
 #include "models/letterbox.h"
-#include "models/object_detector.h"  // ObjectOptions, DetectedObject
+#include "models/object_detector.h"
 #include "runtime/inference_model.h"
 #include "runtime/stage_timings.h"
 
@@ -32,17 +32,18 @@ struct YoloDetectorSpec : ImageModelSpec {
   std::vector<int> strides;          // kGrid: input pixels per cell of each output
   std::vector<std::vector<float>> anchors;  // kGrid: per stride, (w, h) pairs in input pixels
   int classes = 0;
-  double padValue = 114;  // letterbox border, as YOLOv5 trains with
+  // Values are the host's (src/engine/limits.ts): no defaults here.
+  double padValue = 0;        // letterbox border value
+  float iouThreshold = 0;     // NMS drops a box overlapping a better one of its class by more than this
 };
 
-class YoloDetector {
+class YoloDetector : public ObjectDetector {
  public:
-  // Loads the model and runs one warm-up pass that checks the output shapes. Throws std::runtime_error.
+  // Loads the model and runs one warm-up pass that checks the output shapes (and, for kDecoded, tells
+  // pixel boxes from 0..1 ones). Throws std::runtime_error.
   YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& runtime);
 
-  std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings);
-
-  static constexpr float kNmsIou = 0.45f;  // YOLOv5's default
+  std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings) override;
 
  private:
   std::vector<DetectedObject> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
@@ -51,6 +52,7 @@ class YoloDetector {
 
   YoloDetectorSpec spec_;
   std::unique_ptr<InferenceModel> model_;
+  float boxUnit_ = 1;  // kDecoded: input pixels per output box unit (inputSize for 0..1 boxes, else 1)
 };
 
 }  // namespace edgecv

@@ -44,6 +44,9 @@ export const CUSTOM_OBJECT_INPUT_SIZE = 640;
 /** Letterbox border of YOLO models: the grey YOLOv5 trains with. */
 export const YOLO_PAD_VALUE = 114;
 
+/** YOLO models' class-aware NMS drops a box overlapping a better one of its class by more than this IoU (YOLOv5's own). */
+export const YOLO_NMS_IOU = 0.45;
+
 /** Defaults; workers/threadsPerWorker are for a 2-core box and are to be tuned by the bench. */
 export const ENGINE_DEFAULTS = {
   // 'auto': onnxruntime where it loaded (3-4x faster than OpenCV 4.6 DNN on every model here, README), else OpenCV.

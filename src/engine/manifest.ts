@@ -7,7 +7,7 @@ import path from 'node:path';
 import { COCO_CLASSES } from './objects.js';
 import { checkModelFile, isModelPath, objectLabels, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo } from './object-model.js';
 import type { FaceEmbedderInfo } from './face-embedding.js';
-import { CROP_SCALE_RANGE, CUSTOM_OBJECT_INPUT_SIZE, ENGINE_DEFAULTS, ENGINE_RANGES, YOLO_PAD_VALUE } from './limits.js';
+import { CROP_SCALE_RANGE, CUSTOM_OBJECT_INPUT_SIZE, ENGINE_DEFAULTS, ENGINE_RANGES, YOLO_NMS_IOU, YOLO_PAD_VALUE } from './limits.js';
 import { intOption, invalidArgument, isRecord, modelOption, pathOption } from './options.js';
 import type {
   NativeFaceDetectorSpec,
@@ -208,13 +208,13 @@ export async function faceEmbedderSpec(
     throw fail(`recognition.cropScale must be ${min}..${max}, distanceScale > 0`);
   }
   return {
-    spec: { ...common, output: 'embedding', cropScale },
+    spec: { ...common, output: 'embedding' },
     info: { model, version: `${entry['sha256'].slice(0, 16)}-crop${cropScale}`, cropScale, distanceScale },
   };
 }
 
 export interface ObjectDetectorChoice {
-  spec: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
+  spec: NativeObjectDetectorSpec;
   info: ObjectModelInfo;
   labels: readonly string[];
 }
@@ -254,6 +254,7 @@ async function objectDetectorSpec(
       outputs,
       classes,
       padValue: YOLO_PAD_VALUE,
+      iouThreshold: YOLO_NMS_IOU,
       ...(layout === 'grid' ? { strides: strides as number[], anchors: anchors as number[][] } : {}),
     };
     return { spec, info: { ...info, kind: 'yolo' }, labels: COCO_CLASSES };
@@ -266,7 +267,7 @@ async function objectDetectorSpec(
       `model "${model}": objects needs heatmapOutput, boxOutput and classes = ${COCO_CLASSES.length} (the COCO classes)`,
     );
   }
-  return { spec: { ...common, heatmapOutput, boxOutput, classes }, info: { ...info, kind: 'centernet' }, labels: COCO_CLASSES };
+  return { spec: { ...common, kind: 'centernet', heatmapOutput, boxOutput, classes }, info: { ...info, kind: 'centernet' }, labels: COCO_CLASSES };
 }
 
 /**
@@ -297,6 +298,7 @@ async function customObjectDetectorSpec(
     scale: 1 / 255,
     swapRB: true,
     padValue: YOLO_PAD_VALUE,
+    iouThreshold: YOLO_NMS_IOU,
   };
   const info: ObjectModelInfo = {
     name: path.basename(modelPath),

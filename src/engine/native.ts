@@ -46,7 +46,9 @@ export interface NativePoseEstimatorSpec extends NativeImageInput {
   outputs: string[];
 }
 
-export interface NativeObjectDetectorSpec extends NativeImageInput {
+/** An object detector of the CenterNet family (native/models/centernet_detector.h). */
+export interface NativeCenterNetDetectorSpec extends NativeImageInput {
+  kind: 'centernet';
   /** [1,S/4,S/4,classes], already sigmoid. */
   heatmapOutput: string;
   /** [1,S/4,S/4,4]: distances from the cell to the left, top, right and bottom box sides, in input pixels. */
@@ -67,7 +69,12 @@ export interface NativeYoloDetectorSpec extends NativeImageInput {
   classes: number;
   /** Letterbox border value (YOLO_PAD_VALUE). */
   padValue: number;
+  /** Class-aware NMS drops a box overlapping a better one of its class by more than this IoU (YOLO_NMS_IOU). */
+  iouThreshold: number;
 }
+
+/** An object detector of either family; `kind` says which. */
+export type NativeObjectDetectorSpec = NativeCenterNetDetectorSpec | NativeYoloDetectorSpec;
 
 export interface NativePoseOptions {
   scoreThreshold: number;
@@ -115,15 +122,13 @@ export interface NativeObjectDetection {
 export interface NativeFaceEmbedderSpec extends NativeImageInput {
   /** Name of the embedding output. */
   output: string;
-  /** Square crop side / longer side of the face box. */
-  cropScale: number;
 }
 
 export interface NativeEmbedRequest {
   detect: NativeDetectOptions;
   /** Embed this box instead of detecting. */
   rect?: [number, number, number, number];
-  /** Crop side / longer side of the face box: the model's own (spec.cropScale) unless the caller overrides it. */
+  /** Square crop side / longer side of the face box: the model's own (manifest) unless the caller chose one. */
   cropScale: number;
   keepCrop: boolean;
   /** Searched with the snapshot taken when the call is made. */
@@ -174,9 +179,9 @@ export interface NativeEngineOptions {
   idleCores: 'lend' | 'keep';
   faceDetector?: NativeFaceDetectorSpec;
   poseEstimator?: NativePoseEstimatorSpec;
-  objectDetector?: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
+  objectDetector?: NativeObjectDetectorSpec;
   /** Finds people for detectPoses' persons mode; absent: objectDetector does. */
-  personDetector?: NativeObjectDetectorSpec | NativeYoloDetectorSpec;
+  personDetector?: NativeObjectDetectorSpec;
   faceEmbedder?: NativeFaceEmbedderSpec;
 }
 

@@ -1,4 +1,4 @@
-#include "models/object_detector.h"
+#include "models/centernet_detector.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -12,7 +12,7 @@ constexpr int kStride = 4;  // input pixels per heatmap cell
 
 }  // namespace
 
-ObjectDetector::ObjectDetector(const ObjectDetectorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
+CenterNetDetector::CenterNetDetector(const CenterNetDetectorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
   const std::string what = "object model " + spec_.model.path + ": ";
   if (spec_.inputSize < 32 || spec_.inputSize % kStride != 0) throw std::runtime_error(what + "inputSize must be a multiple of 4");
   if (spec_.classes <= 0) throw std::runtime_error(what + "classes must be positive");
@@ -28,15 +28,15 @@ ObjectDetector::ObjectDetector(const ObjectDetectorSpec& spec, const RuntimeOpti
   }
 }
 
-std::vector<DetectedObject> ObjectDetector::Detect(const cv::Mat& bgr, const ObjectOptions& options,
-                                                   StageTimings* timings) {
+std::vector<DetectedObject> CenterNetDetector::Detect(const cv::Mat& bgr, const ObjectOptions& options,
+                                                      StageTimings* timings) {
   return RunLetterboxed(bgr, spec_, *model_, timings, [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
     return Postprocess(outputs, box, options);
   });
 }
 
-std::vector<DetectedObject> ObjectDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
-                                                        const ObjectOptions& options) const {
+std::vector<DetectedObject> CenterNetDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
+                                                           const ObjectOptions& options) const {
   const int g = grid_;
   const int classes = spec_.classes;
   const float* heat = outputs[0].ptr<float>();
