@@ -23,10 +23,10 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string | null>;
 }
 
-export async function startServerProcess(args: string[], timeoutMs = 120_000): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/src/cli.js'), 'serve', '--port', '0', '--host', '127.0.0.1', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** `wrapper`: a command the server runs under, e.g. ['prlimit', '--nofile=4096:4096']. */
+export async function startServerProcess(args: string[], timeoutMs = 120_000, wrapper: string[] = []): Promise<ServerProcess> {
+  const command = [...wrapper, process.execPath, path.join(REPO_ROOT, 'dist/src/cli.js'), 'serve', '--port', '0', '--host', '127.0.0.1', ...args];
+  const child = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
