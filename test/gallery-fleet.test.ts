@@ -13,6 +13,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHANGE_CHANNEL, malformedChangeMessages, type ChannelEmbedder } from './support/fuzz/redis-channel.js';
+import { runChannelFuzz } from './support/fuzz/run-channel-fuzz.js';
 import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';
 import { eventually, freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
@@ -175,6 +176,9 @@ describe('fleet gallery against bad input and a frozen Redis (issue 21)', () => 
     } finally {
       publisher.disconnect();
     }
+    // and a short seeded run of the fuzz's channel messages (npm run fuzz publishes 2,000): cut and flipped ones too
+    const fuzzed = await runChannelFuzz({ redisUrl: `redis://127.0.0.1:${redisPort}/0`, seed: 21, messages: 200, embedder });
+    expect(fuzzed.published).toBe(200);
     for (const server of [a, b]) expect(await eventually(async () => /malformed change message skipped/.test(server.output()))).toBe(true);
     expect(await eventually(fleetAgreesWithRedis)).toBe(true);
     expect([alive(a), alive(b)]).toEqual([true, true]);

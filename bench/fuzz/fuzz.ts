@@ -1,11 +1,14 @@
 // `npm run fuzz -- --cases 10000 --seed 1 --concurrency 4`: starts a real `edgecv serve` on 127.0.0.1 (temporary
 // data folder, self-signed certificate), sends the seeded hostile requests of test/support/fuzz/cases.ts, prints
 // statuses and time per class, peak RSS and whether the server survived, and writes bench/results/fuzz.json.
-// Exit code 1 when the server died, answered 5xx (other than 503), or answered something that is not JSON.
+// Then (--channel-messages, default 2000; 0 skips it) a Redis fleet server gets seeded malformed messages on its
+// gallery change channel (bench/fuzz/channel.ts). Exit code 1 when a server died, answered 5xx (other than 503),
+// answered something that is not JSON, or did not recover from the channel messages.
 
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, withTempServer, writeResult } from '../../test/support/server-process.js';
+import { fuzzChangeChannel, type ChannelPhaseReport } from './channel.js';
 import { numericFlags } from './cli-args.js';
 import { fuzzPhotos, runFuzz } from '../../test/support/fuzz/run-fuzz.js';
 
@@ -13,8 +16,8 @@ const ADMIN_KEY = 'fuzz-admin-key-0123456789';
 const MB = 1024 * 1024;
 
 async function main(): Promise<number> {
-  const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2 });
-  return withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY], async (server) => {
+  const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2, 'channel-messages': 2000 });
+  const httpOk = await withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY], async (server) => {
     const url = new URL(server.url);
     console.log(`fuzz: ${flags.cases} cases, seed ${flags.seed}, concurrency ${flags.concurrency}, server pid ${server.child.pid} on ${server.url}`);
     const report = await runFuzz({
@@ -48,8 +51,20 @@ async function main(): Promise<number> {
     for (const e of report.notJson) console.log(`not JSON: ${e}`);
     for (const e of report.noAnswer.slice(0, 20)) console.log(`no answer: ${e}`);
     writeResult('fuzz', { ...report, alive, when: new Date().toISOString(), cpus: os.cpus().length });
-    return alive && report.serverErrors.length === 0 && report.notJson.length === 0 ? 0 : 1;
+    return alive && report.serverErrors.length === 0 && report.notJson.length === 0;
   });
+  let channel: ChannelPhaseReport | null = null;
+  if (flags['channel-messages'] > 0) {
+    console.log(`fuzz: ${flags['channel-messages']} malformed messages on the Redis gallery change channel (seed ${flags.seed})`);
+    channel = await fuzzChangeChannel({ seed: flags.seed, messages: flags['channel-messages'], adminKey: ADMIN_KEY });
+    console.log(
+      `channel: ${channel.published} messages in ${(channel.wallMs / 1000).toFixed(1)} s; alive: ${channel.alive}; ready again: ${channel.readyAgain}; ` +
+        `still recognizes: ${channel.recognized}; skips logged: ${channel.skippedLogged}`,
+    );
+    writeResult('fuzz-channel', { ...channel, seed: flags.seed, when: new Date().toISOString() });
+  }
+  const channelOk = channel === null || (channel.alive && channel.readyAgain && channel.recognized);
+  return httpOk && channelOk ? 0 : 1;
 }
 
 process.exitCode = await main();
