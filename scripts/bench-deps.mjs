@@ -45,7 +45,8 @@ if (argv.some((a) => a !== '--force')) {
 }
 const log = (msg) => console.log(`[bench-deps] ${msg}`);
 
-function capture(cmd, args, options = {}) {
+/** Runs a command that may fail; says whether it did and what it printed (both streams). */
+function tryCommand(cmd, args, options = {}) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...options });
   return { ok: !r.error && r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}`, error: r.error?.message };
 }
@@ -57,7 +58,7 @@ function lastError(out) {
 }
 
 function systemOpenCvVersion() {
-  const r = capture('pkg-config', ['--modversion', 'opencv4']);
+  const r = tryCommand('pkg-config', ['--modversion', 'opencv4']);
   return r.ok ? r.out.trim() : null;
 }
 
@@ -78,7 +79,7 @@ function readStatus() {
 /** Loads a package from the cache folder in a child Node and returns its version line, or the error. */
 function probe(name, expr) {
   const code = `const m = require(${JSON.stringify(name)}); console.log(${expr});`;
-  const r = capture(process.execPath, ['-e', code], { cwd: DIR });
+  const r = tryCommand(process.execPath, ['-e', code], { cwd: DIR });
   return r.ok ? { ok: true, version: r.out.trim().split('\n').pop() } : { ok: false, reason: `${name} does not load: ${lastError(r.out)}` };
 }
 
@@ -107,7 +108,7 @@ const packages = {};
 log(`npm install in ${path.relative(ROOT, DIR)} (bench only; not part of npm ci)`);
 // --ignore-scripts: neither package needs its install script here (sharp's binary is an npm package of its own;
 // opencv4nodejs has none and is built below).
-const install = capture('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: DIR });
+const install = tryCommand('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: DIR });
 if (!install.ok) {
   const reason = `npm install failed: ${lastError(install.out + (install.error ?? ''))}`;
   for (const name of Object.keys(PACKAGE_JSON.dependencies)) packages[name] = { ok: false, reason };

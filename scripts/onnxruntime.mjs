@@ -14,7 +14,8 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cachedDeb, PrivateApt, run as runStep, StepError } from './private-apt.mjs';
+import { cachedDeb, PrivateApt } from './private-apt.mjs';
+import { run as runStep, StepError } from './shell.mjs';
 
 const PACKAGE = 'libonnxruntime-dev';
 const SUITE = 'trixie';

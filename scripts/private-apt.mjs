@@ -4,32 +4,9 @@
 //
 // Plain Node ESM with no npm dependencies: it runs from scripts/setup.mjs, possibly before `npm ci`.
 
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-
-export class StepError extends Error {}
-
-export function quote(a) {
-  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
-}
-
-/** Runs a command; on failure throws a StepError with the exact command line. opts.log prints the line. */
-export function run(cmd, args, opts = {}) {
-  const line = [cmd, ...args].map(quote).join(' ');
-  if (!opts.quiet) (opts.log ?? console.log)(`$ ${opts.label ?? line}`);
-  const r = spawnSync(cmd, args, {
-    stdio: opts.capture ? ['ignore', 'pipe', 'inherit'] : opts.input ? ['pipe', 'inherit', 'inherit'] : 'inherit',
-    maxBuffer: 1 << 30,
-    ...opts,
-  });
-  if (r.error || r.status !== 0) {
-    const why = r.error ? r.error.message : `exit ${r.status ?? r.signal}`;
-    throw new StepError(`command failed (${why}): ${opts.cwd ? `(cd ${quote(opts.cwd)} && ${line})` : line}`);
-  }
-  return r;
-}
-
+import { run, StepError } from './shell.mjs';
 
 /** Parses one-line (.list) and deb822 (.sources) apt source files into {types, uris, suites, components, signedBy}. */
 export function parseAptSources(files) {

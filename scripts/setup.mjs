@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { quote, run as runCommand, StepError } from './shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const KNOWN = new Set(['--test', '--bench', '--fuzz', '--force-build', '--help']);
@@ -33,10 +34,6 @@ const FORCE = argv.includes('--force-build');
 const log = (msg) => console.log(`[setup] ${msg}`);
 const rel = (p) => path.relative(ROOT, p) || '.';
 
-function quote(a) {
-  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
-}
-
 function fail(message) {
   console.error(`[setup] FAILED: ${message}`);
   process.exit(1);
@@ -44,12 +41,20 @@ function fail(message) {
 
 /** Runs a command in the repo root with inherited stdio; exits non-zero with the exact command on failure. */
 function run(cmd, args, env) {
-  const line = [cmd, ...args].map(quote).join(' ');
   const envPrefix = env ? Object.entries(env).map(([k, v]) => `${k}=${quote(v)} `).join('') : '';
-  log(`$ ${envPrefix}${line}`);
-  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env: env ? { ...process.env, ...env } : process.env });
-  if (r.error || r.status !== 0) {
-    fail(`${r.error ? r.error.message : `exit ${r.status ?? r.signal}`}: ${envPrefix}${line}`);
+  try {
+    runCommand(cmd, args, { cwd: ROOT, env: env ? { ...process.env, ...env } : process.env, log, label: `${envPrefix}${[cmd, ...args].map(quote).join(' ')}` });
+  } catch (e) {
+    fail(e.message);
+  }
+}
+
+/** Runs a step of set-up that lives in another script; its StepError is reported as set-up's failure. */
+async function step(fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    fail(e instanceof StepError ? e.message : e.stack);
   }
 }
 
@@ -166,12 +171,7 @@ function npmDeps() {
 // ------------------------------------------------------------------ c. onnxruntime headers
 async function onnxRuntimeHeaders() {
   const { ensureOnnxRuntimeHeaders } = await import('./onnxruntime.mjs');
-  const { StepError } = await import('./private-apt.mjs');
-  try {
-    return ensureOnnxRuntimeHeaders({ root: ROOT });
-  } catch (e) {
-    fail(e instanceof StepError ? e.message : e.stack);
-  }
+  return step(() => ensureOnnxRuntimeHeaders({ root: ROOT }));
 }
 
 // ------------------------------------------------------------------ d. native addon
@@ -214,14 +214,34 @@ function typescript() {
   fs.writeFileSync(stamp, list);
 }
 
-// ------------------------------------------------------------------ f. models
+// ------------------------------------------------------------------ f. model packages that are not npm dependencies
+async function modelPackages() {
+  const { ensureModelPackages } = await import('./model-packages.mjs');
+  await step(() => ensureModelPackages({ root: ROOT }));
+}
+
+// ------------------------------------------------------------------ g. models
+/** Every int8 file the converted manifest lists is there with its sha256 (quantized once, then only checked). */
+function int8FilesIntact(manifestFile) {
+  try {
+    const { models } = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
+    return Object.values(models).every(
+      (m) => !m.int8 || createHash('sha256').update(fs.readFileSync(path.join(path.dirname(manifestFile), m.int8.ortFile))).digest('hex') === m.int8.sha256,
+    );
+  } catch {
+    return false;
+  }
+}
+
 function models() {
   const builder = path.join(ROOT, 'dist', 'models', 'build-models.js');
   const out = path.join(ROOT, 'models', 'onnx', 'manifest.json');
   const stamp = path.join(ROOT, 'models', 'onnx', '.setup-stamp');
   // content hash, not mtimes: tsc rewrites every file in dist/ on each compile
   const h = createHash('sha256');
-  for (const f of [path.join(ROOT, 'models', 'manifest.json'), ...walk(path.join(ROOT, 'dist', 'models')).sort()]) {
+  // models/calibration: the int8 files' activation ranges (docs/int8.md)
+  const sources = [path.join(ROOT, 'models', 'manifest.json'), ...walk(path.join(ROOT, 'models', 'calibration')).sort()];
+  for (const f of [...sources, ...walk(path.join(ROOT, 'dist', 'models')).sort()]) {
     h.update(rel(f) + '\0');
     try {
       h.update(fs.readFileSync(f));
@@ -236,7 +256,7 @@ function models() {
   } catch {
     /* never built */
   }
-  if (!FORCE && fs.existsSync(out) && have === want && mtime(out) >= mtime(path.join(ROOT, 'models', 'manifest.json'))) {
+  if (!FORCE && fs.existsSync(out) && have === want && mtime(out) >= mtime(path.join(ROOT, 'models', 'manifest.json')) && int8FilesIntact(out)) {
     log('models: models/onnx up to date');
     return;
   }
@@ -247,24 +267,10 @@ function models() {
   fs.writeFileSync(stamp, want);
 }
 
-// ------------------------------------------------------------------ f0. model packages that are not npm dependencies
-async function modelPackages() {
-  const { ensureModelPackages, PackageError } = await import('./model-packages.mjs');
-  try {
-    await ensureModelPackages({ root: ROOT });
-  } catch (e) {
-    fail(e instanceof PackageError ? e.message : e.stack);
-  }
-}
-
-// ------------------------------------------------------------------ g. test photos
+// ------------------------------------------------------------------ h. test photos
 async function testPhotos() {
-  const { ensureTestData, StepError } = await import('./test-data.mjs');
-  try {
-    await ensureTestData({ root: ROOT });
-  } catch (e) {
-    fail(e instanceof StepError ? e.message : e.stack);
-  }
+  const { ensureTestData } = await import('./test-data.mjs');
+  await step(() => ensureTestData({ root: ROOT }));
 }
 
 systemPackages();

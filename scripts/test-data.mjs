@@ -13,7 +13,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cachedDeb, PrivateApt, run as runStep, StepError } from './private-apt.mjs';
+import { cachedDeb, PrivateApt } from './private-apt.mjs';
+import { run as runStep, StepError } from './shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
