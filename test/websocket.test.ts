@@ -175,6 +175,21 @@ describe('WebSocket routes', () => {
     ws.on('error', () => {}); // the refused handshake
   });
 
+  it('refuses a malformed handshake (key, version, method) with a JSON error, not a bare status line', async () => {
+    const path = '/ws/detector/detect';
+    const cases: [Record<string, string | null>, number, RegExp][] = [
+      [{ 'Sec-WebSocket-Key': 'not-a-key' }, 400, /Sec-WebSocket-Key/],
+      [{ 'Sec-WebSocket-Key': null }, 400, /Sec-WebSocket-Key/],
+      [{ 'Sec-WebSocket-Version': '99' }, 400, /Sec-WebSocket-Version/],
+    ];
+    for (const [headers, status, message] of cases) {
+      const answer = await rawUpgrade({ host: '127.0.0.1', port: running.port, path, headers });
+      answer.socket.destroy();
+      expect(answer.status).toBe(status);
+      expect(JSON.parse(answer.body)).toEqual({ success: 'false', error: expect.stringMatching(message) });
+    }
+  });
+
   it('answers a burst of frames in order, one frame in flight per socket', async () => {
     const client = await Client.open('/ws/detector/detect');
     const images = [GROUP, NO_FACE, GROUP, 'dlib/faces/2008_001322.jpg', NO_FACE];
@@ -384,13 +399,33 @@ describe('WebSocket limits', () => {
     }
   });
 
-  it('drops a socket that does not answer pings, and one that does not read its answers', async () => {
+  it('lets a frame slower than the idle timeout through while it comes at the minimum rate', async () => {
+    const idleTimeoutMs = 600;
+    const server = await serverWith({ limits: { idleTimeoutMs, minFrameBytesPerSec: 1000, maxFrameMs: 10_000 } });
+    try {
+      const slow = await rawUpgrade({ host: '127.0.0.1', port: server.port, path: '/ws/detector/detect' });
+      // a 4,000-byte text frame at about 2,000 bytes/s: twice the idle timeout and more to arrive whole
+      const frame = clientFrame(OPCODE.text, 'z'.repeat(4000));
+      for (let at = 0; at < frame.length; at += 200) {
+        slow.socket.write(frame.subarray(at, at + 200));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(await until(() => slow.frames.some((f) => f.opcode === OPCODE.text), 3000)).toBe(true);
+      expect(slow.frames.find((f) => f.opcode === OPCODE.text)!.payload.toString()).toBe('z'.repeat(4000));
+      expect(server.webSockets!.stats().closedIdle).toBe(0);
+      slow.socket.destroy();
+    } finally {
+      await server.close(500);
+    }
+  });
+
+  it('pings; drops a silent peer that ignores the close frame, and a client that does not read its answers', async () => {
     const idleTimeoutMs = 800;
     const server = await serverWith({ limits: { idleTimeoutMs, closeGraceMs: 500 } });
     const serverSockets: import('node:net').Socket[] = [];
     server.server.on('upgrade', (_req, socket: import('node:net').Socket) => serverSockets.push(socket));
     try {
-      // a peer gone silent: it never answers a ping (a library client answers them, and is closed as idle)
+      // a peer gone silent: it answers no ping and no close frame
       const deaf = await rawUpgrade({ host: '127.0.0.1', port: server.port, path: '/ws/detector/detect' });
       // sends 60 KB text frames to be echoed, and never reads: the echoes pile up in the socket buffers
       const reader = await Client.open('/ws/detector/detect', server);
@@ -400,10 +435,10 @@ describe('WebSocket limits', () => {
       try {
         await until(() => server.webSockets!.stats().open === 0, idleTimeoutMs * 3 + 2000);
         const stats = server.webSockets!.stats();
-        expect(stats).toMatchObject({ open: 0, closedIdle: 0 });
-        expect(stats.closedNoPong).toBe(1);
-        expect(stats.closedUnread).toBe(1);
-        expect(deaf.frames.some((f) => f.opcode === OPCODE.ping)).toBe(true);
+        expect(stats).toMatchObject({ open: 0, closedIdle: 1, closedUnread: 1 });
+        expect(deaf.frames[0]!.opcode).toBe(OPCODE.ping);
+        expect(deaf.frames.at(-1)!.opcode).toBe(OPCODE.close);
+        expect((await deaf.closed).code).toBe(1001); // and the server dropped the connection: closed resolved
         // while it waited, the server held one answer at most: it read nothing more
         expect(Math.max(...serverSockets.map((s) => s.writableLength))).toBeLessThan(2 * 60_000);
       } finally {

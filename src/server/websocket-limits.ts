@@ -16,8 +16,8 @@ export interface WebSocketLimits {
   maxSocketsPerAddress: number;
   /**
    * A socket is closed when no frame has completed for this long, counted from its last frame or answer (not
-   * while the engine works on its frame). The server also pings every idleTimeoutMs / 2 and drops a socket whose
-   * peer has not answered the previous ping, which also drops a client that does not read its answers.
+   * while the engine works on its frame); the server pings every idleTimeoutMs / 2. An answer the client has not
+   * taken off the socket within idleTimeoutMs drops the connection.
    */
   idleTimeoutMs: number;
   /** A frame slower than idleTimeoutMs is still let through while it comes at least this fast (bytes/s)... */

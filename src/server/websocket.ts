@@ -59,7 +59,6 @@ export interface WebSocketCounts {
   refusedPerAddress: number;
   refusedInAll: number;
   closedIdle: number;
-  closedNoPong: number;
   closedUnread: number;
 }
 
@@ -115,7 +114,6 @@ interface SocketState {
   since: number;
   bytesAtSince: number;
   lastPingAt: number;
-  awaitingPong: boolean;
 }
 
 /** Serves the WebSocket routes on `server`'s upgrade requests. */
@@ -123,8 +121,14 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
   const limits: WebSocketLimits = { ...WEBSOCKET_LIMIT_DEFAULTS, ...definedOnly(opts.limits ?? {}) };
   const budget = opts.budget ?? new SocketBudget(socketCapInAll(limits.maxSockets), limits.maxSocketsPerAddress);
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
+  // A handshake ws refuses (method, Upgrade, key, version, protocol or extension headers) gets the JSON error too.
+  wss.on('wsClientError', (err: Error, socket: Duplex) => {
+    const method = /method/i.test(err.message);
+    const version = /version/i.test(err.message) ? 'Sec-WebSocket-Version: 13, 8\r\n' : '';
+    rejectUpgrade(socket, method ? 405 : 400, method ? 'Method Not Allowed' : 'Bad Request', `WebSocket handshake refused: ${err.message}`, version);
+  });
   const states = new Set<SocketState>();
-  const counts: WebSocketCounts = { refusedOrigin: 0, refusedPerAddress: 0, refusedInAll: 0, closedIdle: 0, closedNoPong: 0, closedUnread: 0 };
+  const counts: WebSocketCounts = { refusedOrigin: 0, refusedPerAddress: 0, refusedInAll: 0, closedIdle: 0, closedUnread: 0 };
   let maxPendingFrames = 0;
 
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -187,11 +191,6 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
           s.ws.terminate();
         }
       } else if (s.phase === 'waiting') {
-        if (s.awaitingPong && now - s.lastPingAt >= pingEvery) {
-          counts.closedNoPong++;
-          s.ws.terminate();
-          continue;
-        }
         if (elapsed > limits.idleTimeoutMs) {
           const bytesPerSec = ((s.socket.bytesRead - s.bytesAtSince) * 1000) / elapsed;
           if (elapsed > limits.maxFrameMs || bytesPerSec < limits.minFrameBytesPerSec) {
@@ -200,8 +199,9 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
             continue;
           }
         }
-        if (!s.awaitingPong && now - s.lastPingAt >= pingEvery) {
-          s.awaitingPong = true;
+        // A liveness probe, and traffic for the NAT and proxies on the way. No rule hangs on the pong: a client
+        // sending one large frame cannot answer before the frame ends; a peer gone silent is closed as idle.
+        if (now - s.lastPingAt >= pingEvery) {
           s.lastPingAt = now;
           s.ws.ping();
         }
@@ -213,14 +213,13 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
 
   const serveSocket = (ws: WebSocket, upgrade: http.IncomingMessage, socket: Socket, target: string) => {
     const now = Date.now();
-    const state: SocketState = { ws, socket, phase: 'waiting', since: now, bytesAtSince: socket.bytesRead, lastPingAt: now, awaitingPong: false };
+    const state: SocketState = { ws, socket, phase: 'waiting', since: now, bytesAtSince: socket.bytesRead, lastPingAt: now };
     states.add(state);
     observeWebSocketConnection(1);
     ws.once('close', () => {
       states.delete(state);
       observeWebSocketConnection(-1);
     });
-    ws.on('pong', () => (state.awaitingPong = false));
     // A protocol error (1009 too big, a bad frame): ws has queued the close frame and ends the connection once it
     // is written. Tearing the socket down here would drop that frame (the client would see 1006), so the sweep
     // only drops a connection whose peer does not finish the close within closeGraceMs.
@@ -274,10 +273,7 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
       } finally {
         pumping = false;
         if (ws.readyState === ws.OPEN && state.phase !== 'closing') {
-          // the ping clock starts again too: a pong that came while reading paused is read only now
           enter(state, 'waiting');
-          state.lastPingAt = Date.now();
-          state.awaitingPong = false;
           ws.resume();
         }
       }
