@@ -90,6 +90,8 @@ export interface ServerConfig {
   allowedOrigins?: string;
   /** Port of a plain-HTTP listener serving only the DeepStack-compatible routes; none by default. */
   httpPort?: number;
+  /** What the plain-HTTP listener serves: 'deepstack' (/v1/vision/* and /health, default) or 'all' (every route, WebSockets too). */
+  httpRoutes?: 'deepstack' | 'all';
   /** 'sqlite' (default: <dataDir>/gallery.db) or a redis://host:port/db URL shared by a fleet. */
   gallery?: string;
   /** true: do not keep face crops with enrolled samples (then a model change cannot re-embed them). */
@@ -186,6 +188,7 @@ export const SERVER_OPTIONS = {
   deepstackEnrolmentKey: { flag: 'deepstack-enrolment-key', env: 'EDGECV_DEEPSTACK_ENROLMENT_KEY', kind: 'choice', choices: ['api', 'admin'], help: "key for /v1/vision/face/register and /face/delete: 'api' (the API key, as DeepStack; default) or 'admin' (the admin key)" },
   allowedOrigins: { flag: 'allowed-origins', env: 'EDGECV_ALLOWED_ORIGINS', kind: 'string', help: "comma-separated origins (https://host:port) whose web pages may POST here; the server's own always may (default: none)" },
   httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
+  httpRoutes: { flag: 'http-routes', env: 'EDGECV_HTTP_ROUTES', kind: 'choice', choices: ['deepstack', 'all'], help: "what --http-port serves: 'deepstack' (/v1/vision/*, default) or 'all' (every route and /ws/*, for the original clients' http:// and ws://; no TLS: keep it on loopback or behind a TLS balancer)" },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
   galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: 'enrolled samples from which recognition searches an HNSW index instead of every embedding (default 2000)' },
   galleryAnnQuantization: { flag: 'gallery-ann-quantization', env: 'EDGECV_GALLERY_ANN_QUANTIZATION', kind: 'choice', choices: ['f16', 'i8'], help: 'storage of that index: f16 (default) or i8' },
@@ -314,6 +317,9 @@ function checkCombinations(config: ServerConfig): ServerConfig {
     parseAllowedOrigins(config.allowedOrigins);
   } catch (e) {
     throw new ConfigError((e as Error).message);
+  }
+  if (config.httpRoutes !== undefined && config.httpPort === undefined) {
+    throw new ConfigError('--http-routes goes with --http-port: it says what the plain-HTTP listener serves');
   }
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');

@@ -37,6 +37,7 @@ const COMPANION: Partial<Record<keyof ServerConfig, string[]>> = {
   tlsKey: ['--tls-cert', 'cert.pem'],
   objectLabels: ['--object-model', '/m/own.onnx'],
   objectInputSize: ['--object-model', '/m/own.onnx'],
+  httpRoutes: ['--http-port', '8124'],
   metricsSinkCredentials: ['--metrics-sink', 'http://127.0.0.1:8086/edgecv'],
   metricsSinkCa: ['--metrics-sink', 'http://127.0.0.1:8086/edgecv'],
 };

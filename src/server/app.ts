@@ -91,6 +91,8 @@ export function createApp(deps: AppDeps): Hono {
   if (recognition) {
     api.route('/recognizer', recognizerRoutes({ recognition, engine }));
     api.route('/trainer', trainerRoutes({ recognition, adminKey: config.adminKey }));
+    // the original training server's /trainer/predict/ (multi_client.py, the Android app's update mode)
+    api.route('/trainer', recognizerRoutes({ recognition, engine }));
   }
   const pose = poseRoutes(deps);
   for (const mount of POSE_MOUNTS) api.route(mount, pose);

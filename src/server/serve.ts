@@ -1,6 +1,7 @@
 // `edgecv serve`: open the engine, load TLS, listen, and shut down cleanly on SIGINT/SIGTERM.
 
 import type { ServerConfig } from '../config.js';
+import { isLoopback } from './admin-auth.js';
 import { openRecognition } from '../gallery/open.js';
 import { createApp, createDeepStackApp } from './app.js';
 import { engineOptionsFromConfig } from './engine-options.js';
@@ -78,9 +79,17 @@ export async function runServe(config: ServerConfig): Promise<number> {
       webSocket,
     });
     try {
-      // DeepStack clients speak plain HTTP on a LAN: only the /v1/vision/* routes, never the rest, without TLS.
+      // DeepStack clients speak plain HTTP on a LAN: by default only the /v1/vision/* routes, without TLS.
+      // --http-routes all: every route and the /ws/* sockets, for the original server's clients (http://, ws://).
       if (config.httpPort !== undefined) {
-        plain = await startServer({ app: createDeepStackApp(deps), port: config.httpPort, host: config.host, guards });
+        const all = config.httpRoutes === 'all';
+        plain = await startServer({
+          app: all ? createApp(deps) : createDeepStackApp(deps),
+          port: config.httpPort,
+          host: config.host,
+          guards,
+          ...(all ? { webSocketMaxPayload: config.bodyLimit } : {}),
+        });
       }
     } catch (e) {
       await running.close();
@@ -106,7 +115,15 @@ export async function runServe(config: ServerConfig): Promise<number> {
   const { persons } = engine.models;
   if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
   const { backend, device, runtimes, onnxRuntime, onnxRuntimeMissing } = engine.backend();
-  if (plain) console.log(`edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${plain.url}`);
+  if (plain && config.httpRoutes === 'all') {
+    console.log(`edgecv: every route (WebSockets included) over plain HTTP on ${plain.url}`);
+    if (config.host !== 'localhost' && !isLoopback(config.host)) {
+      console.warn(
+        `edgecv: WARNING: --http-routes all on ${config.host}: logins, keys and gallery changes travel unencrypted on ` +
+          `${plain.url}; serve it on --host 127.0.0.1 behind a TLS-terminating balancer, or firewall the port`,
+      );
+    }
+  } else if (plain) console.log(`edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${plain.url}`);
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => `${role} on ${runtime}`);
   console.log(

@@ -1,7 +1,7 @@
 // DeepStack object detection:
 //   POST /v1/vision/detection      image, min_confidence (default 0.40), limit (default 20)
 //   POST /v1/vision/custom/<model> the same, with a model by name (404 for a name the server does not have)
-//   POST /v1/vision/custom/list    -> {"success":true,"models":["centernet-384"],"duration":0}
+//   POST /v1/vision/custom/list    -> {"success":true,"models":["yolov5s"],"duration":0}
 // -> {"success":true,"predictions":[{"label":"dog","confidence":0.87,"x_min":..,"y_min":..,"x_max":..,"y_max":..}],"duration":0}
 // Predictions are sorted by confidence, highest first (Frigate stops at the first one under its threshold and has
 // room for 20), boxes are integer pixels of the posted image clipped to it, labels are COCO names in lower case

@@ -20,6 +20,15 @@ declare module 'hono' {
   }
 }
 
+/** Bytes in the body (read once: Hono keeps it for readImageInput). */
+async function bodyLength(c: Context): Promise<number> {
+  try {
+    return (await c.req.arrayBuffer()).byteLength;
+  } catch (e) {
+    throw new HttpError(400, `could not read the request body: ${(e as Error).message}`);
+  }
+}
+
 export async function readDeepStackRequest(c: Context): Promise<DeepStackRequest> {
   const parts = await readFormParts(c);
   if (parts) {
@@ -28,7 +37,9 @@ export async function readDeepStackRequest(c: Context): Promise<DeepStackRequest
     if (!files.some((f) => f.name === 'image') && parts.fields.has('image')) files.unshift({ name: 'image', bytes: formImage(parts)! });
     return { fields: parts.fields, files };
   }
-  if (!c.req.header('content-type') && !c.req.raw.body) return { fields: new Map(), files: [] };
+  // No Content-Type and no bytes (an empty POST to /face/list or /custom/list: DeepStack's list handlers read no
+  // form) is an empty request; requestImage() answers "No valid image file found" where an image is needed.
+  if (!c.req.header('content-type') && (!c.req.raw.body || (await bodyLength(c)) === 0)) return { fields: new Map(), files: [] };
   const { bytes } = await readImageInput(c); // a raw image body; 415 for any other Content-Type
   return { fields: new Map(), files: [{ name: 'image', bytes }] };
 }

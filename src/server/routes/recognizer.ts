@@ -1,4 +1,5 @@
-// POST /recognizer/predict/ : who is the first face (highest detection score) in the photo?
+// POST /recognizer/predict/ (also /trainer/predict/, the original training server's path): who is the first face
+// (highest detection score) in the photo?
 //   match:   {"success":"true","subject":"alice","confidence":"57.31","rect":[l,t,r,b],
 //             "serverprocessingtime":"12.345","server_processing_time":"12.345"}
 //   no face: {"success":"false","serverprocessingtime":"12.345","server_processing_time":"12.345"}
@@ -21,7 +22,7 @@ export interface PredictResponse {
   server_processing_time: string;
 }
 
-/** Mounted at /recognizer. */
+/** Mounted at /recognizer and /trainer. */
 export function recognizerRoutes(deps: { recognition: RecognitionService; engine: FaceEngine }): Hono {
   const { recognition, engine } = deps;
   return new Hono().post(

@@ -1,6 +1,13 @@
 // Enrolment: the gallery's routes. All but GET /trainer/subjects/ need the admin (requireAdmin, admin-auth.ts).
 //   POST /trainer/add/      subject + image (multipart, urlencoded base64, or a raw image body with ?subject=)
-//                           -> {"success":"true","subject":"alice","id":17,"samples":3,"rect":[l,t,r,b],...times}
+//                           -> {"success":"true","subject":"alice","id":17,"samples":3,"rect":[l,t,r,b],"rects":[[l,t,r,b]],...times}
+//                           a photo without exactly one face: 200 {"success":"false","reason":"No face detected"
+//                           (or "More than 1 face"),...times}, the original training server's answer (its clients
+//                           take any other status for a lost connection)
+//   POST /trainer/train/    subject (owner_name, owner_id ignored) -> {"success":"true",...times}: the original
+//                           server's retraining step; edgecv's gallery is up to date after every add, so it only
+//                           checks the subject exists (404 otherwise; the original answered 400)
+//   POST /trainer/predict/  the original server's path of /recognizer/predict/ (recognizer.ts, mounted in app.ts)
 //   GET  /trainer/subjects/ -> {"success":"true","subjects":[{"subject":"alice","samples":3,"ids":[4,9,17]}]}
 //   POST /trainer/remove/   subject, optional id (query, urlencoded, multipart or JSON)
 //                           -> {"success":"true","subject":"alice","removed":[4,9,17]}; 404 when nothing matched
@@ -11,12 +18,12 @@
 import { Hono, type Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { JSONL_MEDIA_TYPE } from '../../gallery/jsonl.js';
-import type { RecognitionService } from '../../gallery/recognition-service.js';
+import { EnrolmentError, type RecognitionService } from '../../gallery/recognition-service.js';
 import { requireAdmin } from '../admin-auth.js';
 import { HttpError } from '../errors.js';
 import { mediaType, readImageInput } from '../image-input.js';
 import { elapsedMs } from '../inference-route.js';
-import { recognitionCall } from '../recognition-errors.js';
+import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
 
 const JSONL_TYPES = new Set([JSONL_MEDIA_TYPE, 'application/jsonl', 'application/json-lines', 'application/x-jsonlines', 'text/plain']);
 
@@ -55,9 +62,33 @@ export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?
       const { bytes, fields } = await readImageInput(c);
       const subject = fields.get('subject') ?? c.req.query('subject');
       if (subject === undefined) throw new HttpError(400, "missing 'subject': send it as a form field, or as ?subject= with a raw image body");
-      const r = await recognitionCall(() => service.enrol(subject, bytes));
+      let r;
+      try {
+        r = await service.enrol(subject, bytes);
+      } catch (e) {
+        if (!(e instanceof EnrolmentError)) throw recognitionHttpError(e);
+        const ms = elapsedMs(t0);
+        return c.json({ success: 'false', reason: e.message, serverprocessingtime: ms, server_processing_time: ms });
+      }
       const ms = elapsedMs(t0);
-      return c.json({ success: 'true', subject: r.subject, id: r.id, samples: r.samples, rect: r.rect, serverprocessingtime: ms, server_processing_time: ms });
+      return c.json({
+        success: 'true',
+        subject: r.subject,
+        id: r.id,
+        samples: r.samples,
+        rect: r.rect,
+        rects: [r.rect],
+        serverprocessingtime: ms,
+        server_processing_time: ms,
+      });
+    })
+    .post('/train', admin, async (c) => {
+      const t0 = performance.now();
+      const subject = (await readFields(c)).get('subject');
+      if (subject === undefined || subject === '') throw new HttpError(400, "missing 'subject'");
+      if (!service.subjects().some((s) => s.subject === subject)) throw new HttpError(404, `no subject '${subject}'`);
+      const ms = elapsedMs(t0);
+      return c.json({ success: 'true', serverprocessingtime: ms, server_processing_time: ms });
     })
     .get('/subjects', (c) => c.json({ success: 'true', subjects: service.subjects() }))
     .post('/remove', admin, async (c) => {
