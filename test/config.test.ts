@@ -4,7 +4,7 @@
 
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseServerConfig, SERVER_OPTIONS, type ServerConfig } from '../src/config.js';
+import { ConfigError, parseServerConfig, SERVER_OPTIONS, type ServerConfig } from '../src/config.js';
 import { OBJECT_DETECTOR_MODELS } from '../src/engine/object-model.js';
 import type { EngineOptions } from '../src/engine/types.js';
 import { engineOptionsFromConfig } from '../src/server/engine-options.js';
@@ -44,6 +44,8 @@ const COMPANION: Partial<Record<keyof ServerConfig, string[]>> = {
 
 /** A valid value of an option that is not its default, and what the config must hold for it. */
 function sample(key: string, spec: Spec): { raw: string; envRaw?: string; expected: unknown } {
+  // a list of origins, checked at start (origin-check.ts)
+  if (key === 'allowedOrigins') return { raw: 'https://nvr.example:8443', expected: 'https://nvr.example:8443' };
   // an InfluxDB URL, checked when parsed (metrics/influx-client.ts)
   if (key === 'metricsSink') return { raw: 'https://user:pw@influx.example:8086/edgecv', expected: 'https://user:pw@influx.example:8086/edgecv' };
   switch (spec.kind) {
@@ -125,5 +127,26 @@ describe('--idle-cores reaches the engine', () => {
     const byDefault = await lentRuns(parseServerConfig([], {}));
     // With one CPU there is nothing to lend; idle-cores.test.ts checks that case.
     if ((await import('node:os')).availableParallelism() > 1) expect(byDefault).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('recognition configuration', () => {
+  it('takes --admin-key, --gallery, --no-store-crops and --gallery-ann-beam, and their environment variables', () => {
+    expect(parseServerConfig(['--admin-key', 'k', '--gallery', 'redis://10.0.0.5:6379/2', '--no-store-crops'], {}, '/w')).toMatchObject({
+      adminKey: 'k',
+      gallery: 'redis://10.0.0.5:6379/2',
+      noStoreCrops: true,
+    });
+    expect(parseServerConfig([], { EDGECV_ADMIN_KEY: 'e', EDGECV_GALLERY: 'sqlite', EDGECV_NO_STORE_CROPS: 'true' }, '/w')).toMatchObject({
+      adminKey: 'e',
+      gallery: 'sqlite',
+      noStoreCrops: true,
+    });
+    expect(parseServerConfig([], { EDGECV_NO_STORE_CROPS: '0' }, '/w').noStoreCrops).toBe(false);
+    expect(parseServerConfig(['--gallery-ann-beam', '96'], {}, '/w').galleryAnnBeam).toBe(96);
+    expect(parseServerConfig([], { EDGECV_GALLERY_ANN_BEAM: '256' }, '/w').galleryAnnBeam).toBe(256);
+    for (const [args, env] of [[['--gallery', 'mysql://x'], {}], [[], { EDGECV_GALLERY: 'redis://' }], [[], { EDGECV_NO_STORE_CROPS: 'maybe' }], [['--admin-key', ''], {}], [['--gallery-ann-beam', '0'], {}], [['--gallery-ann-beam', '5000'], {}]] as const) {
+      expect(() => parseServerConfig([...args], { ...env }, '/w')).toThrow(ConfigError);
+    }
   });
 });

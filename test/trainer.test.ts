@@ -435,24 +435,3 @@ describe('admin without a key: loopback clients only', () => {
   });
 });
 
-describe('recognition configuration', () => {
-  it('takes --admin-key, --gallery, --no-store-crops and --gallery-ann-beam, and their environment variables', async () => {
-    const { parseServerConfig, ConfigError } = await import('../src/config.js');
-    expect(parseServerConfig(['--admin-key', 'k', '--gallery', 'redis://10.0.0.5:6379/2', '--no-store-crops'], {}, '/w')).toMatchObject({
-      adminKey: 'k',
-      gallery: 'redis://10.0.0.5:6379/2',
-      noStoreCrops: true,
-    });
-    expect(parseServerConfig([], { EDGECV_ADMIN_KEY: 'e', EDGECV_GALLERY: 'sqlite', EDGECV_NO_STORE_CROPS: 'true' }, '/w')).toMatchObject({
-      adminKey: 'e',
-      gallery: 'sqlite',
-      noStoreCrops: true,
-    });
-    expect(parseServerConfig([], { EDGECV_NO_STORE_CROPS: '0' }, '/w').noStoreCrops).toBeUndefined();
-    expect(parseServerConfig(['--gallery-ann-beam', '96'], {}, '/w').galleryAnnBeam).toBe(96);
-    expect(parseServerConfig([], { EDGECV_GALLERY_ANN_BEAM: '256' }, '/w').galleryAnnBeam).toBe(256);
-    for (const [args, env] of [[['--gallery', 'mysql://x'], {}], [[], { EDGECV_GALLERY: 'redis://' }], [[], { EDGECV_NO_STORE_CROPS: 'maybe' }], [['--admin-key', ''], {}], [['--gallery-ann-beam', '0'], {}], [['--gallery-ann-beam', '5000'], {}]] as const) {
-      expect(() => parseServerConfig([...args], { ...env }, '/w')).toThrow(ConfigError);
-    }
-  });
-});

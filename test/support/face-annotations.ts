@@ -1,6 +1,7 @@
 // Face-box ground truth from dlib's examples/faces (imglab XML) and the matching used to
 // score a detector on it: shared by the face-detection test and `npm run bench`.
 import { readFileSync } from 'node:fs';
+import { iou } from './boxes.js';
 
 export type Rect = [number, number, number, number];
 
@@ -22,14 +23,6 @@ export function parseImglabXml(path: string): AnnotatedImage[] {
     images.push({ file: m[1], boxes });
   }
   return images;
-}
-
-export function iou(a: Rect, b: Rect): number {
-  const w = Math.max(0, Math.min(a[2], b[2]) - Math.max(a[0], b[0]));
-  const h = Math.max(0, Math.min(a[3], b[3]) - Math.max(a[1], b[1]));
-  const inter = w * h;
-  const union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
-  return union > 0 ? inter / union : 0;
 }
 
 export interface MatchResult {

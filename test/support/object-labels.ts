@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DetectedObject } from '../../src/index.js';
+import { area, intersection, iou } from './boxes.js';
 
 export type Rect = [number, number, number, number];
 
@@ -30,19 +31,6 @@ export const IOU_MATCH = 0.5;
 
 export function loadObjectLabels(root: string): ObjectLabels {
   return JSON.parse(readFileSync(join(root, 'bench', 'labels', 'objects.json'), 'utf8')) as ObjectLabels;
-}
-
-function area(r: readonly number[]): number {
-  return Math.max(0, r[2]! - r[0]!) * Math.max(0, r[3]! - r[1]!);
-}
-
-function intersection(a: readonly number[], b: readonly number[]): number {
-  return area([Math.max(a[0]!, b[0]!), Math.max(a[1]!, b[1]!), Math.min(a[2]!, b[2]!), Math.min(a[3]!, b[3]!)]);
-}
-
-export function iou(a: readonly number[], b: readonly number[]): number {
-  const inter = intersection(a, b);
-  return inter === 0 ? 0 : inter / (area(a) + area(b) - inter);
 }
 
 export interface PhotoScore {

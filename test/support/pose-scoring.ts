@@ -5,7 +5,8 @@
 // keypoint threshold) and most of them lie inside the person's box (grown by 10% on each side: wrists and
 // ankles stick out of tight boxes). Each person takes at most one pose, greedily by that share.
 import { POSE_DEFAULTS, type Pose } from '../../src/index.js';
-import { iou, type LabelledPhoto, type Rect } from './object-labels.js';
+import { iou } from './boxes.js';
+import type { LabelledPhoto, Rect } from './object-labels.js';
 
 export const MIN_KEYPOINTS = 5;
 export const SMALL_PERSON_PX = 120;
