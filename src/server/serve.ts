@@ -88,7 +88,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
           port: config.httpPort,
           host: config.host,
           guards,
-          ...(all ? { webSocketMaxPayload: config.bodyLimit } : {}),
+          ...(all ? { webSocketMaxPayload: config.bodyLimit, webSocket } : {}),
         });
       }
     } catch (e) {
