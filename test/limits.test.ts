@@ -19,6 +19,7 @@ import {
   MAX_TILES,
   OBJECT_DEFAULTS,
   POSE_DEFAULTS,
+  YOLO_NMS_IOU,
   YOLO_PAD_VALUE,
 } from '../src/engine/limits.js';
 import { loadNative, type NativeEngine, type NativeEngineOptions } from '../src/engine/native.js';
@@ -75,7 +76,7 @@ describe('the one definition of each limit and default', () => {
       personThreshold: 0.2,
     });
     expect(OBJECT_DEFAULTS).toEqual({ scoreThreshold: { centernet: 0.2, yolo: 0.3 }, maxObjects: 100 });
-    expect([AUTO_TILE_PIXELS, AUTO_MAX_TILES, CUSTOM_OBJECT_INPUT_SIZE, YOLO_PAD_VALUE]).toEqual([960, 4, 640, 114]);
+    expect([AUTO_TILE_PIXELS, AUTO_MAX_TILES, CUSTOM_OBJECT_INPUT_SIZE, YOLO_PAD_VALUE, YOLO_NMS_IOU]).toEqual([960, 4, 640, 114, 0.45]);
     expect(DEFAULT_BODY_LIMIT).toBe(20 * 1024 * 1024);
   });
 
@@ -135,9 +136,24 @@ describe('the engine enforces them (checked in TS before any model loads)', () =
   });
 });
 
+/** The options Engine.open() hands the real addon's createEngine (the call goes through). */
+async function createdBy(options: EngineOptions): Promise<{ engine: Engine; created: NativeEngineOptions }> {
+  const binding = loadNative();
+  const createEngine = binding.createEngine.bind(binding);
+  let created: NativeEngineOptions | undefined;
+  const spy = vi.spyOn(binding, 'createEngine').mockImplementation((o) => createEngine((created = o)));
+  try {
+    const engine = await openEngine(options);
+    return { engine, created: created! };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
 describe('the engine passes every option to the addon, explicitly', () => {
   let engine: Engine;
   let created: NativeEngineOptions | undefined;
+  let native: NativeEngine | undefined;
   const calls: Record<string, unknown[]> = {};
 
   beforeAll(async () => {
@@ -146,7 +162,7 @@ describe('the engine passes every option to the addon, explicitly', () => {
     const createEngine = binding.createEngine.bind(binding);
     const spy = vi.spyOn(binding, 'createEngine').mockImplementation((options) => {
       created = options;
-      const native = createEngine(options);
+      native = createEngine(options);
       return new Proxy(native, {
         get(target, prop, receiver) {
           const value: unknown = Reflect.get(target, prop, receiver);
@@ -184,7 +200,42 @@ describe('the engine passes every option to the addon, explicitly', () => {
         expect(spec![key], key).toBeDefined();
       }
     }
-    expect(created!.objectDetector).toMatchObject({ kind: 'yolo', padValue: YOLO_PAD_VALUE });
+    for (const spec of [created!.objectDetector, created!.personDetector]) {
+      expect(spec).toMatchObject({ kind: 'yolo', padValue: YOLO_PAD_VALUE, iouThreshold: YOLO_NMS_IOU });
+    }
+  });
+
+  it('a CenterNet spec names its kind too', async () => {
+    const centernet = await createdBy({ workers: 1, poseModel: null, faceEmbedder: null, objectDetector: 'centernet-320' });
+    try {
+      expect(centernet.created.objectDetector).toMatchObject({ kind: 'centernet', heatmapOutput: expect.any(String), classes: 80 });
+      expect(centernet.created.objectDetector).not.toHaveProperty('padValue');
+    } finally {
+      await centernet.engine.close();
+    }
+  });
+
+  it('the addon refuses a spec without a field the host always sends (it has no default to fall back on)', () => {
+    const binding = loadNative();
+    const without = (key: 'objectDetector' | 'faceDetector', field: string, value?: unknown): NativeEngineOptions => {
+      const spec: Record<string, unknown> = { ...created![key] };
+      if (value === undefined) delete spec[field];
+      else spec[field] = value;
+      return { ...created!, [key]: spec };
+    };
+    for (const field of ['kind', 'padValue', 'iouThreshold', 'ortPath']) {
+      expect(() => binding.createEngine(without('objectDetector', field)), field).toThrow(`objectDetector.${field} is required`);
+    }
+    expect(() => binding.createEngine(without('faceDetector', 'ortPath'))).toThrow('faceDetector.ortPath is required');
+    expect(() => binding.createEngine(without('objectDetector', 'kind', 'ssd'))).toThrow('objectDetector.kind must be "centernet" or "yolo"');
+  });
+
+  it('embedFace needs the crop scale on every call: 0 no longer means the model\'s own', async () => {
+    const request = { detect: { scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold, tiles: 0 }, keepCrop: false };
+    const astronaut = photo('skimage/astronaut.png');
+    await expect(native!.embedFace(astronaut, { ...request, cropScale: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const cropScale = engine.faceEmbedder()!.cropScale;
+    expect((await native!.embedFace(astronaut, { ...request, cropScale })).embedding).not.toBeNull();
   });
 
   it('each call gets every option, the defaults from limits.ts', async () => {

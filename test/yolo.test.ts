@@ -8,10 +8,15 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TfjsReference, useTfjsBackend } from './support/tfjs-reference.js';
 import { parseServerConfig } from '../src/config.js';
+import { YOLO_NMS_IOU, YOLO_PAD_VALUE } from '../src/engine/limits.js';
+import { loadNative, type NativeYoloDetectorSpec } from '../src/engine/native.js';
+import { findOnnxRuntimeLibrary } from '../src/engine/onnxruntime-library.js';
 import { Engine, type DetectedObject } from '../src/index.js';
+import { encodeOnnxModel, OnnxDataType, type OnnxTensor } from '../models/convert/onnx-writer.js';
 import { photoTensor } from './support/photo-tensor.js';
 import { httpsRequest, photo, ROOT, useTempDirs } from './helpers.js';
 import { startServerProcess } from './support/server-process.js';
+import { iou } from './support/boxes.js';
 
 const SIZE = 640;
 const THRESHOLD = 0.25;
@@ -49,14 +54,6 @@ interface RefBox {
   rect: [number, number, number, number];
   classId: number;
   score: number;
-}
-
-function iou(a: number[], b: number[]): number {
-  const w = Math.min(a[2]!, b[2]!) - Math.max(a[0]!, b[0]!);
-  const h = Math.min(a[3]!, b[3]!) - Math.max(a[1]!, b[1]!);
-  if (w <= 0 || h <= 0) return 0;
-  const inter = w * h;
-  return inter / ((a[2]! - a[0]!) * (a[3]! - a[1]!) + (b[2]! - b[0]!) * (b[3]! - b[1]!) - inter);
 }
 
 /** YOLOv5's own post-processing of [N,85] rows (boxes in 0..1 of the input): best class, class-aware NMS. */
@@ -136,8 +133,104 @@ describe('YOLOv5s object detector', () => {
   });
 });
 
+/** A float32 initializer. */
+function floats(name: string, dims: number[], values: number[]): OnnxTensor {
+  return { name, dataType: OnnxDataType.FLOAT, dims, raw: new Uint8Array(Float32Array.from(values).buffer) };
+}
+
+/**
+ * A made-up own export of the YOLOv5 layout, input [1,3,32,32], output [1,512,6] (one class): each row is
+ * `base + pixels * slope`, with the input's 3072 values (0..1) taken six at a time. On the warm-up's zero input
+ * every row is (30, 30, 4, 4, 0, 0): centres far beyond 2, so the file writes input pixels. On a white image
+ * every row is a sure object at (1.5, 1.5), 1 x 1: an image whose boxes all sit within 2 pixels of the corner.
+ */
+function pixelBoxModel(): Uint8Array {
+  return encodeOnnxModel({
+    producer: 'edgecv-test',
+    opset: 13,
+    graphName: 'pixel-boxes',
+    nodes: [
+      { name: 'rows', opType: 'Reshape', inputs: ['images', 'shape'], outputs: ['rows'], attributes: {} },
+      { name: 'scaled', opType: 'Mul', inputs: ['rows', 'slope'], outputs: ['scaled'], attributes: {} },
+      { name: 'output', opType: 'Add', inputs: ['scaled', 'base'], outputs: ['output'], attributes: {} },
+    ],
+    initializers: [
+      { name: 'shape', dataType: OnnxDataType.INT64, dims: [3], raw: new Uint8Array(BigInt64Array.from([1n, 512n, 6n]).buffer) },
+      floats('slope', [6], [-28.5, -28.5, -3, -3, 1, 1]),
+      floats('base', [6], [30, 30, 4, 4, 0, 0]),
+    ],
+    inputs: [{ name: 'images', dataType: OnnxDataType.FLOAT, shape: [1, 3, 32, 32] }],
+    outputs: [{ name: 'output', dataType: OnnxDataType.FLOAT, shape: [1, 512, 6] }],
+  });
+}
+
+function whitePng(side: number): Buffer {
+  const image = new PNG({ width: side, height: side });
+  image.data.fill(255);
+  return PNG.sync.write(image);
+}
+
 describe('an own YOLO model (--object-model /path/model.onnx)', () => {
   const tempDir = useTempDirs();
+
+  it('reads whether the file gives pixel or 0..1 boxes once, at load, not from each image', async () => {
+    const dir = tempDir();
+    const model = join(dir, 'pixel-boxes.onnx');
+    writeFileSync(model, pixelBoxModel());
+    const labels = join(dir, 'labels.txt');
+    writeFileSync(labels, 'dot\n');
+    const engine = await Engine.open({ workers: 1, poseModel: null, faceEmbedder: null, objectDetector: model, objectLabels: labels, objectInputSize: 32 });
+    try {
+      const { objects } = await engine.detectObjects(whitePng(32));
+      // Input pixels, as the warm-up showed: (1.5, 1.5) 1 x 1 is [1, 1, 2, 2], not 32 times that.
+      expect(objects).toHaveLength(1);
+      expect(objects[0]).toMatchObject({ className: 'dot', score: 1 });
+      objects[0]!.rect.forEach((v, k) => expect(Math.abs(v - [1, 1, 2, 2][k]!), `rect[${k}]`).toBeLessThan(0.01));
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('suppresses overlapping boxes by the IoU its spec gives (YOLO_NMS_IOU from the host)', async () => {
+    const dir = tempDir();
+    const model = join(dir, 'pixel-boxes.onnx');
+    writeFileSync(model, pixelBoxModel());
+    const library = findOnnxRuntimeLibrary();
+    const spec = (iouThreshold: number): NativeYoloDetectorSpec => ({
+      kind: 'yolo',
+      path: model,
+      ortPath: model,
+      runtime: 'auto',
+      inputSize: 32,
+      meanValue: 0,
+      scale: 1 / 255,
+      swapRB: true,
+      layout: 'decoded',
+      outputs: [],
+      classes: 1,
+      padValue: YOLO_PAD_VALUE,
+      iouThreshold,
+    });
+    const found = async (iouThreshold: number) => {
+      const native = loadNative().createEngine({
+        workers: 1,
+        threadsPerWorker: 1,
+        backend: 'cpu',
+        queueLimit: 1,
+        idleCores: 'keep',
+        ...('path' in library ? { onnxRuntimeLibrary: library.path } : {}),
+        objectDetector: spec(iouThreshold),
+      });
+      try {
+        return (await native.detectObjects(whitePng(32), { scoreThreshold: 0.5, maxObjects: 50 })).objects.length;
+      } finally {
+        await native.close();
+      }
+    };
+    // 512 rows, one box: each suppresses the next at any IoU threshold below 1, none at 1.
+    expect(await found(YOLO_NMS_IOU)).toBe(1);
+    expect(await found(1)).toBe(50);
+  });
 
   it('runs the full-head export (YOLOv5 layout [1,N,85], boxes in 0..1) and agrees with the built-in yolov5s', async () => {
     const dir = tempDir();
