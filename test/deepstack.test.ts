@@ -432,11 +432,32 @@ describe('Double Take: register two people, recognize them, a stranger is unknow
     const frigate = await post(twoKeys, '/v1/vision/detection', pythonForm({ api_key: API }, { image: frigateFrame('darknet/dog.jpg') }));
     expect(frigate.status).toBe(200);
     const p = johnsOf('John_Shimkus')[0]!;
-    expectDsError(await post(twoKeys, '/v1/vision/face/register', nodeFormData({ userid: 'John_Shimkus', api_key: API }, p)), 401, 'wrong admin key');
     const train = await post(twoKeys, '/v1/vision/face/register', nodeFormData({ userid: 'John_Shimkus', api_key: ADMIN }, p));
     expect(train.body).toEqual({ success: true, message: 'face added', duration: 0 });
     const rec = await post(twoKeys, '/v1/vision/face/recognize', nodeFormData({ api_key: ADMIN }, johnsOf('John_Shimkus')[6]!));
     expect(predictionsOf<RecognizedFace>(rec.body)[0]!.userid).toBe('John_Shimkus');
+  });
+
+  // Issue 24: DeepStack's server.go guards register and delete with the API key only (the admin key guards models
+  // and backups), and the SDK's registerFace/deleteFace, Double Take and deepstack-python send the API key there.
+  it('two keys: register and delete take the API key, as in DeepStack; --deepstack-enrolment-key admin keeps them to the admin key', async () => {
+    const twoKeys = appWith(service, { apiKey: API, adminKey: ADMIN });
+    const p = johnsOf('John_Shimkus')[1]!;
+    const sdkRegister = await post(twoKeys, '/v1/vision/face/register', pythonForm({ userid: 'Shimkus_by_api_key', api_key: API }, { image: p.bytes }));
+    expect(sdkRegister.body).toEqual({ success: true, message: 'face added', duration: 0 });
+    expect(service.subjects().map((s) => s.subject)).toContain('Shimkus_by_api_key');
+    expect((await post(twoKeys, '/v1/vision/face/delete', pythonForm({ userid: 'Shimkus_by_api_key', api_key: API }))).body).toEqual({ success: true, duration: 0 });
+    expect(service.subjects().map((s) => s.subject)).not.toContain('Shimkus_by_api_key');
+    // the API key is still needed
+    expectDsError(await post(twoKeys, '/v1/vision/face/register', pythonForm({ userid: 'x', api_key: 'wrong' }, { image: p.bytes })), 401, 'Incorrect api key');
+    expectDsError(await post(twoKeys, '/v1/vision/face/delete', pythonForm({ userid: 'John_Shimkus' })), 401, 'Incorrect api key');
+
+    const adminOnly = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, apiKey: API, adminKey: ADMIN, deepstackEnrolmentKey: 'admin' }, recognition: service });
+    expectDsError(await post(adminOnly, '/v1/vision/face/register', nodeFormData({ userid: 'John_Shimkus', api_key: API }, p)), 401, 'wrong admin key');
+    expectDsError(await post(adminOnly, '/v1/vision/face/delete', pythonForm({ userid: 'John_Shimkus', api_key: API })), 401, 'wrong admin key');
+    expect((await post(adminOnly, '/v1/vision/face/list', pythonForm({ api_key: API }))).status).toBe(200);
+    expect((await post(adminOnly, '/v1/vision/face/register', nodeFormData({ userid: 'Shimkus_by_admin', api_key: ADMIN }, p))).status).toBe(200);
+    expect((await post(adminOnly, '/v1/vision/face/delete', pythonForm({ userid: 'Shimkus_by_admin', api_key: ADMIN }))).status).toBe(200);
   });
 });
 

@@ -27,7 +27,8 @@ interface PageCanvas {
   getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } | null;
 }
 declare const window: object;
-declare const document: { getElementById(id: string): unknown };
+declare const document: { getElementById(id: string): unknown; body: { appendChild(n: object): void }; createElement(tag: 'script'): { textContent: string } };
+declare function getComputedStyle(e: object): { backgroundColor: string };
 
 const OUT = path.join(ROOT, 'test-output', 'demo');
 const GROUP = 'dlib/faces/2008_002506.jpg';
@@ -42,6 +43,8 @@ let running: RunningServer;
 let browser: Browser;
 let page: Page;
 let ca: string;
+/** Console messages of Content-Security-Policy violations, over every test of the file. */
+const cspViolations: string[] = [];
 
 type Json = Record<string, unknown>;
 
@@ -61,6 +64,9 @@ beforeAll(async () => {
   page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (e) => problems.push(e.message));
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
   await page.goto(running.url);
   await page.waitForFunction(() => 'edgecvDemo' in window);
   expect(problems).toEqual([]);
@@ -213,5 +219,29 @@ describe('demo page in chromium', () => {
     } finally {
       await page.unroute('**/object/detect/');
     }
+  });
+
+  // Issue 21, item 11: the page forbids framing and any script but its own, and works under that policy.
+  it('is served with a Content-Security-Policy and X-Frame-Options that it runs under without a violation', async () => {
+    const r = await httpsRequest(running.url, { ca });
+    expect(r.status).toBe(200);
+    expect(r.headers['x-frame-options']).toBe('DENY');
+    const csp = String(r.headers['content-security-policy']);
+    expect(csp).toMatch(/(^|; )default-src 'none'/);
+    expect(csp).toMatch(/(^|; )script-src 'self'(;|$)/);
+    expect(csp).toMatch(/(^|; )frame-ancestors 'none'/);
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/);
+    // the inline style is allowed by its hash: the page has its dark background
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(21, 23, 26)');
+    // every mode above ran over REST and WebSocket under the policy
+    expect(cspViolations).toEqual([]);
+    // an inline script (what an injected name would need) is refused
+    const injected = await page.evaluate(() => {
+      const s = document.createElement('script');
+      s.textContent = 'window.injectedRan = true';
+      document.body.appendChild(s);
+      return 'injectedRan' in window;
+    });
+    expect(injected).toBe(false);
   });
 });

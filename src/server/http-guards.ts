@@ -103,6 +103,33 @@ function answerEarly(
   record(opts, tracid, req.method ?? '', (req.url ?? '').split('?', 1)[0]!, status, clientOf(socket));
 }
 
+const lingering = new WeakSet<Socket>();
+
+/**
+ * Makes Node's close after a last answer (a client's `Connection: close`, or ours) a lingering close (issue 21):
+ * the answer is written and the sending side shut (FIN), then what the client still sends is read and dropped
+ * until it closes, for at most lingerMs and MAX_LINGER_BYTES. Destroying the socket at once with a body still
+ * arriving makes the kernel reset the connection, and the client lost the early 413 to EPIPE/ECONNRESET.
+ */
+function lingerOnClose(socket: Socket, opts: HttpGuardOptions): void {
+  if (lingering.has(socket)) return;
+  lingering.add(socket);
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    if (this.destroyed) return;
+    const timer = setTimeout(() => this.destroy(), opts.lingerMs);
+    timer.unref();
+    let dropped = 0;
+    this.on('data', (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > MAX_LINGER_BYTES) this.destroy();
+    });
+    this.once('end', () => this.destroy());
+    this.once('close', () => clearTimeout(timer));
+    if (this.writable) this.end();
+    this.resume();
+  };
+}
+
 function oversize(req: IncomingMessage, limit: number): boolean {
   const length = req.headers['content-length'];
   return length !== undefined && /^\d+$/.test(length) && Number(length) > limit;
@@ -143,8 +170,17 @@ const CLIENT_ERRORS: Record<string, { status: number; reason: string; message: s
 };
 const MALFORMED = { status: 400, reason: 'Bad Request', message: 'malformed HTTP request' };
 
-/** 'clientError': the JSON error shape on the raw socket, where nothing was answered on it yet. */
+/** Sockets whose parse error is handled already: Node reports every later bad byte again. */
+const erroredSockets = new WeakSet<Socket>();
+
+/**
+ * 'clientError': the JSON error shape on the raw socket. Bytes the parser refuses after a complete request
+ * (issue 24: a client library's stray `0\r\n\r\n` after a body-less POST) do not lose that request's answer: it
+ * is written first, then the error, then the connection is closed.
+ */
 function onClientError(err: Error & { code?: string }, socket: Socket, opts: HttpGuardOptions): void {
+  if (erroredSockets.has(socket)) return;
+  erroredSockets.add(socket);
   const e = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
   const inFlight = inFlightResponse(socket);
   if (inFlight?.req && !inFlight.req.complete && err.code !== 'ECONNRESET') {
@@ -152,11 +188,40 @@ function onClientError(err: Error & { code?: string }, socket: Socket, opts: Htt
     cutRequest(inFlight.req, socket, { status: e.status === 408 ? 408 : 400, message: e.message }, opts);
     return;
   }
-  if (err.code === 'ECONNRESET' || !socket.writable || inFlight) {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
-  writeRawAnswer(socket, e.status, e.reason, e.message, opts, { method: '', path: '' });
+  afterAnswers(socket, () => {
+    if (socket.writable) writeRawAnswer(socket, e.status, e.reason, e.message, opts, { method: '', path: '' });
+    else socket.destroy();
+  }, opts);
+}
+
+/**
+ * Calls `then` once every answer to the complete requests on this socket is written (at once when none is
+ * pending); the socket is destroyed if that takes longer than the request timeout.
+ */
+function afterAnswers(socket: Socket, then: () => void, opts: HttpGuardOptions): void {
+  const pending = inFlightResponse(socket);
+  if (!pending || pending.writableFinished) {
+    then();
+    return;
+  }
+  const timer = setTimeout(() => socket.destroy(), opts.requestTimeoutMs);
+  timer.unref();
+  const next = () => {
+    clearTimeout(timer);
+    // Node hands the socket to the next pipelined answer (or none) after 'finish'
+    setImmediate(() => afterAnswers(socket, then, opts));
+  };
+  pending.once('finish', next);
+  pending.once('close', () => {
+    if (!pending.writableFinished) {
+      clearTimeout(timer);
+      socket.destroy();
+    }
+  });
 }
 
 const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout' };
@@ -225,6 +290,7 @@ export function installHttpGuards(server: http.Server | https.Server, opts: Http
   const listeners = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
   const guarded: RequestListener = (req, res) => {
+    lingerOnClose(req.socket, opts);
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
       answerEarly(req, res, 400, 'missing Host header', opts, true);
       return;

@@ -9,6 +9,9 @@
 
 import type { Context } from 'hono';
 import { HttpError } from './errors.js';
+import { readFormParts as readForm, type FormParts, type FormReadOptions } from './form-body.js';
+
+export type { FormFile, FormParts } from './form-body.js';
 
 export const IMAGE_FIELD = 'image';
 
@@ -59,62 +62,9 @@ export function decodeBase64Image(text: string, where: string): Buffer {
   return Buffer.from(s, 'base64');
 }
 
-/** A file part of a multipart form. */
-export interface FormFile {
-  name: string;
-  bytes: Buffer;
-}
-
-/** The parts of a form body: text fields (the first value of a name wins) and file parts, in order. */
-export interface FormParts {
-  via: 'multipart' | 'urlencoded';
-  fields: Map<string, string>;
-  files: FormFile[];
-}
-
-async function multipartParts(c: Context): Promise<FormParts> {
-  let form: FormData;
-  try {
-    form = await c.req.raw.formData();
-  } catch (e) {
-    throw new HttpError(400, `malformed multipart/form-data body: ${(e as Error).message}`);
-  }
-  const fields = new Map<string, string>();
-  const files: FormFile[] = [];
-  for (const [name, value] of form.entries()) {
-    if (typeof value !== 'string') files.push({ name, bytes: Buffer.from(await value.arrayBuffer()) });
-    else if (!fields.has(name)) fields.set(name, value);
-  }
-  return { via: 'multipart', fields, files };
-}
-
-function decodeComponent(s: string): string {
-  try {
-    return decodeURIComponent(s.replace(/\+/g, ' '));
-  } catch {
-    throw new HttpError(400, 'malformed application/x-www-form-urlencoded body (bad %-escape)');
-  }
-}
-
-async function urlencodedParts(c: Context): Promise<FormParts> {
-  const text = (await readBody(c)).toString('latin1');
-  const fields = new Map<string, string>();
-  for (const pair of text.split('&')) {
-    if (pair === '') continue;
-    const eq = pair.indexOf('=');
-    const key = decodeComponent(eq < 0 ? pair : pair.slice(0, eq));
-    // a base64 image's '+' becomes ' ' here; decodeBase64Image turns it back
-    if (!fields.has(key)) fields.set(key, decodeComponent(eq < 0 ? '' : pair.slice(eq + 1)));
-  }
-  return { via: 'urlencoded', fields, files: [] };
-}
-
-/** The fields and files of a multipart/form-data or urlencoded body; null for any other Content-Type. */
-export async function readFormParts(c: Context): Promise<FormParts | null> {
-  const type = mediaType(c.req.header('content-type'));
-  if (type === 'multipart/form-data') return multipartParts(c);
-  if (type === 'application/x-www-form-urlencoded') return urlencodedParts(c);
-  return null;
+/** The fields and files of a multipart/form-data or urlencoded body (bounded: form-body.ts); null for any other type. */
+export function readFormParts(c: Context, opts: FormReadOptions = {}): Promise<FormParts | null> {
+  return readForm(c, mediaType(c.req.header('content-type')), opts);
 }
 
 /**

@@ -4,20 +4,19 @@
 //   POST /v1/vision/face/recognize   image, min_confidence (default 0.67, on the similarity of similarity.ts)
 //        -> {"success":true,"predictions":[{"userid":"alice","confidence":0.83,"x_min":..,...}],"duration":0}
 //           every face, "userid":"unknown","confidence":0 when no enrolled subject passes
-//   POST /v1/vision/face/register    userid + any number of image files under any part names (admin)
+//   POST /v1/vision/face/register    userid + any number of image files under any part names (API key: index.ts)
 //        -> {"success":true,"message":"face added","duration":0}; every photo is kept as its own sample
 //   POST /v1/vision/face/list        -> {"success":true,"faces":["alice","bob"],"duration":0}
-//   POST /v1/vision/face/delete      userid (admin) -> {"success":true,"duration":0}, also for an unknown user
+//   POST /v1/vision/face/delete      userid (API key) -> {"success":true,"duration":0}, also for an unknown user
 
 import { Hono, type MiddlewareHandler } from 'hono';
 import { EnrolmentError, type RecognitionService } from '../../gallery/recognition-service.js';
-import { requireAdmin } from '../admin-auth.js';
 import { engineErrorCode, type FaceEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
 import { observed } from '../inference-route.js';
 import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
 import { dsReply, INVALID_IMAGE, NO_IMAGE } from './reply.js';
-import { formAdminKey, minConfidence, requestImage, userId } from './request.js';
+import { minConfidence, requestImage, userId } from './request.js';
 import { DEEPSTACK_RECOGNITION_THRESHOLD, similarityFromDistance } from './similarity.js';
 
 export const FACE_DETECTION_MIN_CONFIDENCE = 0.55;
@@ -52,11 +51,12 @@ async function registerPhotos(service: RecognitionService, subject: string, phot
 export function deepStackFaceRoutes(deps: {
   engine: FaceEngine;
   recognition?: RecognitionService;
-  adminKey?: string;
+  /** The key check of register and delete (enrolmentGuard, request.ts). */
+  enrolment: MiddlewareHandler;
   open: MiddlewareHandler;
 }): Hono {
   const { engine, open } = deps;
-  const admin = requireAdmin(deps.adminKey, { formKey: formAdminKey });
+  const admin = deps.enrolment;
   const service = (): RecognitionService => {
     if (!deps.recognition) throw new HttpError(403, 'face recognition is not enabled on this server');
     return deps.recognition;

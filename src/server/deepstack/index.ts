@@ -8,11 +8,11 @@ import type { FaceEngine, PoseObjectEngine } from '../engine-types.js';
 import { deepStackDetectionRoutes } from './detection.js';
 import { deepStackFaceRoutes } from './face.js';
 import { dsErrorReply } from './reply.js';
-import { openDeepStackRequest } from './request.js';
+import { enrolmentGuard, openDeepStackRequest } from './request.js';
 
 export interface DeepStackDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'adminKey' | 'apiKey'>;
+  config: Pick<ServerConfig, 'adminKey' | 'apiKey' | 'deepstackEnrolmentKey'>;
   recognition?: RecognitionService;
 }
 
@@ -21,7 +21,7 @@ export function deepStackRoutes(deps: DeepStackDeps): Hono {
   const open = openDeepStackRequest(deps.config.apiKey, deps.config.adminKey);
   const app = new Hono()
     .route('/', deepStackDetectionRoutes({ engine: deps.engine, open }))
-    .route('/', deepStackFaceRoutes({ engine: deps.engine, recognition: deps.recognition, adminKey: deps.config.adminKey, open }));
+    .route('/', deepStackFaceRoutes({ engine: deps.engine, recognition: deps.recognition, enrolment: enrolmentGuard(deps.config), open }));
   app.onError(dsErrorReply);
   return app;
 }

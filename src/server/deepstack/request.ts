@@ -2,9 +2,11 @@
 // image body), the API key, and the numeric options, with DeepStack's own error messages.
 
 import type { Context, MiddlewareHandler } from 'hono';
-import { keyMatcher, presentedKey } from '../admin-auth.js';
+import type { ServerConfig } from '../../config.js';
+import { keyMatcher, presentedKey, requireAdmin } from '../admin-auth.js';
 import { HttpError } from '../errors.js';
-import { formImage, readFormParts, readImageInput, type FormFile } from '../image-input.js';
+import { MULTIPART, URLENCODED, type FormReadOptions } from '../form-body.js';
+import { formImage, mediaType, readFormParts, readImageInput, type FormFile } from '../image-input.js';
 import { NO_IMAGE } from './reply.js';
 
 export interface DeepStackRequest {
@@ -29,8 +31,8 @@ async function bodyLength(c: Context): Promise<number> {
   }
 }
 
-export async function readDeepStackRequest(c: Context): Promise<DeepStackRequest> {
-  const parts = await readFormParts(c);
+export async function readDeepStackRequest(c: Context, opts: FormReadOptions = {}): Promise<DeepStackRequest> {
+  const parts = await readFormParts(c, opts);
   if (parts) {
     const files = parts.files.filter((f) => f.bytes.length > 0);
     // a base64 `image` field (urlencoded clients) counts as the image part
@@ -51,30 +53,60 @@ export function requestImage(req: DeepStackRequest): Buffer {
   return file.bytes;
 }
 
+const WRONG_KEY = 'Incorrect api key';
+
 /**
- * The guard of every DeepStack route when --api-key is set: the key comes as the form field api_key (DeepStack's
- * way), X-API-Key or Bearer. The admin key passes too, so that one client that also trains (Double Take) needs
- * only one key. Clients send api_key="" on every call: that passes when no API key is configured.
+ * The first middleware of every DeepStack route: checks the API key and reads the form (c.get('deepstack')).
+ * With --api-key, the key comes as X-API-Key, Bearer, or the form field api_key (DeepStack's way); the admin
+ * key passes too, so that one client that also trains (Double Take) needs only one key. Clients send
+ * api_key="" on every call: that passes when no API key is configured.
+ * The key is checked before the body is read (issue 21): a header key at once; without one, only a form can
+ * carry it, so any other body is refused unread, and a form is read only until its api_key field (a wrong one
+ * is refused there), or until it goes over the form limits (refused as an unauthenticated request).
  */
-function apiKeyGuard(apiKey: string | undefined, adminKey: string | undefined): (c: Context, req: DeepStackRequest) => void {
-  if (!apiKey) return () => {};
+export function openDeepStackRequest(apiKey: string | undefined, adminKey: string | undefined): MiddlewareHandler {
+  if (!apiKey) {
+    return async (c, next) => {
+      c.set('deepstack', await readDeepStackRequest(c));
+      await next();
+    };
+  }
   const isApiKey = keyMatcher(apiKey);
   const isAdminKey = adminKey ? keyMatcher(adminKey) : () => false;
-  return (c, req) => {
-    const key = presentedKey(c) || req.fields.get('api_key')?.trim() || '';
-    if (key === '' || !(isApiKey(key) || isAdminKey(key))) throw new HttpError(401, 'Incorrect api key');
+  const passes = (key: string) => key !== '' && (isApiKey(key) || isAdminKey(key));
+  return async (c, next) => {
+    const header = presentedKey(c);
+    if (header) {
+      if (!passes(header)) throw new HttpError(401, WRONG_KEY);
+      c.set('deepstack', await readDeepStackRequest(c));
+    } else {
+      const type = mediaType(c.req.header('content-type'));
+      if (type !== MULTIPART && type !== URLENCODED) throw new HttpError(401, WRONG_KEY);
+      let keyed = false;
+      const req = await readDeepStackRequest(c, {
+        onField: (name, value) => {
+          if (name !== 'api_key' || keyed) return;
+          if (!passes(value.trim())) throw new HttpError(401, WRONG_KEY);
+          keyed = true;
+        },
+        overLimit: () => (keyed ? undefined : new HttpError(401, WRONG_KEY)),
+      });
+      if (!keyed) throw new HttpError(401, WRONG_KEY);
+      c.set('deepstack', req);
+    }
+    await next();
   };
 }
 
-/** The first middleware of every DeepStack route: reads the form (c.get('deepstack')) and checks the API key. */
-export function openDeepStackRequest(apiKey: string | undefined, adminKey: string | undefined): MiddlewareHandler {
-  const guard = apiKeyGuard(apiKey, adminKey);
-  return async (c, next) => {
-    const req = await readDeepStackRequest(c);
-    guard(c, req);
-    c.set('deepstack', req);
-    await next();
-  };
+/**
+ * The guard of /face/register and /face/delete (issue 24). 'api' (the default, DeepStack's rule): with an API key
+ * configured they open with what opens every DeepStack route (the API key, or the admin key), already checked by
+ * openDeepStackRequest; without one, the admin rule holds (the admin key, or loopback). 'admin': always the admin
+ * rule, for operators who keep enrolment behind the admin key.
+ */
+export function enrolmentGuard(config: Pick<ServerConfig, 'apiKey' | 'adminKey' | 'deepstackEnrolmentKey'>): MiddlewareHandler {
+  if ((config.deepstackEnrolmentKey ?? 'api') === 'api' && config.apiKey) return async (_c, next) => next();
+  return requireAdmin(config.adminKey, { formKey: formAdminKey });
 }
 
 /** The key a form carries for the admin check of register/delete: api_key, or DeepStack's admin_key. */

@@ -1,6 +1,7 @@
 // GET / : the demo page (web/index.html), its script (web/demo.js, served as is: no build step) and /body25.js, an
 // ES module made from the library's BODY_25_BONES so that the page draws the bones the server documents.
 
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Hono } from 'hono';
@@ -14,12 +15,33 @@ const JS = 'text/javascript; charset=utf-8';
 const HEADERS = { 'Cache-Control': 'no-cache' };
 
 /**
+ * The page's Content-Security-Policy (issue 21): its own scripts only, its one inline <style> by hash, requests
+ * and WebSockets to this server only, and no framing (clickjacking; X-Frame-Options for older browsers).
+ */
+export function demoPageSecurityHeaders(page: string): Record<string, string> {
+  const styles = [...page.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => `'sha256-${createHash('sha256').update(m[1]!, 'utf8').digest('base64')}'`);
+  const policy = [
+    "default-src 'none'",
+    "script-src 'self'",
+    `style-src ${styles.length > 0 ? styles.join(' ') : "'none'"}`,
+    "connect-src 'self'",
+    "img-src 'self' data: blob:",
+    "media-src 'self' blob: mediastream:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+  return { 'Content-Security-Policy': policy, 'X-Frame-Options': 'DENY' };
+}
+
+/**
  * The page at /: mounted outside the API's 405 handling (allowed-methods.ts), so that any other method on / is a
  * 404, as it has always been. Read once: the files are small and never change while the server runs.
  */
 export function demoPage(): Hono {
   const page = fs.readFileSync(path.join(WEB_DIR, 'index.html'), 'utf8');
-  return new Hono().get('/', (c) => c.html(page, 200, HEADERS));
+  const headers = { ...HEADERS, ...demoPageSecurityHeaders(page) };
+  return new Hono().get('/', (c) => c.html(page, 200, headers));
 }
 
 /** /demo.js and /body25.js, mounted at /. */

@@ -21,7 +21,7 @@ import { JSONL_MEDIA_TYPE } from '../../gallery/jsonl.js';
 import { EnrolmentError, type RecognitionService } from '../../gallery/recognition-service.js';
 import { requireAdmin } from '../admin-auth.js';
 import { HttpError } from '../errors.js';
-import { mediaType, readImageInput } from '../image-input.js';
+import { mediaType, readFormParts, readImageInput } from '../image-input.js';
 import { elapsedMs } from '../inference-route.js';
 import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
 
@@ -33,8 +33,9 @@ async function readFields(c: Context): Promise<Map<string, string>> {
   const type = mediaType(c.req.header('content-type'));
   try {
     if (type === 'application/x-www-form-urlencoded' || type === 'multipart/form-data') {
-      const form = await c.req.raw.formData();
-      for (const [k, v] of form.entries()) if (typeof v === 'string') fields.set(k, v);
+      // streamed and bounded (form-body.ts): a form of many parts is refused, not parsed whole
+      const form = await readFormParts(c);
+      for (const [k, v] of form?.fields ?? []) fields.set(k, v);
     } else if (type === 'application/json') {
       const body: unknown = await c.req.json();
       if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('the JSON body must be an object');
