@@ -3,6 +3,7 @@
 // recognition, metrics, and edgecv against the Node alternatives (opencv4nodejs, onnxruntime-node, TF.js; last).
 // Prints tables; writes bench/results/*.json.
 //   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives]   (one group of sections only)
+//   --metrics-platform: only the fleet metrics section (1,000 instances into a real influxd, console queries)
 //   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -18,6 +19,7 @@ import { generateSelfSigned } from '../src/server/tls.js';
 import { evaluateFaceDetector } from '../test/support/face-eval.js';
 import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from './pose-objects.js';
 import { benchMetricsStore, benchRequestTrace } from './metrics.js';
+import { benchMetricsPlatform, printMetricsPlatform } from './metrics-platform.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
 import { benchObjectAccuracy } from './object-accuracy.js';
@@ -173,6 +175,10 @@ async function benchHttp(): Promise<Record<string, string | number>[]> {
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--metrics-platform')) {
+    printMetricsPlatform(await benchMetricsPlatform(quick));
+    return;
+  }
   const manifest = JSON.parse(readFileSync(join(root, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
   const probe = await Engine.open({ workers: 1 });
   const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, backend: probe.backend(), node: process.version };
@@ -208,6 +214,8 @@ async function main(): Promise<void> {
   table('HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', poseObjectHttp);
   const metricsStore = skipRest ? [] : await benchMetricsStore(quick);
   table('Metrics store: 48 h of 10 s samples in SQLite', metricsStore);
+  const metricsPlatform = skipRest ? null : await benchMetricsPlatform(quick);
+  if (metricsPlatform) printMetricsPlatform(metricsPlatform);
   const traceEngine = skipRest ? null : await Engine.open({ workers: 1 });
   const requestTrace = traceEngine ? await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close()) : [];
   table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
@@ -244,6 +252,7 @@ async function main(): Promise<void> {
     poseObjects,
     poseObjectHttp,
     metricsStore,
+    metricsPlatform,
     requestTrace,
     recognition,
     gallerySearch,

@@ -79,7 +79,7 @@ export async function runConsole(args: string[]): Promise<number> {
   const clients = new Map<string, InfluxClient>();
   try {
     for (const [name, url] of config.regions) {
-      clients.set(name, new InfluxClient(parseInfluxUrl(url, { credentials: config.influxCredentials, ca: config.influxCa }), { timeoutMs: 30_000 }));
+      clients.set(name, new InfluxClient(parseInfluxUrl(url, { credentials: config.influxCredentials, ca: config.influxCa }), { timeoutMs: 30_000, maxSockets: 16 }));
     }
   } catch (e) {
     if (e instanceof InfluxUrlError) throw new ConfigError(`--region: ${e.message}`);

@@ -77,11 +77,6 @@ export function selectorStatement(selector: Selector, q: MetricsAppQuery, now: b
   return `SELECT ${fields.map(quoteIdent).join(', ')} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY ${groupTags} ORDER BY time DESC LIMIT ${limit}`;
 }
 
-interface MergedRow {
-  time: bigint;
-  row: SeriesValue[];
-}
-
 /** The regions a console answers for: name -> that region's InfluxDB. */
 export class FleetMetrics {
   readonly #regions: Map<string, InfluxClient>;
@@ -103,10 +98,13 @@ export class FleetMetrics {
       throw new HttpError(400, `unknown region '${q.app.region}': this console knows ${this.regions.map((r) => `'${r}'`).join(', ')}`);
     }
     const now = nowNs();
-    const statements = q.selectors.map((s) => selectorStatement(s, q, now));
     let results;
     try {
-      results = await client.query(statements.join('; '), { maxRows: MAX_ANSWER_ROWS });
+      // one request per series, side by side: InfluxDB runs the statements of one request one after another
+      results = await Promise.all(q.selectors.map((s) => client.query(selectorStatement(s, q, now), { maxRows: MAX_ANSWER_ROWS }).then((r) => r[0])));
+      if (results.reduce((n, r) => n + (r?.series ?? []).reduce((m, s) => m + s.values.length, 0), 0) > MAX_ANSWER_ROWS) {
+        throw new InfluxError('too many rows', 413, false);
+      }
     } catch (e) {
       if (e instanceof InfluxError && e.status === 413) {
         throw new HttpError(400, `the answer would hold more than ${MAX_ANSWER_ROWS} rows: narrow starttime/endtime, or ask for last=N or numsamples=N`);
@@ -116,25 +114,33 @@ export class FleetMetrics {
     }
     const series = q.selectors.map((selector, i): Series => {
       const tagValues = INFLUX_TAG_VALUES[selector] ?? [];
-      const merged: MergedRow[] = [];
-      for (const s of results[i]?.series ?? []) {
+      const rows: SeriesValue[][] = [];
+      const found = results[i]?.series ?? [];
+      for (const s of found) {
         const tags = s.tags ?? {};
         const tagCells = TAG_COLUMNS.map((c) => tags[c] ?? '');
-        const index = new Map(s.columns.map((c, j) => [c, j]));
+        // where each value column comes from: a column of the answer, or a tag (the port)
+        const sources = VALUE_COLUMNS[selector].map((col): { tag: number } | { column: number } =>
+          tagValues.includes(col.name) ? { tag: Number(tags[col.name] ?? 0) } : { column: s.columns.indexOf(col.name) },
+        );
         for (const v of s.values) {
-          const time = parseRfc3339(String(v[0]));
+          const time = rfc3339Nano(String(v[0]));
           if (time === null) continue;
-          const values = VALUE_COLUMNS[selector].map((col): SeriesValue => {
-            if (tagValues.includes(col.name)) return Number(tags[col.name] ?? 0);
-            const cell = v[index.get(col.name) ?? -1];
-            return typeof cell === 'number' ? cell : Number(cell ?? 0);
-          });
-          merged.push({ time, row: [formatRfc3339Nano(time), ...tagCells, ...values] });
+          const row: SeriesValue[] = [time, ...tagCells];
+          for (const src of sources) {
+            if ('tag' in src) row.push(src.tag);
+            else {
+              const cell = v[src.column];
+              row.push(typeof cell === 'number' ? cell : Number(cell ?? 0));
+            }
+          }
+          rows.push(row);
         }
       }
-      // newest first; within a time, by instance (and port): the order an instance's own answer has
-      merged.sort((a, b) => (a.time > b.time ? -1 : a.time < b.time ? 1 : compareRows(a.row, b.row)));
-      return { name: seriesName(selector), columns: seriesColumns(selector), values: merged.map((m) => m.row) };
+      // newest first (one InfluxDB series already is); within a time by instance and port, as an instance answers.
+      // The times all have 9 fraction digits and a Z: as strings they sort as the times do.
+      if (found.length > 1) rows.sort((a, b) => (a[0]! > b[0]! ? -1 : a[0]! < b[0]! ? 1 : compareRows(a, b)));
+      return { name: seriesName(selector), columns: seriesColumns(selector), values: rows };
     });
     return JSON.stringify({ data: [{ Series: series }] });
   }
@@ -142,6 +148,20 @@ export class FleetMetrics {
   close(): void {
     for (const client of this.#regions.values()) client.close();
   }
+}
+
+const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+/** InfluxDB's time (RFC 3339, trailing zeros of the fraction cut) with exactly 9 fraction digits and a Z. */
+function rfc3339Nano(text: string): string | null {
+  if (text.length === 30 && UTC_TIME.test(text)) return text;
+  if (UTC_TIME.test(text)) {
+    const dot = text.indexOf('.', 19);
+    const fraction = dot < 0 ? '' : text.slice(dot + 1, -1);
+    return `${text.slice(0, 19)}.${fraction.padEnd(9, '0')}Z`;
+  }
+  const ns = parseRfc3339(text);
+  return ns === null ? null : formatRfc3339Nano(ns);
 }
 
 function compareRows(a: SeriesValue[], b: SeriesValue[]): number {

@@ -104,6 +104,8 @@ export interface InfluxStatementResult {
 export interface InfluxClientOptions {
   /** ms a request may take in all (default 10 s). */
   timeoutMs?: number;
+  /** Connections kept to InfluxDB at most (default 4). */
+  maxSockets?: number;
 }
 
 /** Quotes an identifier for InfluxQL: "name". */
@@ -124,7 +126,7 @@ export class InfluxClient {
   constructor(target: InfluxTarget, opts: InfluxClientOptions = {}) {
     this.target = target;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
-    const agentOpts = { keepAlive: true, maxSockets: 4 };
+    const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 4 };
     this.#agent = target.origin.startsWith('https:') ? new https.Agent({ ...agentOpts, ca: target.ca }) : new http.Agent(agentOpts);
   }
 
