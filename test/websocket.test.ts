@@ -17,6 +17,8 @@ import { startServer, type ListenOptions, type RunningServer } from '../src/serv
 import { loadTls } from '../src/server/tls.js';
 import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
 import { clientFrame, OPCODE, rawUpgrade } from './support/ws-raw.js';
+import { fuzzPhotos } from './support/fuzz/run-fuzz.js';
+import { runWebSocketFuzz, WS_KINDS } from './support/fuzz/websocket-fuzz.js';
 
 const newTmpDir = useTempDirs();
 const GROUP = 'dlib/faces/2008_002506.jpg'; // 3 faces
@@ -448,5 +450,18 @@ describe('WebSocket limits', () => {
     } finally {
       await server.close(500);
     }
+  });
+});
+
+describe('WebSocket fuzz (the short run of npm run fuzz)', () => {
+  it('answers 150 seeded hostile WebSocket cases by the rules: JSON refusals and answers, close codes, no 5xx', async () => {
+    const report = await runWebSocketFuzz({ host: '127.0.0.1', port: running.port, seed: 21, cases: 150, concurrency: 4, photos: fuzzPhotos(DATA_DIR, 4) });
+    expect(Object.keys(report.byKind).sort()).toEqual([...WS_KINDS].sort());
+    expect(report.failures).toEqual([]);
+    // real photos went through the engine, and protocol violations were closed with their codes
+    expect(Object.keys(report.byKind['ws-image']!.outcomes).some((o) => /answered .*200/.test(o))).toBe(true);
+    expect(Object.keys(report.byKind['ws-protocol']!.outcomes)).toEqual(expect.arrayContaining(['closed 1002']));
+    // nothing was left open
+    expect(await until(() => running.webSockets!.stats().open === 0, 5000)).toBe(true);
   });
 });

@@ -1,6 +1,8 @@
 // `npm run fuzz -- --cases 10000 --seed 1 --concurrency 4`: starts a real `edgecv serve` on 127.0.0.1 (temporary
 // data folder, self-signed certificate), sends the seeded hostile requests of test/support/fuzz/cases.ts, prints
 // statuses and time per class, peak RSS and whether the server survived, and writes bench/results/fuzz.json.
+// The same server then gets --ws-cases (default 2000; 0 skips them) seeded hostile WebSocket cases
+// (test/support/fuzz/websocket-fuzz.ts; bench/results/fuzz-websocket.json).
 // Then (--channel-messages, default 2000; 0 skips it) a Redis fleet server gets seeded malformed messages on its
 // gallery change channel (bench/fuzz/channel.ts). Exit code 1 when a server died, answered 5xx (other than 503),
 // answered something that is not JSON, or did not recover from the channel messages.
@@ -11,12 +13,13 @@ import { REPO_ROOT, withTempServer, writeResult } from '../../test/support/serve
 import { fuzzChangeChannel, type ChannelPhaseReport } from './channel.js';
 import { numericFlags } from './cli-args.js';
 import { fuzzPhotos, runFuzz } from '../../test/support/fuzz/run-fuzz.js';
+import { runWebSocketFuzz } from '../../test/support/fuzz/websocket-fuzz.js';
 
 const ADMIN_KEY = 'fuzz-admin-key-0123456789';
 const MB = 1024 * 1024;
 
 async function main(): Promise<number> {
-  const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2, 'channel-messages': 2000 });
+  const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2, 'channel-messages': 2000, 'ws-cases': 2000 });
   const httpOk = await withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY], async (server) => {
     const url = new URL(server.url);
     console.log(`fuzz: ${flags.cases} cases, seed ${flags.seed}, concurrency ${flags.concurrency}, server pid ${server.child.pid} on ${server.url}`);
@@ -51,7 +54,25 @@ async function main(): Promise<number> {
     for (const e of report.notJson) console.log(`not JSON: ${e}`);
     for (const e of report.noAnswer.slice(0, 20)) console.log(`no answer: ${e}`);
     writeResult('fuzz', { ...report, alive, when: new Date().toISOString(), cpus: os.cpus().length });
-    return alive && report.serverErrors.length === 0 && report.notJson.length === 0;
+    let webSocketOk = true;
+    if (flags['ws-cases'] > 0) {
+      console.log(`fuzz: ${flags['ws-cases']} WebSocket cases, seed ${flags.seed}`);
+      const ws = await runWebSocketFuzz({
+        host: url.hostname,
+        port: Number(url.port),
+        seed: flags.seed,
+        cases: flags['ws-cases'],
+        concurrency: flags.concurrency,
+        photos: fuzzPhotos(path.join(REPO_ROOT, 'test', 'data')),
+      });
+      console.table(Object.fromEntries(Object.entries(ws.byKind).map(([k, r]) => [k, { cases: r.cases, outcomes: Object.entries(r.outcomes).map(([o, n]) => `${o}:${n}`).join(' ') }])));
+      for (const f of ws.failures.slice(0, 20)) console.log(`websocket: ${f}`);
+      const wsAlive = server.child.exitCode === null;
+      console.log(`websocket: ${ws.failures.length} failures in ${(ws.wallMs / 1000).toFixed(1)} s; alive: ${wsAlive}`);
+      writeResult('fuzz-websocket', { ...ws, alive: wsAlive, seed: flags.seed, when: new Date().toISOString() });
+      webSocketOk = wsAlive && ws.failures.length === 0;
+    }
+    return alive && report.serverErrors.length === 0 && report.notJson.length === 0 && webSocketOk;
   });
   let channel: ChannelPhaseReport | null = null;
   if (flags['channel-messages'] > 0) {
