@@ -1,5 +1,6 @@
 // What both object detector families share: the per-call options, a found object, and the interface the engine
-// holds them by (models/centernet_detector.h, models/yolo_detector.h). Which family a spec builds is its `kind`.
+// holds them by (native/models/centernet_detector.h, native/models/yolo_detector.h). Which family a spec builds
+// is its `kind`.
 #pragma once
 
 #include <vector>
