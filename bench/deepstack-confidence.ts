@@ -26,7 +26,13 @@ const THRESHOLDS = [0.45, DEEPSTACK_RECOGNITION_THRESHOLD] as const;
 
 /** The confidence before: a straight line through (0, 1) and (105, 0.67). */
 const straightLine = (d: number) => Math.max(0, 1 - ((1 - DEEPSTACK_RECOGNITION_THRESHOLD) * d) / EER_DISTANCE);
-export const CURVES = { 'straight line (before)': straightLine, [`logistic, w = ${CONFIDENCE_WIDTH}`]: similarityFromDistance } as const;
+/** The same logistic with w twice as wide: how much the figures hang on w. */
+const twiceAsWide = (d: number) => 1 / (1 + (0.33 / 0.67) * Math.exp((d - EER_DISTANCE) / (2 * CONFIDENCE_WIDTH)));
+export const CURVES = {
+  'straight line (before)': straightLine,
+  [`logistic, w = ${CONFIDENCE_WIDTH} (in use)`]: similarityFromDistance,
+  [`logistic, w = ${2 * CONFIDENCE_WIDTH} (check: twice as wide)`]: twiceAsWide,
+} as const;
 
 interface Probe {
   /** Calibrated distance to the nearest enrolled sample. */

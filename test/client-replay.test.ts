@@ -43,7 +43,7 @@ interface Answer {
 }
 
 /** One request on its own connection to the plain listener, with exactly these headers (python-requests' own first). */
-function send(route: string, body: Buffer | string | undefined, headers: Record<string, string> = {}): Promise<Answer> {
+function send(route: string, body: Buffer | string | undefined, headers: Record<string, string | undefined> = {}): Promise<Answer> {
   const payload = body === undefined ? undefined : Buffer.from(body);
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -53,14 +53,17 @@ function send(route: string, body: Buffer | string | undefined, headers: Record<
         path: route,
         method: 'POST',
         agent: false,
-        headers: {
-          'User-Agent': 'python-requests/2.28.1',
-          'Accept-Encoding': 'gzip, deflate',
-          Accept: '*/*',
-          Connection: 'keep-alive',
-          'Content-Length': String(payload?.length ?? 0),
-          ...headers,
-        },
+        // a header given as undefined is not sent at all
+        headers: Object.fromEntries(
+          Object.entries({
+            'User-Agent': 'python-requests/2.28.1',
+            'Accept-Encoding': 'gzip, deflate',
+            Accept: '*/*',
+            Connection: 'keep-alive',
+            'Content-Length': String(payload?.length ?? 0),
+            ...headers,
+          }).filter((e): e is [string, string] => e[1] !== undefined),
+        ),
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -170,6 +173,32 @@ describe('deepstack-python as Home Assistant runs it (min_confidence 0.45, which
     expect(right[0.67]).toBe(genuine);
     expect(right[0.45]).toBe(genuine);
   }, 60_000);
+});
+
+// ------------------------------------------------------------------ node-deepstackai-trigger
+
+describe('node-deepstackai-trigger (src/DeepStack.ts: request.post({ formData: { image: fs.createReadStream(file) } }))', () => {
+  it("posts form-data's multipart (file name and MIME type, no api_key) to /v1/vision/detection", async () => {
+    // form-data's boundary: 26 dashes and 24 digits; the part names the file's base name and its MIME type
+    const boundary = `--------------------------${'0123456789'.repeat(3).slice(0, 24)}`;
+    const body = Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="dog.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`),
+      photo('darknet/dog.jpg'),
+      Buffer.from(`\r\n--${boundary}--\r\n`),
+    ]);
+    const r = await send('/v1/vision/detection', body, {
+      'Content-Type': `multipart/form-data; boundary=${boundary}`,
+      'User-Agent': undefined,
+      'Accept-Encoding': undefined,
+      Accept: undefined,
+      Connection: 'close',
+    });
+    expect(r.status).toBe(200);
+    const predictions = r.json.predictions as { label: string; confidence: number; x_min: number }[];
+    // it reads label, confidence (x 100 against its own threshold) and the box
+    expect(predictions.map((p) => p.label)).toContain('dog');
+    for (const p of predictions) expect(p.confidence).toBeGreaterThanOrEqual(0.4);
+  });
 });
 
 // ------------------------------------------------------------------ list routes with no form (item 7)
