@@ -275,7 +275,14 @@ export class RedisGalleryStore implements GalleryStore {
   }
 
   async *samples(batch = 256): AsyncIterable<StoredSample[]> {
-    const ids = (await this.#client.hkeys(KEY.subjects)).map(Number).filter(isSampleId).sort((a, b) => a - b);
+    const found = new Set<number>();
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.#client.hscan(KEY.subjects, cursor, 'COUNT', 2000);
+      for (let i = 0; i < flat.length; i += 2) found.add(Number(flat[i]));
+      cursor = next;
+    } while (cursor !== '0');
+    const ids = [...found].filter(isSampleId).sort((a, b) => a - b);
     for (let i = 0; i < ids.length; i += batch) {
       const page = ids.slice(i, i + batch);
       const records = await this.#client.hmget(KEY.samples, ...page.map(String));
@@ -363,8 +370,15 @@ export class RedisGalleryStore implements GalleryStore {
     if (id !== undefined) {
       ids = (await this.#client.hget(KEY.subjects, String(id))) === subject ? [id] : [];
     } else {
-      const all = await this.#client.hgetall(KEY.subjects);
-      ids = Object.entries(all).filter(([, s]) => s === subject).map(([k]) => Number(k)).filter(isSampleId);
+      // Scanned a page at a time: each command stays well inside the command timeout however large the gallery.
+      ids = [];
+      let cursor = '0';
+      do {
+        const [next, flat] = await this.#client.hscan(KEY.subjects, cursor, 'COUNT', 1000);
+        for (let i = 0; i + 1 < flat.length; i += 2) if (flat[i + 1] === subject) ids.push(Number(flat[i]));
+        cursor = next;
+      } while (cursor !== '0');
+      ids = [...new Set(ids.filter(isSampleId))]; // HSCAN may return a field twice
     }
     if (ids.length === 0) return [];
     const keys = ids.map(String);
