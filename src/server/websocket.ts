@@ -30,9 +30,8 @@ export const WS_ROUTES: Readonly<Record<string, string>> = {
 /** Headers of the upgrade request that travel with every frame (keys for guarded routes, client identification). */
 const FORWARDED_HEADERS = ['authorization', 'x-api-key', 'user-agent', 'x-forwarded-for'];
 
-/** Close codes (RFC 6455 7.4.1) the server sends. */
+/** Close code (RFC 6455 7.4.1) of a socket the server closes: idle, or the server shutting down. */
 export const CLOSE_GOING_AWAY = 1001;
-export const CLOSE_POLICY = 1008;
 
 export interface WebSocketRoutesOptions {
   /** The app's fetch (createApp(...).fetch). */
