@@ -18,6 +18,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { ConfigError, parseServerConfig } from '../src/config.js';
 import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
 import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
@@ -270,6 +271,15 @@ describe('multi_client.py over http:// and ws:// (--http-routes all)', () => {
       expect(body.server_processing_time, endpoint).toMatch(TIME);
     }
   }, 60_000);
+});
+
+describe('--http-routes', () => {
+  it("is 'deepstack' or 'all', and goes with --http-port", () => {
+    expect(parseServerConfig(['--http-port', '5000', '--http-routes', 'all'], {}).httpRoutes).toBe('all');
+    expect(parseServerConfig(['--http-port', '5000'], {}).httpRoutes).toBeUndefined();
+    expect(() => parseServerConfig(['--http-port', '5000', '--http-routes', 'everything'], {})).toThrow(ConfigError);
+    expect(() => parseServerConfig(['--http-routes', 'all'], {})).toThrow(/--http-routes goes with --http-port/);
+  });
 });
 
 // ------------------------------------------------------------------ the training server's answers (item 6)
