@@ -8,7 +8,9 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConsoleArgs } from '../src/console/command.js';
 import { FleetMetrics, selectorStatement } from '../src/console/fleet-metrics.js';
+import { ConfigError, parseServerConfig } from '../src/config.js';
 import { InfluxClient, parseInfluxUrl, readCredentialsFile } from '../src/metrics/influx-client.js';
 import { lineOf } from '../src/metrics/influx-line.js';
 import { InfluxSink } from '../src/metrics/influx-sink.js';
@@ -190,6 +192,28 @@ describe('InfluxSink', () => {
     } finally {
       await secured.stop();
     }
+  });
+});
+
+describe('flags', () => {
+  it('--metrics-sink must be an InfluxDB URL naming a database; its credentials and CA go with it', () => {
+    expect(parseServerConfig(['--metrics-sink', 'http://127.0.0.1:8086/edgecv'], {}).metricsSink).toBe('http://127.0.0.1:8086/edgecv');
+    for (const bad of ['influx:8086', 'ftp://h/db', 'http://h:8086', 'http://h:8086/a/b', 'http://h:8086/db?rp=x']) {
+      expect(() => parseServerConfig(['--metrics-sink', bad], {}), bad).toThrow(ConfigError);
+    }
+    expect(() => parseServerConfig(['--metrics-sink-ca', '/ca.pem'], {})).toThrow(/go with --metrics-sink/);
+    expect(parseInfluxUrl('https://u:p%40ss@h:8086/my%20db')).toMatchObject({ origin: 'https://h:8086', database: 'my db', auth: { username: 'u', password: 'p@ss' }, redacted: 'https://u:***@h:8086/my%20db' });
+  });
+
+  it('edgecv console: regions NAME=URL (flag or EDGECV_CONSOLE_REGIONS), at least one, no name twice', () => {
+    const config = parseConsoleArgs(['--region', 'eu=http://a:8086/x', '--region', 'us=https://b:8086/y', '--port', '0'], {});
+    expect([...config.regions]).toEqual([['eu', 'http://a:8086/x'], ['us', 'https://b:8086/y']]);
+    expect(config.port).toBe(0);
+    expect([...parseConsoleArgs([], { EDGECV_CONSOLE_REGIONS: 'eu=http://a:8086/x,us=http://b:8086/y' }).regions.keys()]).toEqual(['eu', 'us']);
+    expect(() => parseConsoleArgs([], {})).toThrow(/at least one --region/);
+    expect(() => parseConsoleArgs(['--region', 'http://a:8086/x'], {})).toThrow(/NAME=URL/);
+    expect(() => parseConsoleArgs(['--region', 'eu=http://a/x', '--region', 'eu=http://b/x'], {})).toThrow(/twice/);
+    expect(() => parseConsoleArgs(['--region', 'eu=http://a/x', '--tls-cert', 'c.pem'], {})).toThrow(/go together/);
   });
 });
 
