@@ -9,7 +9,7 @@
 //   changes    pub/sub channel: {origin, write, op: 'add', samples} | {origin, write, op: 'remove', ids} |
 //              {origin, write, op: 'resync'}
 //
-// Every message on the channel is checked (parseChangeMessage) before it is applied: a malformed one is logged and
+// Every message on the channel is checked (change-messages.ts) before it is applied: a malformed one is logged and
 // skipped, and the gallery is resynced from Redis, which holds the truth. Every command has a timeout
 // (REDIS_COMMAND_TIMEOUT_MS): a frozen or cut-off Redis makes a change fail in bounded time. A transaction publishes
 // its own change, so its broadcast proves it was applied: a change whose answer timed out but whose broadcast came
@@ -18,8 +18,9 @@
 
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { checkSubject } from './jsonl.js';
-import { embeddingFromBase64, isSampleId } from './sample-check.js';
+import { CHANGE_CHANNEL, MAX_ADD_MESSAGE, parseChangeMessage, type ChangeMessage } from './change-messages.js';
+import { redisDurability } from './redis-durability.js';
+import { embeddingFromBase64, isRecord, isSampleId } from './sample-check.js';
 import {
   embeddingToBytes,
   GalleryStoreError,
@@ -36,7 +37,6 @@ import {
 
 const PREFIX = 'edgecv:gallery:';
 const KEY = { samples: `${PREFIX}samples`, crops: `${PREFIX}crops`, subjects: `${PREFIX}subjects`, nextId: `${PREFIX}next-id` };
-export const CHANGE_CHANNEL = `${PREFIX}changes`;
 const CHANNEL = CHANGE_CHANNEL;
 
 /**
@@ -48,8 +48,6 @@ export const REDIS_COMMAND_TIMEOUT_MS = 1_500;
 const SUBSCRIPTION_PING_MS = 5_000;
 /** Writes in doubt remembered at most (a Redis that never applies them would otherwise grow the set). */
 const MAX_IN_DOUBT = 10_000;
-/** The largest 'add' this store publishes; more samples go as a 'resync'. */
-const MAX_ADD_MESSAGE = 64;
 
 interface SampleRecord {
   subject: string;
@@ -58,83 +56,6 @@ interface SampleRecord {
   modelVersion: string;
   embedding: string;
   cropRect: Rect | null;
-}
-
-interface WireVector {
-  id: number;
-  subject: string;
-  createdAt: number;
-  model: string;
-  modelVersion: string;
-  embedding: string;
-}
-
-/** `write` names the transaction: a server that timed out waiting for its own write knows it when it comes. */
-type ChangeMessage = { origin: string; write?: string } & ({ op: 'add'; samples: WireVector[] } | { op: 'remove'; ids: number[] } | { op: 'resync' });
-
-/** A checked change message: the vectors decoded. */
-export type ChangeOf =
-  | { origin: string; write: string | null; op: 'add'; samples: SampleVector[] }
-  | { origin: string; write: string | null; op: 'remove'; ids: number[] }
-  | { origin: string; write: string | null; op: 'resync' };
-
-/** Enrolment's rules for subject names (checkSubject): a message breaking them did not come from a server. */
-function subjectProblem(subject: string): string | null {
-  try {
-    checkSubject(subject);
-    return null;
-  } catch (e) {
-    return (e as Error).message;
-  }
-}
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** A sample of an 'add' message, or why it is not one. The embedding's dimension is the service's to check. */
-function wireVector(v: unknown): SampleVector | string {
-  if (!isRecord(v)) return 'a sample is not an object';
-  const { id, subject, createdAt, model, modelVersion, embedding } = v;
-  if (!isSampleId(id)) return 'a sample id is not a positive integer';
-  if (typeof subject !== 'string' || subjectProblem(subject) !== null) return `sample ${id}: ${typeof subject === 'string' ? subjectProblem(subject) : 'no subject'}`;
-  if (typeof createdAt !== 'number' || !Number.isFinite(createdAt)) return `sample ${id}: 'createdAt' is not a number`;
-  if (typeof model !== 'string' || typeof modelVersion !== 'string') return `sample ${id}: no model or model version`;
-  if (typeof embedding !== 'string') return `sample ${id}: no embedding`;
-  const vector = embeddingFromBase64(embedding);
-  if (vector === null) return `sample ${id}: the embedding is not base64 float32`;
-  return { id, subject, createdAt, model, modelVersion, embedding: vector };
-}
-
-/** Checks one message of the change channel; a string says why it is malformed. */
-export function parseChangeMessage(text: string): ChangeOf | string {
-  let m: unknown;
-  try {
-    m = JSON.parse(text);
-  } catch {
-    return 'not JSON';
-  }
-  if (!isRecord(m)) return 'not a JSON object';
-  const { origin, write, op } = m;
-  if (typeof origin !== 'string' || origin.length === 0) return "no 'origin'";
-  if (write !== undefined && typeof write !== 'string') return "'write' is not a string";
-  const head = { origin, write: typeof write === 'string' ? write : null };
-  if (op === 'resync') return { ...head, op };
-  if (op === 'remove') {
-    const ids = m['ids'];
-    if (!Array.isArray(ids) || !ids.every(isSampleId)) return "'ids' is not a list of sample ids";
-    return { ...head, op, ids: ids as number[] };
-  }
-  if (op === 'add') {
-    const list = m['samples'];
-    if (!Array.isArray(list) || list.length === 0 || list.length > MAX_ADD_MESSAGE) return `'samples' is not a list of 1 to ${MAX_ADD_MESSAGE} samples`;
-    const samples: SampleVector[] = [];
-    for (const item of list) {
-      const v = wireVector(item);
-      if (typeof v === 'string') return v;
-      samples.push(v);
-    }
-    return { ...head, op, samples };
-  }
-  return `unknown op ${JSON.stringify(op)?.slice(0, 40)}`;
 }
 
 function record(s: NewSample): SampleRecord {
@@ -172,13 +93,6 @@ function decodeRow(idText: string, text: string): SampleVector | QuarantinedSamp
 
 /** Why a command failed before Redis could have applied it (nothing was sent): not in doubt. */
 const NOT_SENT = /Stream isn't writeable/;
-
-/** Rows of CONFIG GET as a map (Redis answers [name, value, name, value, ...]). */
-function configMap(reply: unknown): Map<string, string> {
-  const out = new Map<string, string>();
-  if (Array.isArray(reply)) for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), String(reply[i + 1]));
-  return out;
-}
 
 /** Any Redis failure becomes a GalleryStoreError (HTTP 503: the client may retry). */
 function storeErrors<T>(p: Promise<T>): Promise<T> {
@@ -474,56 +388,3 @@ export class RedisGalleryStore implements GalleryStore {
   }
 }
 
-/**
- * Whether Redis keeps what it acknowledged across its own restart: CONFIG GET save / appendonly, or, where CONFIG
- * is refused (renamed, ACL, managed Redis), INFO persistence's aof_enabled. Never throws.
- */
-export async function redisDurability(client: Redis, url: string): Promise<StoreDurability> {
-  const where = redactedUrl(url);
-  let rdb: boolean | null = null;
-  let aof: boolean | null = null;
-  let fsync: string | null = null;
-  try {
-    const config = configMap(await client.config('GET', 'save'));
-    for (const [k, v] of configMap(await client.config('GET', 'appendonly'))) config.set(k, v);
-    for (const [k, v] of configMap(await client.config('GET', 'appendfsync'))) config.set(k, v);
-    if (config.has('save')) rdb = config.get('save')!.trim() !== '';
-    if (config.has('appendonly')) aof = config.get('appendonly') === 'yes';
-    fsync = config.get('appendfsync') ?? null;
-  } catch {
-    // refused: INFO below
-  }
-  if (aof === null) {
-    try {
-      const info = await client.info('persistence');
-      const m = /^aof_enabled:(\d)/m.exec(info);
-      if (m) aof = m[1] === '1';
-    } catch {
-      // refused too: unknown
-    }
-  }
-  const persistence: StoreDurability['persistence'] =
-    aof === true ? (rdb === true ? 'aof+rdb' : 'aof') : rdb === true ? 'rdb' : aof === false && rdb === false ? 'none' : 'unknown';
-  let warning: string | null = null;
-  if (persistence === 'none') {
-    warning = `the gallery's Redis (${where}) does not persist (save '' and appendonly no): every enrolment is lost when Redis restarts. Turn on AOF (appendonly yes).`;
-  } else if (persistence === 'unknown') {
-    warning = `cannot tell whether the gallery's Redis (${where}) persists (CONFIG refused, INFO silent): without AOF or RDB every enrolment is lost when Redis restarts.`;
-  } else if (persistence === 'rdb') {
-    warning = `the gallery's Redis (${where}) persists by RDB snapshots only: enrolments since the last snapshot are lost if Redis stops abruptly. AOF (appendonly yes) keeps them.`;
-  } else if (fsync === 'no') {
-    warning = `the gallery's Redis (${where}) writes its AOF without fsync (appendfsync no): a power cut can lose recent enrolments.`;
-  }
-  return { kind: 'redis', persistence, warning };
-}
-
-/** The URL without its password, for logs. */
-function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'redis';
-  }
-}

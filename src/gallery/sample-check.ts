@@ -19,6 +19,9 @@ export function embeddingProblem(v: Float32Array, dim?: number): string | null {
   return null;
 }
 
+/** A JSON object (not null, not an array). */
+export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** Sample ids: positive safe integers (both stores count from 1). */
 export function isSampleId(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;

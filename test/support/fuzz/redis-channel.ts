@@ -4,7 +4,7 @@
 
 import type { Rng } from './cases.js';
 
-export const CHANGE_CHANNEL = 'edgecv:gallery:changes';
+export { CHANGE_CHANNEL } from '../../../src/gallery/change-messages.js';
 
 /** The embedding model of the fleet (GET /server/capabilities/ -> gallery.embedder). */
 export interface ChannelEmbedder {
