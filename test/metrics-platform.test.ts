@@ -214,7 +214,7 @@ beforeAll(async () => {
     const cpu = series(await consoleQuery({ selector: 'cpu' }))[0]!.values;
     return ofApp.every((i) => cpu.filter((r) => podOf(r) === i.pod).length >= 3) ? true : undefined;
   });
-}, 180_000);
+});
 
 afterAll(async () => {
   await Promise.all([console_?.stop(), ...instances.map((i) => i.server?.stop())]);

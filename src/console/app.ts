@@ -2,8 +2,7 @@
 // same login and metrics routes as an instance (the same route modules), with the metrics answered from
 // InfluxDB (FleetMetrics) instead of the instance's own SQLite store.
 
-import type { Hono } from 'hono';
-import { Hono as HonoApp } from 'hono';
+import { Hono } from 'hono';
 import type { AuthService } from '../auth/auth-service.js';
 import { serverApp } from '../server/app.js';
 import { requireUser } from '../server/auth-guard.js';
@@ -21,9 +20,9 @@ export interface ConsoleDeps {
 }
 
 export function createConsoleApp(deps: ConsoleDeps): Hono {
-  const api = new HonoApp()
-    .route('/api/v1/login', loginRoutes(deps))
-    .use('/api/v1/auth/*', requireUser(deps.auth))
-    .route('/api/v1/auth/metrics/app', metricsAppRoutes(deps));
+  const api = new Hono().route('/api/v1/login', loginRoutes(deps));
+  // Not chained: the guard's variables (AppEnv) are for the routes behind it, and serverApp() takes a plain Hono.
+  api.use('/api/v1/auth/*', requireUser(deps.auth));
+  api.route('/api/v1/auth/metrics/app', metricsAppRoutes(deps));
   return serverApp({ config: { bodyLimit: deps.bodyLimit ?? CONSOLE_BODY_LIMIT } }, api);
 }
