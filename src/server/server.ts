@@ -20,7 +20,7 @@ export interface RunningServer {
   webSockets?: WebSocketRoutes;
   /**
    * Starts a drain: every answer from now on (those in flight whose headers are not out yet included) says
-   * Connection: close, so keep-alive clients reconnect elsewhere; idle keep-alive connections are closed.
+   * Connection: close, so keep-alive clients reconnect (through a balancer: to another server).
    */
   drain(): void;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
@@ -100,10 +100,9 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
         port,
         webSockets: sockets,
         url: `${opts.tls ? 'https' : 'http'}://${urlHost(opts.host)}:${port}/`,
-        drain: () => {
-          closeAfterAnswer();
-          server.closeIdleConnections();
-        },
+        // Idle keep-alive connections stay open until close(): closing one now would race a request the client is
+        // sending on it; used during the drain, each gets Connection: close on its next answer.
+        drain: closeAfterAnswer,
         close: (graceMs = 5000) =>
           new Promise<void>((done) => {
             // upgraded sockets are no longer the HTTP server's: close them, or server.close() waits for them

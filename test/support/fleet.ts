@@ -1,0 +1,287 @@
+// A fleet on loopback for the balancer test and bench: a real redis-server, real `edgecv serve` processes, and
+// Debian's haproxy in front of them with TLS passthrough (mode tcp) and TLS termination (mode http), health checks
+// on /health/ready. Everything binds 127.0.0.1; every wait is bounded.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import net from 'node:net';
+import path from 'node:path';
+import { freePort, startServerProcess, type ServerProcess } from './server-process.js';
+
+export interface RedisServer {
+  port: number;
+  url: string;
+  cli(...args: string[]): string;
+  stop(): void;
+}
+
+/** redis-server without persistence on 127.0.0.1, its files in `dir`. */
+export async function startRedis(dir: string): Promise<RedisServer> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 20_000);
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (/Ready to accept connections/.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`redis-server exited ${code} (installed? node scripts/setup.mjs --test):\n${out}`)));
+  });
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    cli: (...args) => {
+      const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`redis-cli ${args.join(' ')}: ${r.stderr}`);
+      return r.stdout.trim();
+    },
+    stop: () => void child.kill('SIGKILL'),
+  };
+}
+
+/** A self-signed certificate and its key in one PEM file, as haproxy's `crt` wants them (TLS termination). */
+export function terminationPem(dir: string): string {
+  const key = path.join(dir, 'lb.key');
+  const cert = path.join(dir, 'lb.crt');
+  const r = spawnSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
+    { encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new Error(`openssl: ${r.stderr}`);
+  const pem = path.join(dir, 'lb.pem');
+  fs.writeFileSync(pem, fs.readFileSync(cert, 'utf8') + fs.readFileSync(key, 'utf8'), { mode: 0o600 });
+  return pem;
+}
+
+export interface FleetMember {
+  name: string;
+  /** The server's own HTTPS port (its own certificate: passthrough). */
+  httpsPort: number;
+  /** Its loopback plain-HTTP listener (--http-port): haproxy speaks to it after terminating TLS. */
+  httpPort: number;
+}
+
+export interface BalancerLayout {
+  members: FleetMember[];
+  /** Frontend passing TLS through to the servers (mode tcp). */
+  passthroughPort: number;
+  /** Frontend terminating TLS with `pem` (mode http), plain HTTP to the servers. */
+  terminationPort: number;
+  pem: string;
+  statsSocket: string;
+  /** Health check interval; a server is down after one failed check, up after one good one. */
+  checkInterMs: number;
+}
+
+export const PASSTHROUGH_BACKEND = 'edgecv_tls';
+export const TERMINATION_BACKEND = 'edgecv_plain';
+
+/**
+ * The test's haproxy.cfg (deploy/haproxy.cfg is the production one, same ideas). Zero-loss pieces: health checks on
+ * /health/ready, which fails from the first moment of a drain; `retries` + `option redispatch` so that a connection
+ * refused by a stopped server is tried on another; in mode http also `retry-on conn-failure empty-response` (a
+ * request whose server died before answering is sent again; the request is buffered for that).
+ */
+export function haproxyConfig(l: BalancerLayout): string {
+  const check = `check inter ${l.checkInterMs} fall 1 rise 1`;
+  const readyCheck = ['  option httpchk', '  http-check send meth GET uri /health/ready ver HTTP/1.1 hdr Host edgecv', '  http-check expect status 200'];
+  return [
+    'global',
+    `  stats socket ${l.statsSocket} mode 600 level admin`,
+    '  maxconn 512',
+    '  tune.bufsize 65536', // a whole test photo fits: L7 retries need the request buffered
+    '  tune.ssl.default-dh-param 2048',
+    'defaults',
+    '  timeout connect 2s',
+    '  timeout client 60s',
+    '  timeout server 60s',
+    '  timeout check 2s',
+    '  retries 3',
+    '  option redispatch 1',
+    `frontend tls_passthrough`,
+    '  mode tcp',
+    `  bind 127.0.0.1:${l.passthroughPort}`,
+    `  default_backend ${PASSTHROUGH_BACKEND}`,
+    `backend ${PASSTHROUGH_BACKEND}`,
+    '  mode tcp',
+    '  balance roundrobin',
+    ...readyCheck,
+    ...l.members.map((m) => `  server ${m.name} 127.0.0.1:${m.httpsPort} ${check} check-ssl verify none`),
+    `frontend tls_termination`,
+    '  mode http',
+    `  bind 127.0.0.1:${l.terminationPort} ssl crt ${l.pem}`,
+    '  option http-buffer-request',
+    `  default_backend ${TERMINATION_BACKEND}`,
+    `backend ${TERMINATION_BACKEND}`,
+    '  mode http',
+    '  balance roundrobin',
+    '  retry-on conn-failure empty-response junk-response',
+    '  option forwardfor',
+    ...readyCheck,
+    ...l.members.map((m) => `  server ${m.name} 127.0.0.1:${m.httpPort} ${check}`),
+    '',
+  ].join('\n');
+}
+
+export interface Haproxy {
+  child: ChildProcess;
+  output(): string;
+  /** `show stat`: one row per frontend, backend and server. */
+  stat(): Promise<{ backend: string; server: string; status: string }[]>;
+  /** Resolves when every server of both backends is UP (or rejects after timeoutMs). */
+  allUp(names: string[], timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function socketCommand(socket: string, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = net.createConnection(socket);
+    let out = '';
+    c.setTimeout(2000, () => c.destroy(new Error(`haproxy socket: no answer to ${command}`)));
+    c.on('connect', () => c.write(`${command}\n`));
+    c.on('data', (d) => (out += d));
+    c.on('end', () => resolve(out));
+    c.on('error', reject);
+  });
+}
+
+export async function startHaproxy(configFile: string, statsSocket: string): Promise<Haproxy> {
+  const check = spawnSync('haproxy', ['-c', '-f', configFile], { encoding: 'utf8' });
+  if (check.status !== 0) throw new Error(`haproxy -c rejects ${configFile} (installed? node scripts/setup.mjs --test):\n${check.stdout}${check.stderr}`);
+  const child = spawn('haproxy', ['-db', '-f', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const stat = async () => {
+    const csv = await socketCommand(statsSocket, 'show stat');
+    return csv
+      .split('\n')
+      .filter((line) => line && !line.startsWith('#'))
+      .map((line) => line.split(','))
+      .map((f) => ({ backend: f[0]!, server: f[1]!, status: f[17]! }));
+  };
+  const h: Haproxy = {
+    child,
+    output: () => out,
+    stat,
+    allUp: async (names, timeoutMs = 60_000) => {
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        const rows = await stat().catch(() => []);
+        const up = (backend: string) => names.every((n) => rows.some((r) => r.backend === backend && r.server === n && r.status === 'UP'));
+        if (up(PASSTHROUGH_BACKEND) && up(TERMINATION_BACKEND)) return;
+        if (Date.now() > end) throw new Error(`haproxy: not all of ${names.join(', ')} UP within ${timeoutMs} ms: ${JSON.stringify(rows)}\n${out}`);
+        if (child.exitCode !== null) throw new Error(`haproxy exited ${child.exitCode}:\n${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+  // the stats socket exists once haproxy has parsed its configuration and bound
+  const end = Date.now() + 10_000;
+  while (!(await stat().then(() => true, () => false))) {
+    if (Date.now() > end || child.exitCode !== null) throw new Error(`haproxy did not start:\n${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return h;
+}
+
+/** Starts an `edgecv serve` for each member, in parallel (model loading is the slow part). */
+export function startMembers(members: FleetMember[], argsOf: (m: FleetMember) => string[]): Promise<ServerProcess[]> {
+  return Promise.all(members.map((m) => startServerProcess(['--port', String(m.httpsPort), '--http-port', String(m.httpPort), ...argsOf(m)])));
+}
+
+export async function fleetLayout(names: string[], dir: string, checkInterMs: number): Promise<BalancerLayout> {
+  const members: FleetMember[] = [];
+  for (const name of names) members.push({ name, httpsPort: await freePort(), httpPort: await freePort() });
+  return {
+    members,
+    passthroughPort: await freePort(),
+    terminationPort: await freePort(),
+    pem: terminationPem(dir),
+    statsSocket: path.join(dir, 'haproxy.sock'),
+    checkInterMs,
+  };
+}
+
+// ------------------------------------------------------------------ steady load
+
+export interface LoadResult {
+  /** status code -> count; 0 counts transport errors (reset, refused). */
+  statuses: Record<number, number>;
+  errors: string[];
+  latenciesMs: number[];
+  sent: number;
+}
+
+export interface RunningLoad {
+  /** Stops sending (requests in flight finish) and resolves with what came back. */
+  stop(): Promise<LoadResult>;
+  /** Requests answered so far. */
+  done(): number;
+}
+
+/**
+ * `clients` loops, each with one keep-alive connection (maxSockets 1: a connection is reused only after its answer),
+ * sending POST `body` to `url` one request at a time (`pauseMs` apart), until stop(), `maxRequests` in all or `maxMs`.
+ */
+export function steadyLoad(opts: { url: string; body: Buffer; clients: number; maxRequests: number; maxMs: number; pauseMs?: number; contentType?: string }): RunningLoad {
+  const result: LoadResult = { statuses: {}, errors: [], latenciesMs: [], sent: 0 };
+  let stopped = false;
+  const end = Date.now() + opts.maxMs;
+  const one = (agent: https.Agent) =>
+    new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const req = https.request(opts.url, { method: 'POST', agent, rejectUnauthorized: false, headers: { 'content-type': opts.contentType ?? 'image/jpeg' } }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          result.statuses[status] = (result.statuses[status] ?? 0) + 1;
+          if (status < 200 || status > 299) result.errors.push(`HTTP ${status}`);
+          result.latenciesMs.push(performance.now() - t0);
+          resolve();
+        });
+        res.on('error', (e) => {
+          result.statuses[0] = (result.statuses[0] ?? 0) + 1;
+          result.errors.push(e.message);
+          resolve();
+        });
+      });
+      req.on('error', (e) => {
+        result.statuses[0] = (result.statuses[0] ?? 0) + 1;
+        result.errors.push(e.message);
+        resolve();
+      });
+      req.end(opts.body);
+    });
+  const loops = Array.from({ length: opts.clients }, async () => {
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    while (!stopped && result.sent < opts.maxRequests && Date.now() < end) {
+      result.sent++;
+      await one(agent);
+      if (opts.pauseMs) await new Promise((r) => setTimeout(r, opts.pauseMs));
+    }
+    agent.destroy();
+  });
+  const all = Promise.all(loops);
+  return {
+    done: () => result.latenciesMs.length + (result.statuses[0] ?? 0),
+    stop: async () => {
+      stopped = true;
+      await all;
+      return result;
+    },
+  };
+}
