@@ -19,6 +19,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ConfigError, parseServerConfig } from '../src/config.js';
+import { plainListenerNote } from '../src/server/serve.js';
 import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
 import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
@@ -279,6 +280,16 @@ describe('--http-routes', () => {
     expect(parseServerConfig(['--http-port', '5000'], {}).httpRoutes).toBeUndefined();
     expect(() => parseServerConfig(['--http-port', '5000', '--http-routes', 'everything'], {})).toThrow(ConfigError);
     expect(() => parseServerConfig(['--http-routes', 'all'], {})).toThrow(/--http-routes goes with --http-port/);
+  });
+
+  it('says what the listener serves; all of it beyond loopback comes with a warning', () => {
+    const url = 'http://localhost:5000/';
+    expect(plainListenerNote({ host: '0.0.0.0' }, url)).toEqual({ log: `edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${url}` });
+    for (const host of ['127.0.0.1', '::1', 'localhost']) expect(plainListenerNote({ host, httpRoutes: 'all' }, url).warning).toBeUndefined();
+    for (const host of ['0.0.0.0', '::', '192.0.2.7']) expect(plainListenerNote({ host, httpRoutes: 'all' }, url).warning).toMatch(/^edgecv: WARNING: --http-routes all/);
+    // the real server of this file: loopback, so the note and no warning
+    expect(server.output()).toContain(`every route (WebSockets included) over plain HTTP on http://127.0.0.1:${plainPort}/`);
+    expect(server.output()).not.toContain('WARNING');
   });
 });
 

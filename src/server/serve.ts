@@ -12,6 +12,19 @@ import { startServer, type RunningServer } from './server.js';
 import { loadTls, TlsError } from './tls.js';
 import { webSocketOptionsFromConfig } from './websocket-limits.js';
 
+/** What serve prints about the --http-port listener: what it serves and, for every route beyond loopback, a warning. */
+export function plainListenerNote(config: Pick<ServerConfig, 'host' | 'httpRoutes'>, url: string): { log: string; warning?: string } {
+  if (config.httpRoutes !== 'all') return { log: `edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${url}` };
+  const log = `edgecv: every route (WebSockets included) over plain HTTP on ${url}`;
+  if (config.host === 'localhost' || isLoopback(config.host)) return { log };
+  return {
+    log,
+    warning:
+      `edgecv: WARNING: --http-routes all on ${config.host}: logins, keys and gallery changes travel unencrypted on ` +
+      `${url}; serve it on --host 127.0.0.1 behind a TLS-terminating balancer, or firewall the port`,
+  };
+}
+
 /** Runs the server until SIGINT/SIGTERM. Resolves with the process exit code. */
 export async function runServe(config: ServerConfig): Promise<number> {
   let tls;
@@ -115,15 +128,11 @@ export async function runServe(config: ServerConfig): Promise<number> {
   const { persons } = engine.models;
   if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
   const { backend, device, runtimes, onnxRuntime, onnxRuntimeMissing } = engine.backend();
-  if (plain && config.httpRoutes === 'all') {
-    console.log(`edgecv: every route (WebSockets included) over plain HTTP on ${plain.url}`);
-    if (config.host !== 'localhost' && !isLoopback(config.host)) {
-      console.warn(
-        `edgecv: WARNING: --http-routes all on ${config.host}: logins, keys and gallery changes travel unencrypted on ` +
-          `${plain.url}; serve it on --host 127.0.0.1 behind a TLS-terminating balancer, or firewall the port`,
-      );
-    }
-  } else if (plain) console.log(`edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${plain.url}`);
+  if (plain) {
+    const note = plainListenerNote(config, plain.url);
+    console.log(note.log);
+    if (note.warning) console.warn(note.warning);
+  }
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => `${role} on ${runtime}`);
   console.log(
