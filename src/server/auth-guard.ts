@@ -3,6 +3,7 @@
 
 import type { MiddlewareHandler } from 'hono';
 import { AuthError, type AuthService } from '../auth/auth-service.js';
+import type { AppEnv } from './app-env.js';
 import { HttpError } from './errors.js';
 
 /** HttpError for an AuthError: 401 with WWW-Authenticate, 429 with Retry-After. */
@@ -11,7 +12,7 @@ export function authHttpError(e: AuthError): HttpError {
   return new HttpError(401, e.message, { 'WWW-Authenticate': 'Bearer realm="edgecv"' });
 }
 
-export function requireUser(auth: AuthService): MiddlewareHandler {
+export function requireUser(auth: AuthService): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     try {
       c.set('user', await auth.authenticate(c.req.header('authorization')));

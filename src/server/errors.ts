@@ -11,14 +11,23 @@ export interface ErrorBody {
   error: string;
 }
 
-export class HttpError extends Error {
+/**
+ * An error answered with `status`, {"success":"false","error": message} and `headers`. A Hono HTTPException, so that
+ * Hono and its middleware see one mechanism; the apps' error handlers (error-handler.ts) write its answer.
+ */
+export class HttpError extends HTTPException {
   override name = 'HttpError';
   constructor(
-    readonly status: ContentfulStatusCode,
+    status: ContentfulStatusCode,
     message: string,
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
+    super(status, { message });
+  }
+
+  /** The same answer where no edgecv error handler runs (Hono's default handler asks the exception for it). */
+  override getResponse(): Response {
+    return Response.json(errorBody(this.message), { status: this.status, headers: this.headers });
   }
 }
 

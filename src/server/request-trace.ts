@@ -7,18 +7,10 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import { getPath } from 'hono/utils/url';
 import type { AuditLog } from '../audit/audit-log.js';
-import type { AuthenticatedUser } from '../auth/auth-service.js';
+import type { AppEnv } from './app-env.js';
 import { observeHttpRequest } from './prometheus.js';
 
 export const TRACE_HEADER = 'tracid';
-
-declare module 'hono' {
-  interface ContextVariableMap {
-    tracid: string;
-    /** Set by the auth guard (and by a successful login). */
-    user: AuthenticatedUser;
-  }
-}
 
 export function newTraceId(): string {
   return randomBytes(16).toString('hex');
@@ -53,7 +45,7 @@ export function clientAddress(c: Context): string {
   return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
-export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler {
+export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const tracid = newTraceId();
     c.set('tracid', tracid);

@@ -15,7 +15,7 @@ import { HttpError } from '../errors.js';
 import { observed } from '../inference-route.js';
 import { customModels, hasObjectModel, type ObjectModelRun } from './models.js';
 import { dsReply } from './reply.js';
-import { limitField, minConfidence, requestImage } from './request.js';
+import { limitField, minConfidence, requestImage, type DeepStackEnv } from './request.js';
 
 // maxLimit: what the engine accepts as maxObjects.
 export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: ENGINE_RANGES.maxObjects.max } as const;
@@ -46,10 +46,10 @@ export function objectPredictions(result: ObjectDetection, limit: number): Objec
 }
 
 /** Mounted at /v1/vision; `open` reads the request and checks the API key (request.ts). */
-export function deepStackDetectionRoutes(deps: { engine: PoseObjectEngine; open: MiddlewareHandler }): Hono {
+export function deepStackDetectionRoutes(deps: { engine: PoseObjectEngine; open: MiddlewareHandler }): Hono<DeepStackEnv> {
   const { engine, open } = deps;
 
-  const detect = async (c: Context, model: string, run: ObjectModelRun) => {
+  const detect = async (c: Context<DeepStackEnv>, model: string, run: ObjectModelRun) => {
     const req = c.get('deepstack');
     const image = requestImage(req);
     const scoreThreshold = minConfidence(req, DETECTION_DEFAULTS.minConfidence);
@@ -59,7 +59,7 @@ export function deepStackDetectionRoutes(deps: { engine: PoseObjectEngine; open:
   };
 
   return (
-    new Hono()
+    new Hono<DeepStackEnv>()
       .post('/detection', open, (c) => {
         if (!hasObjectModel(engine)) throw new HttpError(403, 'object detection is not enabled on this server');
         return detect(c, engine.models?.objects ?? 'objects', (image, opts) => engine.detectObjects(image, opts));

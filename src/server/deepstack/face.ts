@@ -16,7 +16,7 @@ import { HttpError } from '../errors.js';
 import { observed } from '../inference-route.js';
 import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
 import { dsReply, INVALID_IMAGE, NO_IMAGE } from './reply.js';
-import { minConfidence, requestImage, userId } from './request.js';
+import { minConfidence, requestImage, userId, type DeepStackEnv } from './request.js';
 import { DEEPSTACK_RECOGNITION_THRESHOLD, similarityFromDistance } from './similarity.js';
 
 export const FACE_DETECTION_MIN_CONFIDENCE = 0.55;
@@ -54,7 +54,7 @@ export function deepStackFaceRoutes(deps: {
   /** The key check of register and delete (enrolmentGuard, request.ts). */
   enrolment: MiddlewareHandler;
   open: MiddlewareHandler;
-}): Hono {
+}): Hono<DeepStackEnv> {
   const { engine, open } = deps;
   const admin = deps.enrolment;
   const service = (): RecognitionService => {
@@ -62,7 +62,7 @@ export function deepStackFaceRoutes(deps: {
     return deps.recognition;
   };
 
-  return new Hono()
+  return new Hono<DeepStackEnv>()
     .post('/face', open, async (c) => {
       const req = c.get('deepstack');
       const image = requestImage(req);

@@ -4,6 +4,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ServerConfig } from '../../config.js';
 import { keyMatcher, presentedKey, requireAdmin } from '../admin-auth.js';
+import type { AppVariables } from '../app-env.js';
 import { HttpError } from '../errors.js';
 import { MULTIPART, URLENCODED, type FormReadOptions } from '../form-body.js';
 import { formImage, mediaType, readFormParts, readImageInput, type FormFile } from '../image-input.js';
@@ -15,12 +16,8 @@ export interface DeepStackRequest {
   files: FormFile[];
 }
 
-declare module 'hono' {
-  interface ContextVariableMap {
-    /** Set by openDeepStackRequest(), the first middleware of every DeepStack route. */
-    deepstack: DeepStackRequest;
-  }
-}
+/** The DeepStack routes' Hono env: the app's variables and the request read by openDeepStackRequest(). */
+export type DeepStackEnv = { Variables: AppVariables & { deepstack: DeepStackRequest } };
 
 /** Bytes in the body (read once: Hono keeps it for readImageInput). */
 async function bodyLength(c: Context): Promise<number> {
@@ -64,7 +61,7 @@ const WRONG_KEY = 'Incorrect api key';
  * carry it, so any other body is refused unread, and a form is read only until its api_key field (a wrong one
  * is refused there), or until it goes over the form limits (refused as an unauthenticated request).
  */
-export function openDeepStackRequest(apiKey: string | undefined, adminKey: string | undefined): MiddlewareHandler {
+export function openDeepStackRequest(apiKey: string | undefined, adminKey: string | undefined): MiddlewareHandler<DeepStackEnv> {
   if (!apiKey) {
     return async (c, next) => {
       c.set('deepstack', await readDeepStackRequest(c));
@@ -110,7 +107,7 @@ export function enrolmentGuard(config: Pick<ServerConfig, 'apiKey' | 'adminKey' 
 }
 
 /** The key a form carries for the admin check of register/delete: api_key, or DeepStack's admin_key. */
-export function formAdminKey(c: Context): string | undefined {
+export function formAdminKey(c: Context<DeepStackEnv>): string | undefined {
   const req = c.get('deepstack');
   return req.fields.get('admin_key') || req.fields.get('api_key') || undefined;
 }

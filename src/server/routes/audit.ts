@@ -4,14 +4,15 @@
 import { Hono } from 'hono';
 import type { AuditLog } from '../../audit/audit-log.js';
 import type { InstanceIdentity } from '../../metrics/identity.js';
+import type { AppEnv } from '../app-env.js';
 import { requireOrg } from '../auth-guard.js';
 import { HttpError } from '../errors.js';
 
 const MAX_LIMIT = 1000;
 
 /** Mounted at /api/v1/auth/audit, behind the auth guard. */
-export function auditRoutes(deps: { audit: AuditLog; identity: InstanceIdentity }): Hono {
-  return new Hono().get('/', (c) => {
+export function auditRoutes(deps: { audit: AuditLog; identity: InstanceIdentity }): Hono<AppEnv> {
+  return new Hono<AppEnv>().get('/', (c) => {
       requireOrg(c.get('user'), deps.identity.appOrg);
       const tracid = c.req.query('tracid');
       if (tracid !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(tracid)) {

@@ -3,14 +3,15 @@
 import { Hono } from 'hono';
 import { AuthError, type AuthService } from '../../auth/auth-service.js';
 import { MAX_PASSWORD_LENGTH, MAX_USERNAME_LENGTH } from '../../auth/users.js';
+import type { AppEnv } from '../app-env.js';
 import { authHttpError } from '../auth-guard.js';
 import { HttpError } from '../errors.js';
 import { readJsonBody } from '../json-body.js';
 import { clientAddress } from '../request-trace.js';
 
 /** Mounted at /api/v1/login. */
-export function loginRoutes(deps: { auth: AuthService }): Hono {
-  return new Hono().post('/', async (c) => {
+export function loginRoutes(deps: { auth: AuthService }): Hono<AppEnv> {
+  return new Hono<AppEnv>().post('/', async (c) => {
       const body = await readJsonBody(c);
       const { username, password } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
       if (typeof username !== 'string' || username === '' || typeof password !== 'string' || password === '') {

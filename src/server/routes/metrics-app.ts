@@ -2,13 +2,14 @@
 
 import { Hono } from 'hono';
 import { parseMetricsAppQuery, QueryError, type MetricsAppQuery } from '../../metrics/query.js';
+import type { AppEnv } from '../app-env.js';
 import { requireOrg } from '../auth-guard.js';
 import { HttpError } from '../errors.js';
 import { readJsonBody } from '../json-body.js';
 
 /** Mounted at /api/v1/auth/metrics/app, behind the auth guard (on the server and on the console, src/console/app.ts). */
-export function metricsAppRoutes(deps: { metrics: { answer(query: MetricsAppQuery): Promise<string> } }): Hono {
-  return new Hono().post('/', async (c) => {
+export function metricsAppRoutes(deps: { metrics: { answer(query: MetricsAppQuery): Promise<string> } }): Hono<AppEnv> {
+  return new Hono<AppEnv>().post('/', async (c) => {
       let query: MetricsAppQuery;
       try {
         query = parseMetricsAppQuery(await readJsonBody(c));
