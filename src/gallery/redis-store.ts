@@ -46,6 +46,11 @@ const CHANNEL = CHANGE_CHANNEL;
 export const REDIS_COMMAND_TIMEOUT_MS = 1_500;
 /** How often the subscription is pinged: a subscription that stops answering is reconnected (and resynced). */
 const SUBSCRIPTION_PING_MS = 5_000;
+/**
+ * Resyncs asked for by malformed messages: the first at once, then at most one per interval. A resync makes
+ * predictions wait (503) while it runs: a stream of bad messages must not keep the gallery rebuilding.
+ */
+const DOUBT_RESYNC_INTERVAL_MS = 10_000;
 /** Writes in doubt remembered at most (a Redis that never applies them would otherwise grow the set). */
 const MAX_IN_DOUBT = 10_000;
 
@@ -125,6 +130,9 @@ export class RedisGalleryStore implements GalleryStore {
   /** Own writes whose answer timed out before their broadcast came: when it comes, it is applied here too. */
   readonly #inDoubt = new Set<string>();
   readonly #logBadMessage = errorLogger('change channel');
+  #skipped = 0;
+  #lastDoubtResync = -Infinity;
+  #doubtResyncTimer: NodeJS.Timeout | null = null;
   #pinger: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -323,13 +331,32 @@ export class RedisGalleryStore implements GalleryStore {
     if (!results || failed) throw new GalleryStoreError(`re-embedding update failed in Redis: ${failed?.[0]?.message ?? 'transaction aborted'}`);
   }
 
+  /** Change-channel messages skipped as malformed since this store opened. */
+  get skippedMessages(): number {
+    return this.#skipped;
+  }
+
+  /** A resync after a malformed message: now, or once the interval since the last one has passed. */
+  #resyncInDoubt(changes: RemoteChanges): void {
+    if (this.#closed || this.#doubtResyncTimer) return;
+    const wait = this.#lastDoubtResync + DOUBT_RESYNC_INTERVAL_MS - Date.now();
+    const run = () => {
+      this.#doubtResyncTimer = null;
+      this.#lastDoubtResync = Date.now();
+      if (!this.#closed) changes.resync();
+    };
+    if (wait <= 0) run();
+    else this.#doubtResyncTimer = setTimeout(run, wait).unref();
+  }
+
   /** Applies one message of the change channel; never throws (a bad message is logged and answered by a resync). */
   #onMessage(changes: RemoteChanges, text: string): void {
     const m = parseChangeMessage(text);
     if (typeof m === 'string') {
       // Redis holds the truth: whatever the message meant, a resync catches it.
-      this.#logBadMessage(new Error(`malformed change message skipped (${m}), resyncing: ${text.slice(0, 120)}`));
-      changes.resync();
+      this.#skipped++;
+      this.#logBadMessage(new Error(`malformed change message skipped (${m}; ${this.#skipped} so far), resyncing: ${text.slice(0, 120)}`));
+      this.#resyncInDoubt(changes);
       return;
     }
     if (m.origin === this.origin) {
@@ -356,8 +383,9 @@ export class RedisGalleryStore implements GalleryStore {
         this.#onMessage(changes, text);
       } catch (e) {
         // Nothing a message holds may take the server down.
+        this.#skipped++;
         this.#logBadMessage(new Error(`change message failed (${(e as Error).message}), resyncing`));
-        changes.resync();
+        this.#resyncInDoubt(changes);
       }
     });
     // Registered after the first connection: every 'ready' from here on is a reconnection.
@@ -383,6 +411,7 @@ export class RedisGalleryStore implements GalleryStore {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#pinger) clearInterval(this.#pinger);
+    if (this.#doubtResyncTimer) clearTimeout(this.#doubtResyncTimer);
     this.#subscriber.disconnect();
     await this.#client.quit().catch(() => this.#client.disconnect());
   }
