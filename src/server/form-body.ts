@@ -53,29 +53,55 @@ class StopReading extends Error {
 
 /**
  * Feeds the request body to `onChunk` as it arrives (through the app's body-limit middleware). A throw from
- * onChunk stops reading: the stream is cancelled, and what is left of the body is dropped by @hono/node-server
- * after the answer (read, not parsed).
+ * onChunk stops parsing and is the answer, sent at once; what is left of the body is then read and dropped in
+ * the background at REFUSED_BODY_BYTES_PER_SEC, so that the client, still sending, reads the answer instead of a
+ * reset, and four clients sending 18 MB forms in a loop cannot keep the event loop busy decrypting what it refuses.
  */
 async function streamBody(c: Context, onChunk: (chunk: Uint8Array) => void): Promise<void> {
   const body = c.req.raw.body;
   if (!body) return;
   const reader = body.getReader();
+  for (;;) {
+    let next: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      next = await reader.read();
+    } catch (e) {
+      throw new HttpError(400, `could not read the request body: ${(e as Error).message}`);
+    }
+    if (next.done) return;
+    try {
+      onChunk(next.value);
+    } catch (e) {
+      if (!(e instanceof StopReading)) {
+        reader.cancel().catch(() => {});
+        throw e;
+      }
+      void dropRest(reader);
+      throw e.answer;
+    }
+  }
+}
+
+/**
+ * How fast the rest of a refused form is read and dropped. The socket is paused while nobody reads, so this
+ * is the rate the client can send it at; the connection's linger bounds the time (http-guards.ts).
+ */
+export const REFUSED_BODY_BYTES_PER_SEC = 4 * 1024 * 1024;
+
+/** Reads a refused body to its end at REFUSED_BODY_BYTES_PER_SEC, keeping nothing. */
+async function dropRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  const t0 = performance.now();
+  let bytes = 0;
   try {
     for (;;) {
-      let next: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        next = await reader.read();
-      } catch (e) {
-        throw new HttpError(400, `could not read the request body: ${(e as Error).message}`);
-      }
+      const next = await reader.read();
       if (next.done) return;
-      onChunk(next.value);
+      bytes += next.value.byteLength;
+      const aheadMs = (bytes / REFUSED_BODY_BYTES_PER_SEC) * 1000 - (performance.now() - t0);
+      if (aheadMs > 0) await new Promise((resolve) => setTimeout(resolve, aheadMs));
     }
-  } catch (e) {
-    reader.cancel().catch(() => {});
-    throw e instanceof StopReading ? e.answer : e;
-  } finally {
-    reader.releaseLock();
+  } catch {
+    // the connection went away: nothing left to drop
   }
 }
 
