@@ -4,6 +4,7 @@
 // Prints tables; writes bench/results/*.json.
 //   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives]   (one group of sections only)
 //   --metrics-platform: only the fleet metrics section (1,000 instances into a real influxd, console queries)
+//   --balancer: only haproxy in front of 1, 2, 3 servers (bench/balancer.ts, runnable alone too)
 //   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -28,6 +29,7 @@ import { labelsSummary, loadObjectLabels } from '../test/support/object-labels.j
 import { MIN_KEYPOINTS } from '../test/support/pose-scoring.js';
 import { benchAlternatives } from './alternatives/bench.js';
 import { table } from './table.js';
+import { benchBalancer, printBalancer } from './balancer.js';
 
 function findRoot(): string {
   // dist/bench/run.js -> repo root
@@ -175,6 +177,11 @@ async function benchHttp(): Promise<Record<string, string | number>[]> {
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--balancer')) {
+    // alone: haproxy in front of 1, 2, 3 servers (bench/balancer.ts; also `node dist/bench/balancer.js`)
+    printBalancer(await benchBalancer(quick));
+    return;
+  }
   if (process.argv.includes('--metrics-platform')) {
     printMetricsPlatform(await benchMetricsPlatform(quick));
     return;
@@ -216,6 +223,8 @@ async function main(): Promise<void> {
   table('Metrics store: 48 h of 10 s samples in SQLite', metricsStore);
   const metricsPlatform = skipRest ? null : await benchMetricsPlatform(quick);
   if (metricsPlatform) printMetricsPlatform(metricsPlatform);
+  const balancer = skipRest ? null : await benchBalancer(quick);
+  if (balancer) printBalancer(balancer);
   const traceEngine = skipRest ? null : await Engine.open({ workers: 1 });
   const requestTrace = traceEngine ? await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close()) : [];
   table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
@@ -253,6 +262,7 @@ async function main(): Promise<void> {
     poseObjectHttp,
     metricsStore,
     metricsPlatform,
+    balancer,
     requestTrace,
     recognition,
     gallerySearch,

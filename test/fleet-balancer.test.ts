@@ -1,6 +1,7 @@
 // Three real `edgecv serve` processes sharing one real redis-server gallery, behind Debian's haproxy on loopback:
 // TLS passthrough (mode tcp, each server its own self-signed certificate) and TLS termination (haproxy holds the
-// certificate, plain HTTP to each server's loopback --http-port listener), health checks on /health/ready.
+// certificate, plain HTTP to each server's loopback --http-port listener with --http-routes all), health checks
+// on /health/ready.
 // Rolling restarts with SIGTERM lose no request; a SIGKILL loses at most the requests in flight on that server;
 // enrolments travel to every server within 2 s; a SIGTERM during a burst of enrolments loses no acknowledged sample.
 // The servers start in parallel once and are reused (restarted in place) by every test.
@@ -44,6 +45,8 @@ let face: Buffer;
 
 const argsOf = (m: FleetMember) => [
   '--data-dir', path.join(tmp, m.name), '--workers', '1', '--gallery', redis.url, '--admin-key', KEY,
+  // the plain listener (127.0.0.1 only) serves every route: haproxy terminates TLS in front of it
+  '--http-routes', 'all',
   // readiness fails 1 s before the listener closes: 5 health checks of haproxy
   '--drain-delay', '1s', '--drain-timeout', '10s',
   // no periodic sample during the test: the one in metrics.db after a stop is the drain's last sample
@@ -128,7 +131,7 @@ describe('gallery changes through the balancer', () => {
   it('an enrolment is recognized by each server within 2 s; a removed sample is gone from each within 2 s', async () => {
     const [alice, bob] = [...johns.keys()].slice(1, 3) as [string, string];
     const a = await enrol(passthrough('/trainer/add/'), alice, johns.get(alice)![0]!.bytes);
-    const b = await enrol(passthrough('/trainer/add/'), bob, johns.get(bob)![0]!.bytes);
+    const b = await enrol(termination('/trainer/add/'), bob, johns.get(bob)![0]!.bytes);
     expect(a.status).toBe(200);
     expect(b.status).toBe(200);
     const acknowledged = Date.now();
@@ -138,7 +141,7 @@ describe('gallery changes through the balancer', () => {
     const seenByAll = Date.now() - acknowledged;
     for (let i = 0; i < 3; i++) expect(await predict(direct(i, '/recognizer/predict/'), johns.get(bob)![5]!.bytes)).toBe(bob);
 
-    const removed = await httpsRequest(passthrough(`/trainer/remove/?subject=${bob}&id=${b.id}`), { method: 'POST', headers: { 'x-api-key': KEY }, agent });
+    const removed = await httpsRequest(termination(`/trainer/remove/?subject=${bob}&id=${b.id}`), { method: 'POST', headers: { 'x-api-key': KEY }, agent });
     expect(removed.status).toBe(200);
     const removedAt = Date.now();
     for (let i = 0; i < 3; i++) {

@@ -44,7 +44,8 @@ async function readiness(app: ReturnType<typeof createApp>): Promise<{ status: n
 describe('readiness and liveness', () => {
   it('is not ready while the gallery loads, ready after, and not ready from the first moment of a drain', async () => {
     const dataDir = tempDir('edgecv-health-');
-    recognition = await openRecognition(engine, { gallery: 'sqlite', dataDir });
+    // an HNSW index from 100 samples: the import below builds one inside its window
+    recognition = await openRecognition(engine, { gallery: 'sqlite', dataDir, galleryAnnThreshold: 100 });
     const drain = new DrainState();
     const app = createApp({ engine, config, recognition, drain });
     // open() returns with the load still running: the training-data-update window is open
@@ -67,6 +68,32 @@ describe('readiness and liveness', () => {
     expect(draining.status).toBe(503);
     expect(draining.body).toMatchObject({ ready: false, draining: true, gallery: 'ready' });
     expect((await app.request('/health/live')).status).toBe(200); // alive while draining: no restart wanted
+  });
+
+  it('is not ready while a bulk import rebuilds the gallery (recognition answers 503 meanwhile)', async () => {
+    const app = createApp({ engine, config, recognition });
+    const { model, version, dim } = recognition.embedder;
+    let x = 7;
+    const unit = () => {
+      const v = new Float32Array(dim).map(() => ((x = (x * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff) - 0.5);
+      const n = Math.hypot(...v);
+      return v.map((e) => e / n);
+    };
+    const lines = Array.from({ length: 600 }, (_, i) =>
+      JSON.stringify({ subject: `s${i % 50}`, model, model_version: version, embedding: Buffer.from(unit().buffer).toString('base64') }),
+    );
+    // replace: the whole index is reloaded (and its HNSW graph built) inside the training-data-update window
+    let settled = false;
+    const importing = recognition.import(lines.join('\n'), true).finally(() => (settled = true));
+    const seen = new Set<string>();
+    while (!settled) {
+      const r = await readiness(app);
+      seen.add(`${r.status} ${r.body.gallery}`);
+      await new Promise((res) => setImmediate(res));
+    }
+    expect((await importing).total).toBe(600);
+    expect(seen).toContain('503 syncing');
+    expect(await readiness(app)).toMatchObject({ status: 200, body: { gallery: 'ready' } });
   });
 
   it('is not ready while the engine queue is full (the next image would be refused)', async () => {

@@ -5,14 +5,15 @@
 
 import { Hono } from 'hono';
 import type { Engine } from '../../engine/engine.js';
-import type { RecognitionService } from '../../gallery/recognition-service.js';
+import type { GalleryState, RecognitionService } from '../../gallery/recognition-service.js';
 import type { DrainState } from '../drain.js';
 
-export type GalleryReadiness = 'absent' | 'loading' | 'updating' | 'failed' | 'ready';
+/** The gallery's GalleryState, 'failed' when its first load failed, 'absent' without recognition. */
+export type GalleryReadiness = GalleryState | 'absent' | 'failed';
 
 export interface HealthDeps {
   engine: Partial<Pick<Engine, 'stats' | 'models'>>;
-  recognition?: Pick<RecognitionService, 'ready' | 'updating'>;
+  recognition?: Pick<RecognitionService, 'ready' | 'state'>;
   drain?: DrainState;
 }
 
@@ -24,17 +25,15 @@ export interface Readiness {
   queue: { queued: number; limit: number; saturated: boolean } | null;
 }
 
-/** Tracks the gallery's first load, and says what readiness is now. */
+/** Says what readiness is now (and remembers whether the gallery's first load failed). */
 export function readinessProbe(deps: HealthDeps): () => Readiness {
-  let load: 'loading' | 'loaded' | 'failed' = 'loading';
-  deps.recognition?.ready.then(
-    () => (load = 'loaded'),
-    () => (load = 'failed'),
-  );
+  let loadFailed = false;
+  deps.recognition?.ready.catch(() => (loadFailed = true));
   return () => {
     const { recognition, drain, engine } = deps;
     let gallery: GalleryReadiness = 'absent';
-    if (recognition) gallery = load === 'failed' ? 'failed' : load === 'loading' ? 'loading' : recognition.updating ? 'updating' : 'ready';
+    // 'syncing': a rebuild or a Redis resync is under way and recognition answers 503
+    if (recognition) gallery = loadFailed ? 'failed' : recognition.state;
     const stats = engine.stats?.();
     // saturated: the next image would be refused (503) by the engine queue
     const queue = stats ? { queued: stats.queued, limit: stats.queueLimit, saturated: stats.queued >= stats.queueLimit } : null;
