@@ -161,7 +161,9 @@ async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormPa
   parser.on('filesLimit', () => fail(tooMany(`more than ${FORM_LIMITS.files} files in the form`, opts)));
   const closed = new Promise<void>((resolve) => {
     parser.once('close', resolve);
-    parser.once('error', (e: Error) => {
+    // 'on', not 'once': busboy can report a second error (a cut form's "Unexpected end of form" after the
+    // first), and an 'error' with no listener would take the process down.
+    parser.on('error', (e: Error) => {
       fail(new HttpError(400, `malformed multipart/form-data body: ${e.message}`));
       resolve();
     });
@@ -195,14 +197,19 @@ const AMPERSAND = 0x26;
 
 async function urlencodedParts(c: Context, opts: FormReadOptions): Promise<FormParts> {
   const chunks: Buffer[] = [];
-  let separators = 0;
-  // the pairs are counted (a native byte search) as the body arrives, and nothing is split before the whole
-  // body is known to have few enough
+  // pairs are counted (a native byte search for '&') as the body arrives, and nothing is split before the whole
+  // body is known to have few enough: a pair starts at the first byte, and after every '&' not followed by another
+  let pairs = 0;
+  let afterAmpersand = true;
   await streamBody(c, (chunk) => {
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (buf.length === 0) return;
+    if (afterAmpersand && buf[0] !== AMPERSAND) pairs++;
     for (let i = buf.indexOf(AMPERSAND); i >= 0; i = buf.indexOf(AMPERSAND, i + 1)) {
-      if (++separators >= FORM_LIMITS.parts) throw new StopReading(tooMany(`more than ${FORM_LIMITS.parts} parameters in the form`, opts));
+      if (i + 1 < buf.length && buf[i + 1] !== AMPERSAND) pairs++;
     }
+    afterAmpersand = buf[buf.length - 1] === AMPERSAND;
+    if (pairs > FORM_LIMITS.parts) throw new StopReading(tooMany(`more than ${FORM_LIMITS.parts} parameters in the form`, opts));
     chunks.push(buf);
   });
   const text = Buffer.concat(chunks).toString('utf8');
