@@ -5,12 +5,9 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
+import { percentile } from '../../src/metrics/percentiles.js';
 import { REPO_ROOT, withTempServer, writeResult } from '../../test/support/server-process.js';
 import { numericFlags } from './cli-args.js';
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN;
-}
 
 async function main(): Promise<number> {
   const flags = numericFlags({ connections: 16, requests: 2000 });
