@@ -1,4 +1,4 @@
-// A short seeded run of `npm run fuzz` (bench/fuzz/) against a real `edgecv serve` on 127.0.0.1: every class
+// A short seeded run of `npm run fuzz` (bench/fuzz/) against a real `edgecv serve` on 127.0.0.1 (DeepStack routes keyed): every class
 // of hostile request (truncated and bit-flipped photos, random bytes, extreme shapes, chunk bombs, bad forms,
 // compressed bodies, wrong methods, malformed HTTP, long headers, oversize claims, poisoned /trainer/import/
 // bodies) in every input form. The server must survive, never answer 500, and answer JSON every time it answers;
@@ -13,13 +13,14 @@ import { DATA_DIR, httpsRequest, useTempDirs } from './helpers.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
 
 const KEY = 'fuzz-test-admin-key-0123456';
+const API_KEY = 'fuzz-test-api-key-0123456';
 const CASES = 360;
 
 const newTmpDir = useTempDirs();
 let server: ServerProcess;
 
 beforeAll(async () => {
-  server = await startServerProcess(['--data-dir', newTmpDir('edgecv-fuzz-'), '--workers', '2', '--admin-key', KEY]);
+  server = await startServerProcess(['--data-dir', newTmpDir('edgecv-fuzz-'), '--workers', '2', '--admin-key', KEY, '--api-key', API_KEY]);
 });
 afterAll(async () => {
   await server?.stop();
@@ -36,12 +37,17 @@ it(`survives ${CASES} seeded hostile requests with no 500 and only JSON answers`
     concurrency: 4,
     photos: fuzzPhotos(DATA_DIR),
     adminKey: KEY,
+    apiKey: API_KEY,
   });
   expect(Object.keys(report.byKind).sort()).toEqual([...KINDS].sort());
   expect(report.serverErrors).toEqual([]);
   expect(report.notJson).toEqual([]);
   expect(report.alive && server.child.exitCode === null, server.output().slice(-3000)).toBe(true);
   expect(report.noAnswer).toEqual([]);
+  // the DeepStack routes without their key are 401, forms over the limits 413 (issue 21)
+  expect(report.unexpected).toEqual([]);
+  expect(report.byKind['deepstack-keys']!.statuses['401']).toBeGreaterThan(0);
+  expect(report.byKind['many-parts']!.statuses['413']).toBeGreaterThan(0);
   // Every class got answers, and real photos were processed.
   expect(report.statuses['200']).toBeGreaterThan(0);
   expect(report.peakRssBytes).toBeLessThan(1.5 * 1024 ** 3);

@@ -16,11 +16,13 @@ import { fuzzPhotos, runFuzz } from '../../test/support/fuzz/run-fuzz.js';
 import { runWebSocketFuzz } from '../../test/support/fuzz/websocket-fuzz.js';
 
 const ADMIN_KEY = 'fuzz-admin-key-0123456789';
+// the DeepStack routes are keyed: every case sends them the key, but the deepstack-keys cases
+const API_KEY = 'fuzz-api-key-0123456789';
 const MB = 1024 * 1024;
 
 async function main(): Promise<number> {
   const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2, 'channel-messages': 2000, 'ws-cases': 2000 });
-  const httpOk = await withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY], async (server) => {
+  const httpOk = await withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY, '--api-key', API_KEY], async (server) => {
     const url = new URL(server.url);
     console.log(`fuzz: ${flags.cases} cases, seed ${flags.seed}, concurrency ${flags.concurrency}, server pid ${server.child.pid} on ${server.url}`);
     const report = await runFuzz({
@@ -32,6 +34,7 @@ async function main(): Promise<number> {
       concurrency: flags.concurrency,
       photos: fuzzPhotos(path.join(REPO_ROOT, 'test', 'data')),
       adminKey: ADMIN_KEY,
+      apiKey: API_KEY,
       onCase: (n) => {
         if (n % 500 === 0) console.log(`  ${n} cases`);
       },
@@ -52,6 +55,7 @@ async function main(): Promise<number> {
     console.log(`slowest: ${report.slowest.slice(0, 5).map((s) => `${Math.round(s.ms)} ms ${s.label}`).join('; ')}`);
     for (const e of report.serverErrors) console.log(`5xx: ${e}`);
     for (const e of report.notJson) console.log(`not JSON: ${e}`);
+    for (const e of report.unexpected) console.log(`unexpected status: ${e}`);
     for (const e of report.noAnswer.slice(0, 20)) console.log(`no answer: ${e}`);
     writeResult('fuzz', { ...report, alive, when: new Date().toISOString(), cpus: os.cpus().length });
     let webSocketOk = true;
@@ -72,7 +76,7 @@ async function main(): Promise<number> {
       writeResult('fuzz-websocket', { ...ws, alive: wsAlive, seed: flags.seed, when: new Date().toISOString() });
       webSocketOk = wsAlive && ws.failures.length === 0;
     }
-    return alive && report.serverErrors.length === 0 && report.notJson.length === 0 && webSocketOk;
+    return alive && report.serverErrors.length === 0 && report.notJson.length === 0 && report.unexpected.length === 0 && webSocketOk;
   });
   let channel: ChannelPhaseReport | null = null;
   if (flags['channel-messages'] > 0) {

@@ -4,6 +4,7 @@
 
 import zlib from 'node:zlib';
 import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngLengthBomb, pngChunk, PNG_SIGNATURE, rgbIhdr } from './hostile-images.js';
+import { FORM_LIMITS } from '../../../src/server/form-body.js';
 import { importBody } from './import-cases.js';
 import type { ChannelEmbedder } from './redis-channel.js';
 
@@ -43,6 +44,8 @@ export interface FuzzCase {
   expectsBody: boolean;
   /** A 2xx answer is not JSON by design (the demo page's HTML, Prometheus text); errors still are. */
   plainWhenOk?: boolean;
+  /** The only statuses this case may get (a refusal the server owes it); any other is reported. */
+  expectStatus?: readonly number[];
 }
 
 export interface FuzzContext {
@@ -50,6 +53,8 @@ export interface FuzzContext {
   photos: Buffer[];
   /** Admin key for /trainer/add/. */
   adminKey: string;
+  /** The server's --api-key: the DeepStack routes need it (sent as a header or a form field, at random). */
+  apiKey?: string;
   /** The server's embedding model (capabilities' gallery.embedder), so that import lines reach the vector checks. */
   embedder?: ChannelEmbedder;
 }
@@ -96,13 +101,36 @@ function wrap(form: Form, image: Buffer, rng: Rng): [Record<string, string>, Buf
   }
 }
 
-const auth = (path: string, key: string): Record<string, string> => (path.startsWith('/trainer') ? { Authorization: `Bearer ${key}` } : {});
+const auth = (path: string, key: string, apiKey?: string): Record<string, string> =>
+  path.startsWith('/trainer') ? { Authorization: `Bearer ${key}` } : apiKey && path.startsWith('/v1/') ? { 'X-API-Key': apiKey } : {};
+
+/** A form's fields before and after its image (`form` from wrap()), as multipart parts or urlencoded pairs. */
+function withFields(form: Form, headers: Record<string, string>, body: Buffer, before: Record<string, string>, after: Record<string, string>): Buffer {
+  if (form === 'raw') return body;
+  if (form === 'urlencoded') {
+    const pairs = (f: Record<string, string>) => Object.entries(f).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}&`).join('');
+    return Buffer.concat([Buffer.from(pairs(before)), body, Buffer.from(`&${pairs(after)}`)]);
+  }
+  const boundary = /boundary=(\S+)/.exec(headers['Content-Type'] ?? '')![1]!;
+  const parts = (f: Record<string, string>) => Object.entries(f).map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`).join('');
+  const end = Buffer.from(`--${boundary}--\r\n`);
+  const image = body.subarray(0, body.length - end.length); // ends with the image part's \r\n
+  return Buffer.concat([Buffer.from(parts(before)), image, Buffer.from(parts(after)), end]);
+}
 
 function imageCase(kind: string, label: string, image: Buffer, rng: Rng, ctx: FuzzContext): FuzzCase {
   const path = rng.pick(IMAGE_ROUTES);
   const form = rng.pick(FORMS);
   const [headers, body] = wrap(form, image, rng);
-  return { kind, label: `${label} via ${form} to ${path}`, wire: request('POST', path, { ...headers, ...auth(path, ctx.adminKey) }, body), expectsBody: true };
+  // a keyed server's DeepStack route gets its key as DeepStack clients send it: a form field (before or after the
+  // image: both orders are real), or a header
+  if (ctx.apiKey !== undefined && path.startsWith('/v1/') && form !== 'raw' && rng.next() < 0.5) {
+    const first = rng.next() < 0.5;
+    const key = { api_key: ctx.apiKey };
+    const keyed = withFields(form, headers, body, first ? key : {}, first ? {} : key);
+    return { kind, label: `${label} via ${form} to ${path}, api_key ${first ? 'before' : 'after'} the image`, wire: request('POST', path, headers, keyed), expectsBody: true };
+  }
+  return { kind, label: `${label} via ${form} to ${path}`, wire: request('POST', path, { ...headers, ...auth(path, ctx.adminKey, ctx.apiKey) }, body), expectsBody: true };
 }
 
 function bitFlips(image: Buffer, rng: Rng): Buffer {
@@ -229,6 +257,59 @@ export const GENERATORS: Record<string, CaseMaker> = {
     const [label, body, mode] = importBody(rng, ctx.embedder ?? { model: 'unknown', version: 'unknown', dim: 128 });
     const headers = { 'Content-Type': rng.pick(['application/x-ndjson', 'text/plain']), ...auth('/trainer', ctx.adminKey) };
     return { kind: 'import', label: `${mode}: ${label}`.slice(0, 200), wire: request('POST', `/trainer/import/?mode=${mode}`, headers, Buffer.from(body)), expectsBody: true };
+  },
+  // issue 21: the DeepStack routes with no key, an empty, a wrong or the right one, as a header or a form field
+  'deepstack-keys': (rng, ctx) => {
+    const path = rng.pick(['/v1/vision/detection', '/v1/vision/face/', '/v1/vision/face/recognize', '/v1/vision/face/register', '/v1/vision/face/list', '/v1/vision/face/delete', '/v1/vision/custom/list']);
+    const key = rng.pick(['none', 'empty', 'wrong', 'header', 'form', 'wrong header, right form'] as const);
+    const form = rng.pick(FORMS);
+    const [headers, body] = wrap(form, rng.pick(ctx.photos), rng);
+    const right = ctx.apiKey ?? '';
+    const fieldKey = key === 'empty' ? '' : key === 'wrong' ? `${right}x` : key === 'form' || key === 'wrong header, right form' ? right : undefined;
+    const fields: Record<string, string> = { userid: `fuzz-ds-${rng.int(5)}`, ...(fieldKey !== undefined ? { api_key: fieldKey } : {}) };
+    const keyHeaders: Record<string, string> = key === 'header' ? { 'X-API-Key': right } : key === 'wrong header, right form' ? { Authorization: `Bearer ${right}x` } : {};
+    const first = rng.next() < 0.5;
+    const wire = request('POST', path, { ...headers, ...keyHeaders }, withFields(form, headers, body, first ? fields : {}, first ? {} : fields));
+    // a raw body carries no form field: only the header key can open it
+    const opens = key === 'header' || (key === 'form' && form !== 'raw');
+    return {
+      kind: 'deepstack-keys',
+      label: `${key} key, ${form}${form === 'raw' ? '' : `, fields ${first ? 'first' : 'last'}`}, to ${path}`,
+      wire,
+      expectsBody: true,
+      ...(ctx.apiKey !== undefined && !opens ? { expectStatus: [401] } : {}),
+    };
+  },
+  // issue 21: forms of many parts, pairs or files are refused (413; 401 on a keyed DeepStack route without a key)
+  'many-parts': (rng, ctx) => {
+    const path = rng.pick(['/detector/detect/', '/object/detect/', '/trainer/add/?subject=fuzz', '/trainer/remove/', '/v1/vision/detection', '/v1/vision/face/register']);
+    const shape = rng.pick(['parts', 'pairs', 'files'] as const);
+    const count = rng.pick([FORM_LIMITS.parts - 1, FORM_LIMITS.parts + 1, 1000 + rng.int(30_000)]);
+    const withImage = rng.next() < 0.5;
+    const photo = rng.pick(ctx.photos);
+    const boundary = `fuzz${rng.int(1e9)}`;
+    let body: Buffer;
+    let type: string;
+    let total: number;
+    if (shape === 'pairs') {
+      type = 'application/x-www-form-urlencoded';
+      body = Buffer.from(`${withImage ? `image=${encodeURIComponent(photo.toString('base64'))}&` : ''}${'a=&'.repeat(count)}`);
+      total = count + (withImage ? 1 : 0);
+    } else {
+      type = `multipart/form-data; boundary=${boundary}`;
+      const one = shape === 'files' ? `--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="f"\r\n\r\nx\r\n` : `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\nx\r\n`;
+      const image = withImage ? Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="x.jpg"\r\n\r\n`), photo, Buffer.from('\r\n')]) : Buffer.alloc(0);
+      body = Buffer.concat([image, Buffer.from(one.repeat(shape === 'files' ? Math.min(count, 4 * FORM_LIMITS.files) : count)), Buffer.from(`--${boundary}--\r\n`)]);
+      total = (shape === 'files' ? Math.min(count, 4 * FORM_LIMITS.files) : count) + (withImage ? 1 : 0);
+    }
+    const over = total > FORM_LIMITS.parts || (shape === 'files' && total > FORM_LIMITS.files);
+    return {
+      kind: 'many-parts',
+      label: `${total} ${shape}${withImage ? ' with an image' : ''} to ${path}`,
+      wire: request('POST', path, { 'Content-Type': type, ...auth(path, ctx.adminKey, ctx.apiKey) }, body),
+      expectsBody: true,
+      ...(over ? { expectStatus: [413] } : {}),
+    };
   },
   oversize: (rng) => {
     const claimed = rng.pick([30 * 1024 * 1024, 2 ** 40, 2 ** 53 + 1]);

@@ -19,6 +19,8 @@ export interface FuzzOptions {
   concurrency: number;
   photos: Buffer[];
   adminKey: string;
+  /** The server's --api-key, if it has one (the DeepStack routes' key cases expect 401 without it). */
+  apiKey?: string;
   /** Per request; an answer slower than this counts as a timeout. Default 30 s. */
   timeoutMs?: number;
   /** Called after every case (progress output). */
@@ -45,6 +47,8 @@ export interface FuzzReport {
   notJson: string[];
   /** Cases the server closed (or reset, or let time out) without an answer. */
   noAnswer: string[];
+  /** Cases answered with a status other than the one the server owes them (FuzzCase.expectStatus). */
+  unexpected: string[];
   /** The slowest cases. */
   slowest: Array<{ label: string; ms: number }>;
   startRssBytes: number;
@@ -104,9 +108,10 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const serverErrors: string[] = [];
   const notJson: string[] = [];
   const noAnswer: string[] = [];
+  const unexpected: string[] = [];
   const all: Array<{ label: string; ms: number }> = [];
   const embedder = await serverEmbedder(opts.host, opts.port, timeoutMs);
-  const cases = generateCases(opts.seed, opts.cases, { photos: opts.photos, adminKey: opts.adminKey, ...(embedder ? { embedder } : {}) });
+  const cases = generateCases(opts.seed, opts.cases, { photos: opts.photos, adminKey: opts.adminKey, ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}), ...(embedder ? { embedder } : {}) });
   let done = 0;
 
   const runOne = async (c: FuzzCase) => {
@@ -121,6 +126,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     times.set(c.kind, kindTimes);
     all.push({ label: `${c.kind}: ${c.label}`, ms: a.ms });
     if (a.outcome !== 'answered') noAnswer.push(`${a.outcome} ${c.kind}: ${c.label}`);
+    if (c.expectStatus && !c.expectStatus.includes(a.status)) unexpected.push(`${key} (expected ${c.expectStatus.join('/')}) ${c.kind}: ${c.label}`);
     if (a.status >= 500 && a.status !== 503) serverErrors.push(`${a.status} ${c.kind}: ${c.label}`);
     const plainOk = c.plainWhenOk === true && a.outcome === 'answered' && a.status >= 200 && a.status < 300;
     if (a.outcome === 'answered' && c.expectsBody && !plainOk && a.status !== 204 && !isJsonAnswer(a.body)) {
@@ -151,6 +157,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     serverErrors,
     notJson,
     noAnswer,
+    unexpected,
     slowest: all.sort((a, b) => b.ms - a.ms).slice(0, 10),
     startRssBytes: startRss,
     peakRssBytes: Math.max(rss.peak(), startRss),
