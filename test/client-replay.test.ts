@@ -213,14 +213,14 @@ describe('the list routes read no form, as DeepStack', () => {
     expect(Array.isArray(r.json.faces)).toBe(true);
   });
 
-  it('an empty POST to /v1/vision/custom/list gets the models, the same as README says', async () => {
+  it('an empty POST to /v1/vision/custom/list gets the models, the same as docs/http-api.md says', async () => {
     const r = await send('/v1/vision/custom/list', undefined);
     expect(r.status).toBe(200);
     expect(r.json).toEqual({ success: true, models: ['yolov5s'], duration: 0 });
-    // README's example row of /v1/vision/custom/list shows this very answer
-    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const row = readme.split('\n').find((l) => l.startsWith('| `/v1/vision/custom/list` |'));
-    if (row) expect(row).toContain(`\`${r.text}\``);
+    // the HTTP reference's example row of /v1/vision/custom/list shows this very answer
+    const reference = fs.readFileSync(path.join(ROOT, 'docs', 'http-api.md'), 'utf8');
+    const row = reference.split('\n').find((l) => l.startsWith('| `/v1/vision/custom/list` |'));
+    expect(row).toContain(`\`${r.text}\``);
   });
 
   it('a detection route still wants its image', async () => {
