@@ -42,7 +42,8 @@ const BLOCK_RUNS = 10;
  */
 export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: ConvertedManifest): Promise<{ rows: Row[]; summary: Row }> {
   const threads = 2;
-  const engine = await Engine.open({ workers: 1, threadsPerWorker: threads, poseModel: null, objectDetector: null, faceEmbedder: null });
+  // fp32: the same file on both sides (the int8 files have their own section, int8-speed.ts)
+  const engine = await Engine.open({ workers: 1, threadsPerWorker: threads, precision: 'fp32', poseModel: null, objectDetector: null, faceEmbedder: null });
   const rows: Row[] = [];
   try {
     for (const [name, model] of Object.entries(manifest.models)) {

@@ -2,7 +2,7 @@
 // scaling, route latency over HTTPS, face-detector accuracy and latency per worker/thread layout, pose, objects,
 // recognition, metrics, and edgecv against the Node alternatives (opencv4nodejs, onnxruntime-node, TF.js; last).
 // Prints tables; writes bench/results/*.json.
-//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives]   (one group of sections only)
+//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives | --int8]   (one group of sections only)
 //   --metrics-platform: only the fleet metrics section (1,000 instances into a real influxd, console queries)
 //   --balancer: only haproxy in front of 1, 2, 3 servers (bench/balancer.ts, runnable alone too)
 //   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
@@ -23,6 +23,7 @@ import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchMetricsPlatform, printMetricsPlatform } from './metrics-platform.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
+import { benchInt8Forward } from './int8-speed.js';
 import { benchObjectAccuracy } from './object-accuracy.js';
 import { benchPoseAccuracy } from './pose-accuracy.js';
 import { labelsSummary, loadObjectLabels } from '../test/support/object-labels.js';
@@ -46,7 +47,9 @@ const onlyPoseObjects = process.argv.includes('--pose-objects');
 const onlyEngineSpeed = process.argv.includes('--engine-speed');
 // Only "edgecv vs the Node alternatives" (`node dist/bench/run.js --alternatives`).
 const onlyAlternatives = process.argv.includes('--alternatives');
-const skipRest = onlyPoseObjects || onlyEngineSpeed || onlyAlternatives;
+// Only the int8 forward section (`node dist/bench/run.js --int8`, docs/int8.md).
+const onlyInt8 = process.argv.includes('--int8');
+const skipRest = onlyPoseObjects || onlyEngineSpeed || onlyAlternatives || onlyInt8;
 
 interface LatencyStats {
   p50: number;
@@ -193,14 +196,16 @@ async function main(): Promise<void> {
   console.log(`# edgecv bench ${new Date().toISOString()} on ${machine.cpu} (${machine.cores} cores, ${machine.backend.backend})`);
   const ctx = { root, iterations: ITER, quick, timeIt, stats };
 
-  const forward = onlyPoseObjects || onlyAlternatives ? null : await benchForwardVsOnnxRuntime(ctx, manifest);
+  const int8 = onlyPoseObjects || onlyAlternatives ? null : await benchInt8Forward(ctx, manifest);
+  if (int8) table('int8 models: edgecv running the int8 file vs onnxruntime-node running the fp32 and the int8 file, same input, 2 threads, interleaved (docs/int8.md)', int8);
+  const forward = onlyPoseObjects || onlyAlternatives || onlyInt8 ? null : await benchForwardVsOnnxRuntime(ctx, manifest);
   if (forward) {
     table('Forward pass, every manifest model: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same file, interleaved', forward.rows);
     table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
   }
-  const scaling = onlyPoseObjects || onlyAlternatives ? null : await benchWorkerScaling(ctx);
+  const scaling = onlyPoseObjects || onlyAlternatives || onlyInt8 ? null : await benchWorkerScaling(ctx);
   if (scaling) table(`Face detection throughput by layout, 640x480 JPEG (2 workers / 1 worker = ${scaling.scaling.toFixed(2)}x)`, scaling.rows);
-  const routes = onlyPoseObjects || onlyAlternatives ? null : await benchRouteLatency(ctx);
+  const routes = onlyPoseObjects || onlyAlternatives || onlyInt8 ? null : await benchRouteLatency(ctx);
   if (routes) table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.keep.toFixed(2)}x keeping idle cores, ${routes.httpScaling.lend.toFixed(2)}x lending them)`, routes.rows);
 
   const accuracy = skipRest ? [] : await benchAccuracy();
@@ -209,15 +214,15 @@ async function main(): Promise<void> {
   table('Face detection per image, by worker/thread layout (default detector and options)', layouts);
   const http = skipRest ? [] : await benchHttp();
   table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
-  const objectSizes = onlyEngineSpeed || onlyAlternatives ? [] : await benchObjectSizes(ctx);
+  const objectSizes = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchObjectSizes(ctx);
   table('Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', objectSizes);
-  const objectAccuracy = onlyEngineSpeed || onlyAlternatives ? [] : await benchObjectAccuracy(root, { quick });
+  const objectAccuracy = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchObjectAccuracy(root, { quick });
   table(`Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`, objectAccuracy);
-  const poseAccuracy = onlyEngineSpeed || onlyAlternatives ? [] : await benchPoseAccuracy(root, { quick });
+  const poseAccuracy = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseAccuracy(root, { quick });
   table(`Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`, poseAccuracy);
-  const poseObjects = onlyEngineSpeed || onlyAlternatives ? [] : await benchPoseObjectLatency(ctx);
+  const poseObjects = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseObjectLatency(ctx);
   table('Pose and object detection per image (default models and options)', poseObjects);
-  const poseObjectHttp = onlyEngineSpeed || onlyAlternatives ? [] : await benchPoseObjectHttp(ctx);
+  const poseObjectHttp = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseObjectHttp(ctx);
   table('HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', poseObjectHttp);
   const metricsStore = skipRest ? [] : await benchMetricsStore(quick);
   table('Metrics store: 48 h of 10 s samples in SQLite', metricsStore);
@@ -236,7 +241,7 @@ async function main(): Promise<void> {
   table(`Gallery search at scale: exact (matrix product on a worker) vs HNSW (${galleryStorage}, JS thread) + exact re-ranking, would-be rejections confirmed by an int8 scan of every entry, real embeddings + distractors`, gallerySearch);
 
   // Last: it loads opencv4nodejs, whose cv::setNumThreads is process-wide (the addon shares that OpenCV).
-  const alternatives = onlyPoseObjects || onlyEngineSpeed ? null : await benchAlternatives({ root, quick, stats });
+  const alternatives = onlyPoseObjects || onlyEngineSpeed || onlyInt8 ? null : await benchAlternatives({ root, quick, stats });
   if (alternatives) {
     table('Alternatives: does each find about the same boxes as edgecv on the photo?', alternatives.checks);
     table('edgecv vs the Node alternatives: photo bytes to boxes, same model, 2 threads per call', alternatives.rows);
@@ -250,6 +255,7 @@ async function main(): Promise<void> {
     machine,
     quick,
     alternatives,
+    int8,
     forward,
     scaling,
     routes,

@@ -4,12 +4,16 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { encodeOnnxModel } from './convert/onnx-writer.js';
+import { quantizeModel } from './convert/quantize.js';
 import { convertTfjsToOnnx, type OnnxTarget } from './convert/tf-to-onnx.js';
 import { loadTfjsGraph } from './convert/tfjs-graph.js';
 import {
   CONVERTER_VERSION,
   type ConvertedManifest,
+  type CalibrationFile,
   type ConvertedModelEntry,
+  type Int8Entry,
   type SourceModel,
 } from './model-manifest.js';
 import { findRoot, modelPackage, readSourceManifest, type ModelPackage } from './model-packages.js';
@@ -23,7 +27,34 @@ function writeAtomic(path: string, data: Uint8Array | string): void {
   renameSync(`${path}.tmp`, path);
 }
 
-export function convertModel(name: string, model: SourceModel, pkg: ModelPackage, outDir: string): ConvertedModelEntry {
+/**
+ * The int8 (QDQ) onnxruntime file of a model whose source entry asks for one, from its committed calibration
+ * (models/calibration/<name>.json). Null, with a warning, when the calibration was measured on another fp32 graph.
+ */
+function quantizeConverted(root: string, name: string, model: SourceModel, converted: ReturnType<typeof convertTfjsToOnnx>, outDir: string): Int8Entry | null {
+  const file = join(root, 'models', 'calibration', `${name}.json`);
+  const calibration = JSON.parse(readFileSync(file, 'utf8')) as CalibrationFile;
+  const fp32Sha256 = sha256(converted.bytes);
+  if (calibration.fp32Sha256 !== fp32Sha256) {
+    console.warn(`models: ${name}: ${file} was measured on another fp32 graph; no int8 file (run node dist/models/calibrate.js ${name})`);
+    return null;
+  }
+  const keepFloat = model.int8?.keepFloat ?? [];
+  const bytes = encodeOnnxModel(quantizeModel(converted.model, { ranges: calibration.ranges, keepFloat }));
+  const ortFile = `${name}.int8.ort.onnx`;
+  writeAtomic(join(outDir, ortFile), bytes);
+  const { scoreThreshold, personThreshold } = model.int8 ?? {};
+  return {
+    ortFile,
+    sha256: sha256(bytes),
+    calibration: { method: calibration.method, photos: calibration.photos, inputs: calibration.inputs },
+    keepFloat,
+    ...(scoreThreshold === undefined ? {} : { scoreThreshold }),
+    ...(personThreshold === undefined ? {} : { personThreshold }),
+  };
+}
+
+export function convertModel(name: string, model: SourceModel, pkg: ModelPackage, outDir: string, root = findRoot()): ConvertedModelEntry {
   const jsonPath = join(pkg.dir, model.source);
   const graph = loadTfjsGraph(jsonPath);
   const modelJson = readFileSync(jsonPath);
@@ -37,9 +68,11 @@ export function convertModel(name: string, model: SourceModel, pkg: ModelPackage
     if (target === 'opencv') opencvSha = sha256(converted.bytes);
   }
   if (!converted) throw new Error('unreachable');
-  const { source, task, input, outputs, package: _package, ...extra } = model;
+  const int8 = model.int8 ? quantizeConverted(root, name, model, converted, outDir) : null;
+  const { source, task, input, outputs, package: _package, int8: _int8, ...extra } = model;
   return {
     ...extra,
+    ...(int8 ? { int8 } : {}),
     task,
     file: files.opencv,
     ortFile: files.ort,
@@ -65,7 +98,7 @@ export function buildModels(outDir: string, only?: string[]): ConvertedManifest 
   for (const [name, model] of Object.entries(manifest.models)) {
     if (only && !only.includes(name)) continue;
     const started = performance.now();
-    result.models[name] = convertModel(name, model, modelPackage(root, manifest, model.package), outDir);
+    result.models[name] = convertModel(name, model, modelPackage(root, manifest, model.package), outDir, root);
     console.log(`models: ${name} -> ${result.models[name].file} (${(performance.now() - started).toFixed(0)} ms)`);
   }
   writeAtomic(join(outDir, 'manifest.json'), `${JSON.stringify(result, null, 2)}\n`);

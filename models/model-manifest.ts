@@ -22,6 +22,11 @@ export interface SourceModel {
   task: string;
   input: SourceInput;
   outputs: { node: string; name: string }[];
+  /**
+   * Build an int8 (QDQ) onnxruntime file too, from models/calibration/<name>.json. keepFloat: node names (or scope
+   * prefixes ending in '/') left fp32; scoreThreshold: a detector's default threshold at int8 (docs/int8.md).
+   */
+  int8?: { keepFloat?: string[]; scoreThreshold?: number; personThreshold?: number };
   /** Task-specific settings passed through to the engine (anchors, output roles, ...). */
   [extra: string]: unknown;
 }
@@ -45,6 +50,27 @@ export interface SourceManifest {
   models: Record<string, SourceModel>;
 }
 
+/** models/calibration/<name>.json: activation ranges measured by models/calibrate.ts. */
+export interface CalibrationFile {
+  model: string;
+  method: 'minmax' | 'percentile';
+  /** sha256 of the fp32 onnxruntime file the ranges were measured on: tensor names must match it. */
+  fp32Sha256: string;
+  photos: string[];
+  inputs: number;
+  ranges: Record<string, { min: number; max: number }>;
+}
+
+/** The int8 (QDQ) onnxruntime file of a converted model. */
+export interface Int8Entry {
+  ortFile: string;
+  sha256: string;
+  calibration: { method: string; photos: string[]; inputs: number };
+  keepFloat: string[];
+  scoreThreshold?: number;
+  personThreshold?: number;
+}
+
 export interface ConvertedModelEntry {
   task: string;
   /** File for OpenCV's importer. */
@@ -55,6 +81,8 @@ export interface ConvertedModelEntry {
   source: { package: string; version: string; licence: string; file: string; sha256: string; weightsSha256: string[] };
   input: { name: string; shape: number[]; layout: 'NCHW'; color: 'RGB' | 'BGR'; mean: number; scale: number; tfNode: string };
   outputs: { name: string; shape: number[]; tfNode: string }[];
+  /** Present when the model has an int8 file (its accuracy held against fp32: test/int8-models.test.ts). */
+  int8?: Int8Entry;
   [extra: string]: unknown;
 }
 
@@ -64,4 +92,4 @@ export interface ConvertedManifest {
 }
 
 /** Bump when the converter's output changes, so set-up converts again. */
-export const CONVERTER_VERSION = 'tfjs-to-onnx/2';
+export const CONVERTER_VERSION = 'tfjs-to-onnx/3';

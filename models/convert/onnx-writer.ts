@@ -3,6 +3,8 @@
 
 export const enum OnnxDataType {
   FLOAT = 1,
+  UINT8 = 2,
+  INT8 = 3,
   INT32 = 6,
   INT64 = 7,
   BOOL = 9,
@@ -35,7 +37,8 @@ export interface OnnxNode {
 export interface OnnxValueInfo {
   name: string;
   dataType: OnnxDataType;
-  shape: number[];
+  /** Absent: the shape is left to the runtime (extra calibration outputs). */
+  shape?: number[];
 }
 
 export interface OnnxModel {
@@ -170,9 +173,11 @@ function writeAttribute(w: ProtoWriter, name: string, a: OnnxAttributeValue): vo
 function writeValueInfo(w: ProtoWriter, v: OnnxValueInfo): void {
   w.string(1, v.name).message(2, (type) =>
     type.message(1, (tensor) =>
-      tensor.int(1, v.dataType).message(2, (shape) => {
-        for (const d of v.shape) shape.message(1, (dim) => dim.int(1, d));
-      }),
+      {
+        tensor.int(1, v.dataType);
+        const dims = v.shape;
+        if (dims) tensor.message(2, (shape) => dims.forEach((d) => shape.message(1, (dim) => dim.int(1, d))));
+      },
     ),
   );
 }

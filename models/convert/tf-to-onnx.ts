@@ -8,6 +8,7 @@ import {
   encodeOnnxModel,
   OnnxDataType,
   type OnnxAttributeValue,
+  type OnnxModel,
   type OnnxNode,
   type OnnxTensor,
 } from './onnx-writer.js';
@@ -57,6 +58,8 @@ export interface ConvertedModel {
   /** ONNX (NCHW) input shape. */
   inputShape: number[];
   outputs: { name: string; shape: number[] }[];
+  /** The graph that `bytes` encodes (the quantizer starts from it). */
+  model: OnnxModel;
 }
 
 type Value =
@@ -250,7 +253,7 @@ class Converter {
       n.outputs = n.outputs.map((o) => renames.get(o) ?? o);
       n.name = n.outputs[0];
     }
-    const bytes = encodeOnnxModel({
+    const model: OnnxModel = {
       producer: 'edgecv tfjs-to-onnx',
       opset: 11,
       graphName: this.options.graphName,
@@ -258,8 +261,8 @@ class Converter {
       initializers: this.b.initializers,
       inputs: [{ name: input.name, dataType: OnnxDataType.FLOAT, shape: onnxInputShape }],
       outputs: outputInfo.map((o) => ({ name: o.name, dataType: OnnxDataType.FLOAT, shape: o.shape })),
-    });
-    return { bytes, inputShape: onnxInputShape, outputs: outputInfo };
+    };
+    return { bytes: encodeOnnxModel(model), inputShape: onnxInputShape, outputs: outputInfo, model };
   }
 
   /** Converts (once) the node producing `name` and everything it depends on. Iterative: graphs are deep. */

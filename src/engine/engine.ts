@@ -27,6 +27,8 @@ import {
   choosePersonDetector,
   faceDetectorSpec,
   faceEmbedderSpec,
+  int8ScoreThreshold,
+  modelPrecision,
   poseEstimatorSpec,
   rawModelSpec,
   readManifest,
@@ -37,6 +39,7 @@ import { checkDetectOptions, checkEngineOptions, choiceOption, intOption, invali
 import { cocoToBody25 } from './pose.js';
 import {
   POSE_MODES,
+  PRECISIONS,
   type BackendInfo,
   type DetectFacesOptions,
   type DetectObjectsOptions,
@@ -45,6 +48,7 @@ import {
   type EngineOptions,
   type EngineStats,
   type FaceDetection,
+  type Precision,
   type ObjectDetection,
   type ObjectModelInfo,
   type PoseDetection,
@@ -57,12 +61,18 @@ export class Engine {
   readonly #limits: ImageLimits;
   readonly #backend: BackendInfo;
   readonly #embedder: FaceEmbedderInfo | null;
+  /** The precision asked for at open (each model's own is in backend().precisions). */
+  readonly #precision: Precision;
   #closed = false;
   #closing: Promise<void> | undefined;
   #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null, persons: null, faceEmbedder: null };
   #objects: { info: ObjectModelInfo; labels: readonly string[] } | null = null;
   /** The class id of "person" in the labels of the model that finds people for pose (-1: none can). */
   #personClassId = -1;
+  /** The int8 object model's own default score threshold (its scores run a little lower than fp32's), if any. */
+  #objectScoreThreshold: number | undefined;
+  /** Detector score above which a box is a person to pose: the int8 person finder's own where its manifest sets one. */
+  #personThreshold: number = POSE_DEFAULTS.personThreshold;
 
   private constructor(
     native: NativeEngine,
@@ -70,25 +80,34 @@ export class Engine {
     modelDir: string,
     limits: ImageLimits,
     embedder: FaceEmbedderInfo | null,
+    precision: Precision,
+    modelNames: Record<string, string | undefined>,
   ) {
     this.#embedder = embedder;
     this.#native = native;
     this.#manifest = manifest;
     this.#modelDir = modelDir;
     this.#limits = limits;
-    this.#backend = native.backend();
+    this.#precision = precision;
+    const backend = native.backend();
+    const precisions: Record<string, Precision> = {};
+    for (const [key, runtime] of Object.entries(backend.runtimes)) {
+      const name = modelNames[key];
+      precisions[key] = name === undefined ? 'fp32' : modelPrecision(manifest, name, precision, runtime);
+    }
+    this.#backend = { ...backend, precisions };
   }
 
   /** Loads the models (one copy per worker) and starts the workers. */
   static async open(opts: EngineOptions = {}): Promise<Engine> {
-    const { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library } =
+    const { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, precision, backend, library } =
       checkEngineOptions(opts);
     const manifest = await readManifest(modelDir);
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
-    const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime);
-    const objects = await chooseObjectDetector(opts, manifest, modelDir, runtime);
-    const persons = await choosePersonDetector(opts, poseModel, objects, manifest, modelDir, runtime);
-    const embedder = faceEmbedder === null ? null : await faceEmbedderSpec(manifest, modelDir, faceEmbedder, runtime);
+    const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime, precision);
+    const objects = await chooseObjectDetector(opts, manifest, modelDir, runtime, precision);
+    const persons = await choosePersonDetector(opts, poseModel, objects, manifest, modelDir, runtime, precision);
+    const embedder = faceEmbedder === null ? null : await faceEmbedderSpec(manifest, modelDir, faceEmbedder, runtime, precision);
     const binding = loadNative();
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({
@@ -105,11 +124,24 @@ export class Engine {
       ...(embedder ? { faceEmbedder: embedder.spec } : {}),
     });
     const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
-    const engine = new Engine(native, manifest, modelDir, limits, embedderInfo);
+    // An own object model (a file) has no manifest entry: modelPrecision finds none and says fp32.
+    const modelNames = {
+      faceDetector,
+      poseEstimator: poseModel ?? undefined,
+      objectDetector: objects?.info.name,
+      personDetector: persons?.info.name,
+      faceEmbedder: faceEmbedder ?? undefined,
+    };
+    const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, precision, modelNames);
     const personFinder = poseModel === null ? null : (persons ?? objects);
     engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, persons: personFinder?.info.name ?? null, faceEmbedder };
     engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;
     engine.#personClassId = personFinder?.labels.indexOf('person') ?? -1;
+    if (objects && engine.#backend.precisions['objectDetector'] === 'int8') engine.#objectScoreThreshold = int8ScoreThreshold(manifest, objects.info.name, 'scoreThreshold');
+    const personKey = persons ? 'personDetector' : 'objectDetector';
+    if (personFinder && engine.#backend.precisions[personKey] === 'int8') {
+      engine.#personThreshold = int8ScoreThreshold(manifest, personFinder.info.name, 'personThreshold') ?? POSE_DEFAULTS.personThreshold;
+    }
     return engine;
   }
 
@@ -231,7 +263,7 @@ export class Engine {
         scoreThreshold,
         maxPoses,
         personClassId: mode === 'persons' ? personClassId : -1,
-        personThreshold: POSE_DEFAULTS.personThreshold,
+        personThreshold: this.#personThreshold,
       }),
     );
     const poses = result.poses.map((p) => ({
@@ -251,7 +283,7 @@ export class Engine {
   async detectObjects(image: Buffer | Uint8Array, opts: DetectObjectsOptions = {}): Promise<ObjectDetection> {
     const { header, bytes } = this.#checkImage(image, opts, 'detectObjects');
     const kind = this.#objects?.info.kind ?? 'centernet';
-    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', OBJECT_DEFAULTS.scoreThreshold[kind]);
+    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', this.#objectScoreThreshold ?? OBJECT_DEFAULTS.scoreThreshold[kind]);
     const maxObjects = intOption(opts.maxObjects, 'maxObjects', OBJECT_DEFAULTS.maxObjects, ENGINE_RANGES.maxObjects);
     const result = await this.#call(() => this.#native.detectObjects(bytes, { scoreThreshold, maxObjects }));
     const objects = result.objects.map((o) => ({
@@ -273,16 +305,18 @@ export class Engine {
 
   /**
    * One forward pass of any model in the manifest on a caller-made input tensor (NCHW, already normalized),
-   * returning its outputs in manifest order. For checking converted models (parity tests); goes through the
+   * returning its outputs in manifest order; the engine's precision picks the model's int8 file where it has one
+   * (opts.precision overrides). For checking converted models (parity tests); goes through the
    * same queue and workers as detection, each worker loading the model on first use.
    */
-  async runModel(name: string, input: Float32Array, opts: { runtime?: NativeRuntime } = {}): Promise<Float32Array[]> {
+  async runModel(name: string, input: Float32Array, opts: { runtime?: NativeRuntime; precision?: Precision } = {}): Promise<Float32Array[]> {
     if (this.#closed) throw new EngineError('CLOSED', 'engine is closed');
     if (typeof name !== 'string') throw invalidArgument('model name must be a string');
     if (!(input instanceof Float32Array)) throw invalidArgument('input must be a Float32Array');
     if (typeof opts !== 'object' || opts === null) throw invalidArgument('runModel options must be an object');
     const runtime = choiceOption(opts.runtime, 'runtime', ['onnxruntime', 'opencv'] as const, this.#backend.onnxRuntime ? 'onnxruntime' : 'opencv');
-    const spec = rawModelSpec(this.#manifest, this.#modelDir, name, runtime);
+    const precision = choiceOption(opts.precision, 'precision', PRECISIONS, this.#precision);
+    const spec = rawModelSpec(this.#manifest, this.#modelDir, name, runtime, precision);
     if (spec === null) {
       throw invalidArgument(`unknown model "${name}" (known: ${Object.keys(this.#manifest.models).join(', ')})`);
     }

@@ -18,7 +18,7 @@ import type {
   NativeRuntime,
   NativeYoloDetectorSpec,
 } from './native.js';
-import type { EngineOptions, FaceDetectorModel, FaceEmbedderModel, PoseModel, RuntimeChoice } from './types.js';
+import type { EngineOptions, FaceDetectorModel, FaceEmbedderModel, PoseModel, Precision, RuntimeChoice } from './types.js';
 
 function setupError(message: string, cause?: unknown): Error {
   return new Error(`${message}; run \`npm run setup\` to download and convert the models`, { cause });
@@ -57,8 +57,45 @@ export async function readManifest(modelDir: string): Promise<LoadedManifest> {
   return { file, models };
 }
 
+/** The int8 onnxruntime file of a manifest entry, or null when it has none (the model stays fp32). */
+function int8OrtFile(manifest: LoadedManifest, name: string, entry: Record<string, unknown>): string | null {
+  const int8 = entry['int8'];
+  if (int8 === undefined) return null;
+  if (!isRecord(int8) || typeof int8['ortFile'] !== 'string') throw manifestError(manifest.file, `model "${name}": int8 lacks ortFile`);
+  return int8['ortFile'];
+}
+
+/**
+ * The precision model `name` runs at when `precision` is asked for: int8 only where the manifest has an int8 file
+ * and onnxruntime may run it (OpenCV runs the fp32 file).
+ */
+export function modelPrecision(manifest: LoadedManifest, name: string, precision: Precision, runtime: RuntimeChoice): Precision {
+  const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
+  if (precision === 'fp32' || runtime === 'opencv' || !isRecord(entry)) return 'fp32';
+  return int8OrtFile(manifest, name, entry) === null ? 'fp32' : 'int8';
+}
+
+/**
+ * A default threshold an int8 detector's entry sets (its scores run a little lower than fp32's; measured on the
+ * labelled set, docs/int8.md): 'scoreThreshold' for detectObjects, 'personThreshold' for pose's person boxes.
+ */
+export function int8ScoreThreshold(manifest: LoadedManifest, name: string, key: 'scoreThreshold' | 'personThreshold'): number | undefined {
+  const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
+  const int8 = isRecord(entry) ? entry['int8'] : undefined;
+  const threshold = isRecord(int8) ? int8[key] : undefined;
+  if (threshold === undefined) return undefined;
+  if (typeof threshold !== 'number' || !(threshold > 0 && threshold < 1)) throw manifestError(manifest.file, `model "${name}": int8.${key} must be in (0, 1)`);
+  return threshold;
+}
+
 /** A raw-tensor spec (file, input shape, output names) for any manifest model; null if `name` is not there. */
-export function rawModelSpec(manifest: LoadedManifest, modelDir: string, name: string, runtime: NativeRuntime): NativeRawModelSpec | null {
+export function rawModelSpec(
+  manifest: LoadedManifest,
+  modelDir: string,
+  name: string,
+  runtime: NativeRuntime,
+  precision: Precision = 'fp32',
+): NativeRawModelSpec | null {
   const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
   if (!isRecord(entry)) return null;
   const input = entry['input'];
@@ -74,8 +111,9 @@ export function rawModelSpec(manifest: LoadedManifest, modelDir: string, name: s
   ) {
     throw manifestError(manifest.file, `model "${name}" lacks file, ortFile, input.shape or outputs[].name`);
   }
+  const ortFile = modelPrecision(manifest, name, precision, runtime) === 'int8' ? int8OrtFile(manifest, name, entry)! : entry['ortFile'];
   return {
-    path: path.join(modelDir, runtime === 'onnxruntime' ? entry['ortFile'] : entry['file']),
+    path: path.join(modelDir, runtime === 'onnxruntime' ? ortFile : entry['file']),
     runtime,
     inputShape: shape as number[],
     outputs: outputs.map((o) => (o as Record<string, string>)['name']!),
@@ -94,13 +132,17 @@ interface SquareImageModel {
   swapRB: boolean;
 }
 
-/** Reads and checks a manifest model with a square NCHW image input [1,3,S,S]; `role` names its extra settings key. */
+/**
+ * Reads and checks a manifest model with a square NCHW image input [1,3,S,S]; `role` names its extra settings key.
+ * Its onnxruntime file is the int8 one where modelPrecision says int8.
+ */
 async function squareImageModel(
   manifest: LoadedManifest,
   modelDir: string,
   model: string,
   role: string,
   runtime: RuntimeChoice,
+  precision: Precision = 'fp32',
 ): Promise<SquareImageModel> {
   const file = manifest.file;
   const entry = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
@@ -128,7 +170,8 @@ async function squareImageModel(
     throw manifestError(file, `model "${model}": input needs numeric mean/scale and color RGB or BGR`);
   }
   const modelPath = path.join(modelDir, entry['file']);
-  const ortPath = path.join(modelDir, entry['ortFile']);
+  const ortFile = modelPrecision(manifest, model, precision, runtime) === 'int8' ? int8OrtFile(manifest, model, entry)! : entry['ortFile'];
+  const ortPath = path.join(modelDir, ortFile);
   for (const f of [modelPath, ortPath]) {
     try {
       await fs.access(f);
@@ -177,8 +220,9 @@ export async function poseEstimatorSpec(
   modelDir: string,
   model: PoseModel,
   runtime: RuntimeChoice,
+  precision: Precision = 'fp32',
 ): Promise<NativePoseEstimatorSpec> {
-  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'pose', runtime);
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'pose', runtime, precision);
   const outputs = (entry['pose'] as Record<string, unknown>)['outputs'];
   if (!stringArray(outputs) || outputs.length !== 6) {
     throw manifestError(manifest.file, `model "${model}": pose.outputs must name the 6 heads`);
@@ -195,9 +239,10 @@ export async function faceEmbedderSpec(
   modelDir: string,
   model: FaceEmbedderModel,
   runtime: RuntimeChoice,
+  precision: Precision = 'fp32',
 ): Promise<{ spec: NativeFaceEmbedderSpec; info: Omit<FaceEmbedderInfo, 'dim'> }> {
   const fail = (what: string) => manifestError(manifest.file, `model "${model}": ${what}`);
-  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'recognition', runtime);
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, 'recognition', runtime, precision);
   const outputs = entry['outputs'];
   if (typeof entry['sha256'] !== 'string') throw fail('lacks sha256');
   if (!Array.isArray(outputs) || !outputs.some((o) => isRecord(o) && o['name'] === 'embedding')) throw fail('has no output named "embedding"');
@@ -207,9 +252,12 @@ export async function faceEmbedderSpec(
   if (typeof cropScale !== 'number' || typeof distanceScale !== 'number' || !(cropScale >= min && cropScale <= max) || !(distanceScale > 0)) {
     throw fail(`recognition.cropScale must be ${min}..${max}, distanceScale > 0`);
   }
+  // An int8 embedder embeds differently: its own version, so a gallery enrolled at the other precision is re-embedded.
+  const int8 = modelPrecision(manifest, model, precision, runtime) === 'int8' ? entry['int8'] : undefined;
+  const sha = isRecord(int8) && typeof int8['sha256'] === 'string' ? `int8-${int8['sha256'].slice(0, 16)}` : entry['sha256'].slice(0, 16);
   return {
     spec: { ...common, output: 'embedding' },
-    info: { model, version: `${entry['sha256'].slice(0, 16)}-crop${cropScale}`, cropScale, distanceScale },
+    info: { model, version: `${sha}-crop${cropScale}`, cropScale, distanceScale },
   };
 }
 
@@ -228,10 +276,11 @@ async function objectDetectorSpec(
   modelDir: string,
   model: ObjectDetectorModel,
   runtime: RuntimeChoice,
+  precision: Precision,
 ): Promise<ObjectDetectorChoice> {
   const raw = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
   const isYolo = isRecord(raw) && isRecord(raw['yolo']);
-  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, isYolo ? 'yolo' : 'objects', runtime);
+  const { entry, ...common } = await squareImageModel(manifest, modelDir, model, isYolo ? 'yolo' : 'objects', runtime, precision);
   const source = entry['source'];
   const licence = isRecord(source) && typeof source['licence'] === 'string' ? source['licence'] : 'unknown';
   const info = { name: model, inputSize: common.inputSize, licence, classes: COCO_CLASSES.length };
@@ -316,6 +365,7 @@ export async function chooseObjectDetector(
   manifest: LoadedManifest,
   modelDir: string,
   runtime: RuntimeChoice,
+  precision: Precision,
 ): Promise<ObjectDetectorChoice | null> {
   const value: unknown = opts.objectDetector;
   const custom = typeof value === 'string' && isModelPath(value);
@@ -329,7 +379,7 @@ export async function chooseObjectDetector(
     return customObjectDetectorSpec(value, labels, inputSize, runtime);
   }
   const model = modelOption(value, 'objectDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.objectDetector);
-  return model === null ? null : objectDetectorSpec(manifest, modelDir, model, runtime);
+  return model === null ? null : objectDetectorSpec(manifest, modelDir, model, runtime, precision);
 }
 
 /**
@@ -345,10 +395,11 @@ export async function choosePersonDetector(
   manifest: LoadedManifest,
   modelDir: string,
   runtime: RuntimeChoice,
+  precision: Precision,
 ): Promise<ObjectDetectorChoice | null> {
   const stockYolo = objects !== null && objects.info.kind === 'yolo' && (OBJECT_DETECTOR_MODELS as readonly string[]).includes(objects.info.name);
   const fallback = stockYolo && objects.info.name !== ENGINE_DEFAULTS.personDetector ? ENGINE_DEFAULTS.personDetector : null;
   const model = opts.personDetector === undefined ? fallback : modelOption(opts.personDetector, 'personDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.personDetector);
   if (model === null || model === objects?.info.name || poseModel === null) return null;
-  return objectDetectorSpec(manifest, modelDir, model, runtime);
+  return objectDetectorSpec(manifest, modelDir, model, runtime, precision);
 }

@@ -14,6 +14,7 @@ import {
   FACE_EMBEDDER_MODELS,
   IDLE_CORES,
   POSE_MODELS,
+  PRECISIONS,
   RUNTIMES,
   type BackendChoice,
   type DetectFacesOptions,
@@ -22,6 +23,7 @@ import {
   type FaceEmbedderModel,
   type IdleCoresChoice,
   type PoseModel,
+  type Precision,
   type RuntimeChoice,
 } from './types.js';
 
@@ -122,6 +124,7 @@ export interface CheckedEngineOptions {
   /** Absolute. */
   modelDir: string;
   runtime: RuntimeChoice;
+  precision: Precision;
   backend: BackendChoice;
   /** The onnxruntime library to load, why there is none, or null where only OpenCV is wanted. */
   library: { path: string } | { missing: string } | null;
@@ -146,6 +149,7 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   const faceEmbedder = modelOption(opts.faceEmbedder, 'faceEmbedder', FACE_EMBEDDER_MODELS, ENGINE_DEFAULTS.faceEmbedder);
   const modelDir = path.resolve(modelDirOption ?? path.join(packageRoot(), 'models', 'onnx'));
   const runtime = choiceOption(opts.runtime, 'runtime', RUNTIMES, ENGINE_DEFAULTS.runtime);
+  const precision = choiceOption(opts.precision, 'precision', PRECISIONS, ENGINE_DEFAULTS.precision);
   const backend = choiceOption(opts.backend ?? envBackend(), 'backend', BACKENDS, ENGINE_DEFAULTS.backend);
   const onnxRuntimeLibrary = pathOption(opts.onnxRuntimeLibrary, 'onnxRuntimeLibrary');
   // OpenCV alone needs no onnxruntime: do not load it then.
@@ -153,5 +157,5 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
     throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
   }
-  return { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, backend, library };
+  return { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, precision, backend, library };
 }

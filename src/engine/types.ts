@@ -26,6 +26,10 @@ export type PoseModel = (typeof POSE_MODELS)[number];
 
 export { OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo };
 
+/** 'int8': each model with an int8 file (its accuracy held, docs/int8.md) runs it on onnxruntime; 'fp32': none does. */
+export const PRECISIONS = ['int8', 'fp32'] as const;
+export type Precision = (typeof PRECISIONS)[number];
+
 export const POSE_MODES = ['persons', 'whole'] as const;
 export type PoseMode = (typeof POSE_MODES)[number];
 
@@ -47,6 +51,12 @@ export interface EngineOptions {
    * (default): onnxruntime when its library loads and can drive the device, else OpenCV.
    */
   runtime?: RuntimeChoice;
+  /**
+   * 'int8' (default): models with an int8 file (yolov5s, its person detector, ...: the manifest's `int8` entries)
+   * run it on onnxruntime; a model keeps its name and fp32 input. 'fp32': every model runs its fp32 file.
+   * OpenCV always runs fp32.
+   */
+  precision?: Precision;
   /** 'cpu', 'cuda' (fails without a usable CUDA device) or 'auto' (default: EDGECV_BACKEND, else CUDA when usable). */
   backend?: BackendChoice;
   /** The onnxruntime library to load; default: EDGECV_ONNXRUNTIME_LIB, else the one onnxruntime-node ships. */
@@ -215,7 +225,10 @@ export interface FaceDetection {
 }
 
 /** The device in use ('cuda' only where a runtime can drive one) and the runtime of each model. */
-export type BackendInfo = NativeBackendInfo;
+export type BackendInfo = NativeBackendInfo & {
+  /** The precision each loaded model runs at, by the same keys as `runtimes`. */
+  precisions: Record<string, Precision>;
+};
 
 /** Queue and job counters of the engine's worker pool. */
 export type EngineStats = NativeStats;
