@@ -1,7 +1,7 @@
 // Calibration of the recognition distance on identity-labelled photos (dlib's examples/johns: 5 people x 11).
 // For each embedding model and crop margin: embeds every photo, scores all genuine and impostor pairs, finds the
 // equal error rate (EER). For each model's best margin, the distance scale k makes the EER threshold 105:
-// distance = (1 - cosine) x k. Prints the tables, writes the README plot (docs/recognition-distances.svg) for
+// distance = (1 - cosine) x k. Prints the tables, writes the plot of docs/models.md (docs/recognition-distances.svg) for
 // the default model, and with --write stores cropScale and distanceScale in models/manifest.json.
 //
 //   node dist/bench/calibrate-recognition.js [--write]     (after `node scripts/setup.mjs --test`)

@@ -1,5 +1,5 @@
 // A small self-contained SVG histogram of two distributions (genuine vs impostor distances) with a marked
-// threshold, for the README. No plotting library: a few rects, lines and labels.
+// threshold, for docs/models.md. No plotting library: a few rects, lines and labels.
 
 export interface HistogramSeries {
   label: string;

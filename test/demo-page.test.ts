@@ -187,7 +187,7 @@ describe('demo page in chromium', () => {
     const [l, t, r, b] = last.rect;
     const x = l >= 0 ? l : r < size ? r : size - 1;
     expect(await pixel(x, (t + b) / 2)).toBe(colour);
-    // the README's screenshot (docs/demo.jpg is a copy of this one): header and picture, JPEG to stay small
+    // the HTTP reference's screenshot (docs/demo.jpg is a copy of this one): header and picture, JPEG to stay small
     if (transport === 'ws') {
       const box = (await page.locator('#drop').boundingBox())!;
       await page.screenshot({ path: path.join(OUT, 'readme.jpg'), type: 'jpeg', quality: 80, clip: { x: 0, y: 0, width: 900, height: box.y + box.height + 8 } });

@@ -251,7 +251,7 @@ describe('pose for every person: crops around the object detector\'s persons', (
     expect(persons.posed / persons.persons).toBeGreaterThanOrEqual(0.8);
     expect(persons.smallPosed).toBeGreaterThan(whole.smallPosed);
     // On the 22 photos: 3 poses outside the labelled persons with yolov5s-320 finding people (the default), 2 with
-    // yolov5s at 640 (README, "Pose for every person").
+    // yolov5s at 640 (docs/models.md, "Pose for every person").
     expect(persons.extra).toBeLessThanOrEqual(3);
   });
 

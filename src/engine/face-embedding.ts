@@ -68,7 +68,7 @@ export interface GalleryMatch {
   cosine: number;
 }
 
-/** The calibrated distance at the equal-error rate: the accept/reject threshold (README "Face recognition"). */
+/** The calibrated distance at the equal-error rate: the accept/reject threshold (docs/models.md, "Face recognition"). */
 export const EER_DISTANCE = 105;
 
 /** Calibrated distance: 0 = identical, larger = less alike; EER_DISTANCE (105) is the equal-error-rate threshold. */
