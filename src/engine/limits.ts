@@ -49,29 +49,30 @@ export const YOLO_NMS_IOU = 0.45;
 
 /** Defaults; workers/threadsPerWorker are for a 2-core box and are to be tuned by the bench. */
 export const ENGINE_DEFAULTS = {
-  // 'auto': onnxruntime where it loaded (3-4x faster than OpenCV 4.6 DNN on every model here, README), else OpenCV.
+  // 'auto': onnxruntime where it loaded (3-4x faster than OpenCV 4.6 DNN on every model here,
+  // docs/performance.md), else OpenCV.
   runtime: 'auto' as RuntimeChoice,
   // Measured (docs/int8.md): int8 files run 2x+ faster on onnxruntime at the same accuracy on the labelled sets.
   precision: 'int8' as Precision,
   backend: 'auto' as BackendChoice,
   workers: 2,
   threadsPerWorker: 1,
-  // Measured (README, "Measured performance"): a lone request on every core, concurrent ones on their own.
+  // Measured (docs/performance.md, "Idle cores are lent"): a lone request on every core, concurrent ones on their own.
   idleCores: 'lend' as IdleCoresChoice,
   queueLimit: 64,
   maxPixels: IMAGE_LIMIT_DEFAULTS.maxPixels,
   maxAspectRatio: IMAGE_LIMIT_DEFAULTS.maxAspectRatio,
   minImageSide: IMAGE_LIMIT_DEFAULTS.minSide,
-  // Chosen by measurement (README, `npm run bench`): higher recall and no false positives on faceless photos.
+  // Chosen by measurement (docs/models.md, "Face detection"): higher recall and no false positives on faceless photos.
   faceDetector: 'facemesh-detection-full' as FaceDetectorModel,
-  // Chosen by measurement (README, "Face recognition"): lowest equal error rate on dlib's johns.
+  // Chosen by measurement (docs/models.md, "Face recognition"): lowest equal error rate on dlib's johns.
   faceEmbedder: 'faceres' as FaceEmbedderModel,
   poseModel: 'movenet-multipose' as PoseModel,
-  // Chosen by measurement on the labelled set (README, "Pose and objects"): the only model and size that finds
+  // Chosen by measurement on the labelled set (docs/models.md, "Pose and objects"): the only model and size that finds
   // >= 90% of the labelled boxes with the right class, with no wrong top label and few unmatched boxes.
   objectDetector: 'yolov5s' as ObjectDetectorModel,
-  // Finds people for pose's persons mode when the object model is a stock YOLOv5s of another size (README, "Pose
-  // and objects"): on the labelled set it poses 52 of 58 people against 53 with yolov5s at 640, in under a third
+  // Finds people for pose's persons mode when the object model is a stock YOLOv5s of another size (docs/models.md,
+  // "Pose and objects"): on the labelled set it poses 52 of 58 people against 53 with yolov5s at 640, in under a third
   // of the detector's time.
   personDetector: 'yolov5s-320' as ObjectDetectorModel,
 } as const;
@@ -81,7 +82,7 @@ export const POSE_DEFAULTS = {
   scoreThreshold: 0.2,
   /**
    * Person crops: the detector has already found the person, so a faint pose (a small or partly hidden
-   * person) is kept; on the labelled set this added no pose outside a labelled person (README).
+   * person) is kept; on the labelled set this added no pose outside a labelled person (docs/models.md).
    */
   scoreThresholdPersons: 0.05,
   keypointThreshold: 0.3,
@@ -89,7 +90,7 @@ export const POSE_DEFAULTS = {
   maxPoses: MAX_POSES,
   /** Person crops: one pose per person found, so as many as a crowd needs (MAX_POSES_LIMIT). */
   maxPosesPersons: MAX_POSES_LIMIT,
-  // Measured on the labelled persons (README, "Pose and objects"): crops around the object detector's
+  // Measured on the labelled persons (docs/models.md, "Pose and objects"): crops around the object detector's
   // persons pose 90%+ of them, the whole-image pass misses small and crowded people.
   mode: 'persons' as PoseMode,
   /** Object-detector score above which a box counts as a person to pose (yolov5s finds 57 of the 58 labelled persons at 0.2). */
