@@ -16,7 +16,7 @@ import { Int8Rows, toInt8 } from './int8-rows.js';
 
 export type AnnQuantization = 'f16' | 'i8';
 
-/** Graph degree and beam widths: chosen on real embeddings (see README, Gallery at scale). */
+/** Graph degree and beam widths: chosen on real embeddings (see docs/performance.md, "Gallery at scale"). */
 const CONNECTIVITY = 16;
 const EXPANSION_ADD = 64;
 /**
