@@ -5,7 +5,14 @@ import { parseArgs } from 'node:util';
 import { CUSTOM_OBJECT_INPUT_SIZE, DEFAULT_BODY_LIMIT, ENGINE_DEFAULTS, ENGINE_RANGES, type IntRange } from './engine/limits.js';
 import { isModelPath, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel } from './engine/object-model.js';
 import { parseInfluxUrl } from './metrics/influx-client.js';
+import { DEFAULT_TOKEN_TTL_MS } from './auth/tokens.js';
+import { DEFAULT_ANN_THRESHOLD, DEFAULT_EXPANSION_SEARCH, LARGE_GALLERY, LARGE_GALLERY_EXPANSION } from './gallery/ann-defaults.js';
+import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from './metrics/collector.js';
+import { IDENTITY_DEFAULTS } from './metrics/identity.js';
+import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS } from './server/drain.js';
+import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
+import { WEBSOCKET_LIMIT_DEFAULTS } from './server/websocket-limits.js';
 import { BACKENDS, IDLE_CORES, POSE_MODES, RUNTIMES, type BackendChoice, type IdleCoresChoice, type PoseMode, type RuntimeChoice } from './engine/types.js';
 
 export interface ServerConfig {
@@ -129,6 +136,21 @@ interface OptionSpec {
   range?: IntRange;
 }
 
+/** A duration for --help as the options take it: whole hours as 48h, whole seconds as 120s, else 500ms. */
+export function durationText(ms: number): string {
+  if (ms === 0) return '0';
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+/** A byte count for --help, as --body-limit takes it: 8K, 20M. */
+export function bytesText(n: number): string {
+  for (const [unit, size] of [['G', 1024 ** 3], ['M', 1024 ** 2], ['K', 1024]] as const) {
+    if (n % size === 0) return `${n / size}${unit}`;
+  }
+  return String(n);
+}
+
 /** "from A to B, default C" of an engine option, for --help. */
 function rangeHelp(range: IntRange, fallback: number): string {
   return `${range.min}-${range.max}, default ${fallback}`;
@@ -141,22 +163,22 @@ export const SERVER_OPTIONS = {
   dataDir: { flag: 'data-dir', env: 'EDGECV_DATA_DIR', kind: 'path', help: 'state folder, tls/ lives here (default ./data)' },
   tlsCert: { flag: 'tls-cert', env: 'EDGECV_TLS_CERT', kind: 'path', help: 'PEM certificate (default: self-signed in data-dir/tls)' },
   tlsKey: { flag: 'tls-key', env: 'EDGECV_TLS_KEY', kind: 'path', help: 'PEM private key for --tls-cert' },
-  bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: `largest request body, bytes; K/M/G suffixes allowed (default ${DEFAULT_BODY_LIMIT / 1024 ** 2}M)` },
+  bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: `largest request body, bytes; K/M/G suffixes allowed (default ${bytesText(DEFAULT_BODY_LIMIT)})` },
   modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', kind: 'path', help: 'folder of converted models (default: engine default)' },
   runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
   backend: { flag: 'backend', env: 'EDGECV_BACKEND', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
   maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', range: ENGINE_RANGES.maxPixels, help: `largest image, width*height (default ${ENGINE_DEFAULTS.maxPixels})` },
   maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', kind: 'count', range: ENGINE_RANGES.maxAspectRatio, help: `refuse images whose longer side is over N times the shorter (${rangeHelp(ENGINE_RANGES.maxAspectRatio, ENGINE_DEFAULTS.maxAspectRatio)})` },
   minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', kind: 'count', range: ENGINE_RANGES.minImageSide, help: `refuse images with a side shorter than this, pixels (${rangeHelp(ENGINE_RANGES.minImageSide, ENGINE_DEFAULTS.minImageSide)})` },
-  headersTimeout: { flag: 'headers-timeout', env: 'EDGECV_HEADERS_TIMEOUT', kind: 'duration', help: 'time a client has to send the request headers (default 10s)' },
-  handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', kind: 'duration', help: 'time a connection has to finish the TLS handshake (default 10s)' },
-  requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', kind: 'duration', help: 'time a client has to send a whole request, body included (default 120s)' },
-  minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: 'slowest request body after a 5 s grace, bytes/s (default 8K)' },
-  drainTimeout: { flag: 'drain-timeout', env: 'EDGECV_DRAIN_TIMEOUT', kind: 'duration', help: 'on SIGTERM/SIGINT, time the requests in flight get to finish (default 25s: fits a Kubernetes grace period of 30s)' },
-  drainDelay: { flag: 'drain-delay', env: 'EDGECV_DRAIN_DELAY', kind: 'duration', help: 'on SIGTERM/SIGINT, time readiness fails before the listener closes, for a balancer to notice (default 0)' },
-  wsMaxSockets: { flag: 'ws-max-sockets', env: 'EDGECV_WS_MAX_SOCKETS', kind: 'count', help: 'most WebSocket sockets open at once, all clients; never more than the descriptor limit less a reserve for HTTPS (default 4096)' },
-  wsMaxSocketsPerAddress: { flag: 'ws-max-sockets-per-address', env: 'EDGECV_WS_MAX_SOCKETS_PER_ADDRESS', kind: 'count', help: 'most WebSocket sockets open at once from one address, an IPv6 /64 counting as one (default 64)' },
-  wsIdleTimeout: { flag: 'ws-idle-timeout', env: 'EDGECV_WS_IDLE_TIMEOUT', kind: 'duration', help: 'a WebSocket with no complete frame for this long is closed; pings every half of it (default 60s)' },
+  headersTimeout: { flag: 'headers-timeout', env: 'EDGECV_HEADERS_TIMEOUT', kind: 'duration', help: `time a client has to send the request headers (default ${durationText(HTTP_GUARD_DEFAULTS.headersTimeoutMs)})` },
+  handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', kind: 'duration', help: `time a connection has to finish the TLS handshake (default ${durationText(HTTP_GUARD_DEFAULTS.handshakeTimeoutMs)})` },
+  requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', kind: 'duration', help: `time a client has to send a whole request, body included (default ${durationText(HTTP_GUARD_DEFAULTS.requestTimeoutMs)})` },
+  minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: `slowest request body after a 5 s grace, bytes/s (default ${bytesText(HTTP_GUARD_DEFAULTS.minBodyBytesPerSec)})` },
+  drainTimeout: { flag: 'drain-timeout', env: 'EDGECV_DRAIN_TIMEOUT', kind: 'duration', help: `on SIGTERM/SIGINT, time the requests in flight get to finish (default ${durationText(DEFAULT_DRAIN_TIMEOUT_MS)}: fits a Kubernetes grace period of 30s)` },
+  drainDelay: { flag: 'drain-delay', env: 'EDGECV_DRAIN_DELAY', kind: 'duration', help: `on SIGTERM/SIGINT, time readiness fails before the listener closes, for a balancer to notice (default ${durationText(DEFAULT_DRAIN_DELAY_MS)})` },
+  wsMaxSockets: { flag: 'ws-max-sockets', env: 'EDGECV_WS_MAX_SOCKETS', kind: 'count', help: `most WebSocket sockets open at once, all clients; never more than the descriptor limit less a reserve for HTTPS (default ${WEBSOCKET_LIMIT_DEFAULTS.maxSockets})` },
+  wsMaxSocketsPerAddress: { flag: 'ws-max-sockets-per-address', env: 'EDGECV_WS_MAX_SOCKETS_PER_ADDRESS', kind: 'count', help: `most WebSocket sockets open at once from one address, an IPv6 /64 counting as one (default ${WEBSOCKET_LIMIT_DEFAULTS.maxSocketsPerAddress})` },
+  wsIdleTimeout: { flag: 'ws-idle-timeout', env: 'EDGECV_WS_IDLE_TIMEOUT', kind: 'duration', help: `a WebSocket with no complete frame for this long is closed; pings every half of it (default ${durationText(WEBSOCKET_LIMIT_DEFAULTS.idleTimeoutMs)})` },
   metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
   workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', range: ENGINE_RANGES.workers, help: `inference workers (${rangeHelp(ENGINE_RANGES.workers, ENGINE_DEFAULTS.workers)})` },
   threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', range: ENGINE_RANGES.threadsPerWorker, help: `threads per worker (${rangeHelp(ENGINE_RANGES.threadsPerWorker, ENGINE_DEFAULTS.threadsPerWorker)})` },
@@ -168,21 +190,21 @@ export const SERVER_OPTIONS = {
   poseMode: { flag: 'pose-mode', env: 'EDGECV_POSE_MODE', kind: 'choice', choices: POSE_MODES, help: "pose: 'persons' (a person detector, then a pose per person; default) or 'whole' (one pass, faster)" },
   posePersonModel: { flag: 'pose-person-model', env: 'EDGECV_POSE_PERSON_MODEL', kind: 'choice', choices: [...OBJECT_DETECTOR_MODELS, 'objects'], help: `model that finds people for pose: ${OBJECT_DETECTOR_MODELS.join(', ')}, or 'objects' (the object model; default ${ENGINE_DEFAULTS.personDetector} beside a yolov5s of another size, else objects)` },
   poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
-  region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: 'region of this instance (default local)' },
-  appOrg: { flag: 'app-org', env: 'EDGECV_APP_ORG', kind: 'string', help: 'organization owning the app (default local)' },
-  appname: { flag: 'appname', env: 'EDGECV_APPNAME', kind: 'string', help: 'app name (default edgecv)' },
+  region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: `region of this instance (default ${IDENTITY_DEFAULTS.region})` },
+  appOrg: { flag: 'app-org', env: 'EDGECV_APP_ORG', kind: 'string', help: `organization owning the app (default ${IDENTITY_DEFAULTS.appOrg})` },
+  appname: { flag: 'appname', env: 'EDGECV_APPNAME', kind: 'string', help: `app name (default ${IDENTITY_DEFAULTS.appname})` },
   appvers: { flag: 'appvers', env: 'EDGECV_APPVERS', kind: 'string', help: 'app version (default: the package version)' },
   cluster: { flag: 'cluster', env: 'EDGECV_CLUSTER', kind: 'string', help: 'cluster name (default empty)' },
   clusterorg: { flag: 'clusterorg', env: 'EDGECV_CLUSTERORG', kind: 'string', help: 'cluster organization (default empty)' },
   cloudlet: { flag: 'cloudlet', env: 'EDGECV_CLOUDLET', kind: 'string', help: 'cloudlet name (default empty)' },
   cloudletorg: { flag: 'cloudletorg', env: 'EDGECV_CLOUDLETORG', kind: 'string', help: 'cloudlet organization (default empty)' },
   pod: { flag: 'pod', env: 'EDGECV_POD', kind: 'string', help: 'pod name (default: the host name)' },
-  metricsInterval: { flag: 'metrics-interval', env: 'EDGECV_METRICS_INTERVAL', kind: 'duration', help: 'time between metrics samples, e.g. 10s, 500ms (default 10s)' },
-  metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', kind: 'duration', help: 'how long metrics samples are kept, e.g. 48h (default 48h)' },
+  metricsInterval: { flag: 'metrics-interval', env: 'EDGECV_METRICS_INTERVAL', kind: 'duration', help: `time between metrics samples, e.g. 10s, 500ms (default ${durationText(DEFAULT_METRICS_INTERVAL_MS)})` },
+  metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', kind: 'duration', help: `how long metrics samples are kept, e.g. 48h (default ${durationText(DEFAULT_METRICS_RETENTION_MS)})` },
   metricsSink: { flag: 'metrics-sink', env: 'EDGECV_METRICS_SINK', kind: 'string', help: 'also send every metrics sample to InfluxDB: http(s)://[user:pass@]host:8086/database (default: none; docs/fleet-metrics.md)' },
   metricsSinkCredentials: { flag: 'metrics-sink-credentials', env: 'EDGECV_METRICS_SINK_CREDENTIALS', kind: 'path', help: "file whose first line is USER:PASSWORD or 'token TOKEN' for --metrics-sink" },
   metricsSinkCa: { flag: 'metrics-sink-ca', env: 'EDGECV_METRICS_SINK_CA', kind: 'path', help: 'PEM CA certificate that signed an https:// --metrics-sink' },
-  tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: 'lifetime of a login token, e.g. 24h (default 24h)' },
+  tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: `lifetime of a login token, e.g. 24h (default ${durationText(DEFAULT_TOKEN_TTL_MS)})` },
   adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
   apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
   deepstackEnrolmentKey: { flag: 'deepstack-enrolment-key', env: 'EDGECV_DEEPSTACK_ENROLMENT_KEY', kind: 'choice', choices: ['api', 'admin'], help: "key for /v1/vision/face/register and /face/delete: 'api' (the API key, as DeepStack; default) or 'admin' (the admin key)" },
@@ -190,9 +212,9 @@ export const SERVER_OPTIONS = {
   httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   httpRoutes: { flag: 'http-routes', env: 'EDGECV_HTTP_ROUTES', kind: 'choice', choices: ['deepstack', 'all'], help: "what --http-port serves: 'deepstack' (/v1/vision/*, default) or 'all' (every route and /ws/*, for the original clients' http:// and ws://; no TLS: keep it on loopback or behind a TLS balancer)" },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
-  galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: 'enrolled samples from which recognition searches an HNSW index instead of every embedding (default 2000)' },
+  galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: `enrolled samples from which recognition searches an HNSW index instead of every embedding (default ${DEFAULT_ANN_THRESHOLD})` },
   galleryAnnQuantization: { flag: 'gallery-ann-quantization', env: 'EDGECV_GALLERY_ANN_QUANTIZATION', kind: 'choice', choices: ['f16', 'i8'], help: 'storage of that index: f16 (default) or i8' },
-  galleryAnnBeam: { flag: 'gallery-ann-beam', env: 'EDGECV_GALLERY_ANN_BEAM', kind: 'count', range: { min: 1, max: 4096 }, help: 'beam width of an HNSW search, 1-4096 (default 64, 128 from 500000 samples)' },
+  galleryAnnBeam: { flag: 'gallery-ann-beam', env: 'EDGECV_GALLERY_ANN_BEAM', kind: 'count', range: { min: 1, max: 4096 }, help: `beam width of an HNSW search, 1-4096 (default ${DEFAULT_EXPANSION_SEARCH}, ${LARGE_GALLERY_EXPANSION} from ${LARGE_GALLERY} samples)` },
   noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
 } satisfies Record<keyof ServerConfig, OptionSpec>;
 

@@ -4,7 +4,14 @@
 
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseServerConfig, SERVER_OPTIONS, type ServerConfig } from '../src/config.js';
+import { DEFAULT_TOKEN_TTL_MS } from '../src/auth/tokens.js';
+import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig, SERVER_OPTIONS, type ServerConfig } from '../src/config.js';
+import { DEFAULT_ANN_THRESHOLD } from '../src/gallery/ann-defaults.js';
+import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from '../src/metrics/collector.js';
+import { IDENTITY_DEFAULTS } from '../src/metrics/identity.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '../src/server/drain.js';
+import { HTTP_GUARD_DEFAULTS } from '../src/server/http-guards.js';
+import { WEBSOCKET_LIMIT_DEFAULTS } from '../src/server/websocket-limits.js';
 import { OBJECT_DETECTOR_MODELS } from '../src/engine/object-model.js';
 import type { EngineOptions } from '../src/engine/types.js';
 import { engineOptionsFromConfig } from '../src/server/engine-options.js';
@@ -149,5 +156,34 @@ describe('recognition configuration', () => {
     for (const [args, env] of [[['--gallery', 'mysql://x'], {}], [[], { EDGECV_GALLERY: 'redis://' }], [[], { EDGECV_NO_STORE_CROPS: 'maybe' }], [['--admin-key', ''], {}], [['--gallery-ann-beam', '0'], {}], [['--gallery-ann-beam', '5000'], {}]] as const) {
       expect(() => parseServerConfig([...args], { ...env }, '/w')).toThrow(ConfigError);
     }
+  });
+});
+describe('--help', () => {
+  /** Options whose --help names a default, and the constant the code uses when the option is not given. */
+  const DEFAULTS: Partial<Record<keyof ServerConfig, number | string>> = {
+    headersTimeout: HTTP_GUARD_DEFAULTS.headersTimeoutMs,
+    handshakeTimeout: HTTP_GUARD_DEFAULTS.handshakeTimeoutMs,
+    requestTimeout: HTTP_GUARD_DEFAULTS.requestTimeoutMs,
+    minBodyRate: HTTP_GUARD_DEFAULTS.minBodyBytesPerSec,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    drainTimeout: DEFAULT_DRAIN_TIMEOUT_MS,
+    wsMaxSockets: WEBSOCKET_LIMIT_DEFAULTS.maxSockets,
+    wsMaxSocketsPerAddress: WEBSOCKET_LIMIT_DEFAULTS.maxSocketsPerAddress,
+    wsIdleTimeout: WEBSOCKET_LIMIT_DEFAULTS.idleTimeoutMs,
+    metricsInterval: DEFAULT_METRICS_INTERVAL_MS,
+    metricsRetention: DEFAULT_METRICS_RETENTION_MS,
+    tokenTtl: DEFAULT_TOKEN_TTL_MS,
+    galleryAnnThreshold: DEFAULT_ANN_THRESHOLD,
+    region: IDENTITY_DEFAULTS.region,
+    appOrg: IDENTITY_DEFAULTS.appOrg,
+    appname: IDENTITY_DEFAULTS.appname,
+  };
+
+  it.each(Object.entries(DEFAULTS))('names the default of %s that the code uses', (key, constant) => {
+    const spec = SERVER_OPTIONS[key as keyof ServerConfig];
+    const named = /\(default ([^):,]+)/.exec(spec.help)?.[1];
+    expect(named, `--${spec.flag} names no default`).toBeDefined();
+    // The default as --help writes it must read back, through the option's own parser, as the constant.
+    expect(parseServerConfig([`--${spec.flag}`, named!], {}, CWD)[key as keyof ServerConfig]).toEqual(constant);
   });
 });

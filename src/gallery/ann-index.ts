@@ -11,6 +11,7 @@
 // that differ from the saved ones.
 
 import { Index, MetricKind, ScalarKind } from 'usearch';
+import { DEFAULT_EXPANSION_SEARCH } from './ann-defaults.js';
 import { checkSavedGraph, rowHashes, saveGraph, type AnnParams } from './ann-file.js';
 import { Int8Rows, toInt8 } from './int8-rows.js';
 
@@ -19,11 +20,6 @@ export type AnnQuantization = 'f16' | 'i8';
 /** Graph degree and beam widths: chosen on real embeddings (see docs/performance.md, "Gallery at scale"). */
 const CONNECTIVITY = 16;
 const EXPANSION_ADD = 64;
-/**
- * Default beam width of a search (GalleryIndexOptions.annExpansion). 64 rather than wider: a face the first beam
- * misses comes back as a would-be rejection, which the confirming scan (scanCandidates) catches.
- */
-export const DEFAULT_EXPANSION_SEARCH = 64;
 /**
  * Candidates handed to the exact re-ranking (a few µs each). More than one because the graph's own order is that of
  * its f16 or i8 vectors: near-ties among many similar entries come out of order, i8 more than f16.

@@ -12,7 +12,8 @@
 // in the background (or loads it from `annFile`, see ann-file.ts), in chunks that yield to the event loop; until
 // `indexed` settles searches stay exact.
 
-import { AnnIndex, DEFAULT_EXPANSION_SEARCH, type AnnBuildReport, type AnnQuantization } from './ann-index.js';
+import { DEFAULT_ANN_THRESHOLD, DEFAULT_EXPANSION_SEARCH, LARGE_GALLERY, LARGE_GALLERY_EXPANSION } from './ann-defaults.js';
+import { AnnIndex, type AnnBuildReport, type AnnQuantization } from './ann-index.js';
 import { SubjectSamples } from './subject-samples.js';
 import { EngineError } from '../engine/errors.js';
 import { checkEmbedding, l2Normalized, type GalleryMatch } from '../engine/face-embedding.js';
@@ -56,17 +57,6 @@ export interface GalleryIndexOptions {
    */
   annFile?: string;
 }
-
-export const DEFAULT_ANN_THRESHOLD = 2_000;
-
-/**
- * From this many entries the default beam doubles to LARGE_GALLERY_EXPANSION. Measured on real embeddings with
- * distractors (README, Gallery at scale): at 100,000 beam 64 gives the exact search's top-1 for every real query;
- * at 1,000,000 it gave 98.4 to 98.7%, beam 128 99.56%. The switch point between the two measured sizes is a
- * judgement, not a measurement.
- */
-export const LARGE_GALLERY = 500_000;
-const LARGE_GALLERY_EXPANSION = 128;
 
 interface Parts {
   native: NativeGallery;

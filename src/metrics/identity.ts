@@ -28,11 +28,14 @@ export function packageVersion(): string {
   return typeof version === 'string' ? version : '0.0.0';
 }
 
+/** The identity of an instance given none (appvers: the package version; pod: the host name). */
+export const IDENTITY_DEFAULTS = { region: 'local', appOrg: 'local', appname: 'edgecv' } as const;
+
 export function resolveIdentity(config: Partial<IdentityConfig>): InstanceIdentity {
   return {
-    region: config.region ?? 'local',
-    appOrg: config.appOrg ?? 'local',
-    appname: config.appname ?? 'edgecv',
+    region: config.region ?? IDENTITY_DEFAULTS.region,
+    appOrg: config.appOrg ?? IDENTITY_DEFAULTS.appOrg,
+    appname: config.appname ?? IDENTITY_DEFAULTS.appname,
     appvers: config.appvers ?? packageVersion(),
     cluster: config.cluster ?? '',
     clusterorg: config.clusterorg ?? '',
