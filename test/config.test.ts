@@ -5,7 +5,8 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TOKEN_TTL_MS } from '../src/auth/tokens.js';
-import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig, SERVER_OPTIONS, type ServerConfig } from '../src/config.js';
+import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig, SERVER_OPTIONS, serverOptionsHelp, type ServerConfig } from '../src/config.js';
+import { ENGINE_DEFAULTS, ENGINE_RANGES } from '../src/engine/limits.js';
 import { DEFAULT_ANN_THRESHOLD } from '../src/gallery/ann-defaults.js';
 import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from '../src/metrics/collector.js';
 import { IDENTITY_DEFAULTS } from '../src/metrics/identity.js';
@@ -185,5 +186,29 @@ describe('--help', () => {
     expect(named, `--${spec.flag} names no default`).toBeDefined();
     // The default as --help writes it must read back, through the option's own parser, as the constant.
     expect(parseServerConfig([`--${spec.flag}`, named!], {}, CWD)[key as keyof ServerConfig]).toEqual(constant);
+  });
+});
+
+describe('the server config and CLI take their ranges from there', () => {
+  const flags = [
+    ['workers', 'workers'],
+    ['threads-per-worker', 'threadsPerWorker'],
+    ['queue-limit', 'queueLimit'],
+    ['max-aspect-ratio', 'maxAspectRatio'],
+    ['min-image-side', 'minImageSide'],
+  ] as const;
+
+  it.each(flags)('--%s: accepts its maximum, refuses one more, and --help shows range and default', (flag, key) => {
+    const { max } = ENGINE_RANGES[key];
+    expect(parseServerConfig([`--${flag}`, String(max)], {})[key]).toBe(max);
+    expect(() => parseServerConfig([`--${flag}`, String(max + 1)], {})).toThrow(ConfigError);
+    expect(() => parseServerConfig([`--${flag}`, String(max + 1)], {})).toThrow(`expected an integer from 1 to ${max}`);
+    expect(serverOptionsHelp()).toMatch(new RegExp(`--${flag} <v> +.*\\(1-${max}, default ${ENGINE_DEFAULTS[key]}\\)`));
+  });
+
+  it('--object-input-size and the environment variables use the same ranges', () => {
+    expect(() => parseServerConfig(['--object-model', '/m/own.onnx', '--object-input-size', '4128'], {})).toThrow(/from 32 to 4096/);
+    expect(() => parseServerConfig([], { EDGECV_WORKERS: '65' })).toThrow(/EDGECV_WORKERS.*from 1 to 64/);
+    expect(parseServerConfig([], { EDGECV_WORKERS: '64' }).workers).toBe(64);
   });
 });

@@ -1,19 +1,16 @@
-// Every limit and default has one definition (src/engine/limits.ts). These tests pin each value there, check
-// that the engine, the server config/CLI and the DeepStack routes enforce exactly that value, and that the
-// engine hands every option to the native addon explicitly (the addon keeps no defaults of its own).
+// Every limit and default has one definition (src/engine/limits.ts). These tests check that the public API, the
+// engine and the DeepStack routes use exactly that value, that the engine enforces each range, and that it hands
+// every option to the native addon explicitly (the addon keeps no defaults of its own). The server options'
+// ranges and --help are checked in config.test.ts.
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError, DEFAULT_BODY_LIMIT as CONFIG_BODY_LIMIT, parseServerConfig, serverOptionsHelp } from '../src/config.js';
+import { DEFAULT_BODY_LIMIT as CONFIG_BODY_LIMIT, parseServerConfig } from '../src/config.js';
 import {
-  AUTO_MAX_TILES,
-  AUTO_TILE_PIXELS,
   CROP_SCALE_RANGE,
-  CUSTOM_OBJECT_INPUT_SIZE,
   DEFAULT_BODY_LIMIT,
   DETECT_DEFAULTS,
   ENGINE_DEFAULTS,
   ENGINE_RANGES,
-  IMAGE_LIMIT_DEFAULTS,
   MAX_POSES,
   MAX_POSES_LIMIT,
   MAX_TILES,
@@ -29,57 +26,6 @@ import type { Engine, EngineOptions } from '../src/index.js';
 import { openEngine, photo } from './helpers.js';
 
 describe('the one definition of each limit and default', () => {
-  it('pins the engine option ranges', () => {
-    expect(ENGINE_RANGES).toEqual({
-      workers: { min: 1, max: 64 },
-      threadsPerWorker: { min: 1, max: 64 },
-      queueLimit: { min: 1, max: 1_000_000 },
-      maxPixels: { min: 1, max: Number.MAX_SAFE_INTEGER },
-      maxAspectRatio: { min: 1, max: 1_000_000 },
-      minImageSide: { min: 1, max: 65_535 },
-      objectInputSize: { min: 32, max: 4096 },
-      tiles: { min: 0, max: 8 },
-      maxPoses: { min: 1, max: 20 },
-      maxObjects: { min: 1, max: 1000 },
-    });
-    expect([MAX_TILES, MAX_POSES_LIMIT, MAX_POSES]).toEqual([8, 20, 6]);
-    expect(CROP_SCALE_RANGE).toEqual({ min: 0.5, max: 4 });
-  });
-
-  it('pins the defaults', () => {
-    expect(ENGINE_DEFAULTS).toEqual({
-      runtime: 'auto',
-      backend: 'auto',
-      workers: 2,
-      threadsPerWorker: 1,
-      idleCores: 'lend',
-      queueLimit: 64,
-      maxPixels: 40_000_000,
-      maxAspectRatio: 32,
-      minImageSide: 8,
-      faceDetector: 'facemesh-detection-full',
-      faceEmbedder: 'faceres',
-      poseModel: 'movenet-multipose',
-      objectDetector: 'yolov5s',
-      personDetector: 'yolov5s-320',
-    });
-    expect(IMAGE_LIMIT_DEFAULTS).toEqual({ maxPixels: 40_000_000, maxAspectRatio: 32, minSide: 8 });
-    // The face score threshold is 0.6 (the addon once defaulted to 0.5 on its own).
-    expect(DETECT_DEFAULTS).toEqual({ scoreThreshold: 0.6, iouThreshold: 0.3, tiles: 'auto' });
-    expect(POSE_DEFAULTS).toEqual({
-      scoreThreshold: 0.2,
-      scoreThresholdPersons: 0.05,
-      keypointThreshold: 0.3,
-      maxPoses: 6,
-      maxPosesPersons: 20,
-      mode: 'persons',
-      personThreshold: 0.2,
-    });
-    expect(OBJECT_DEFAULTS).toEqual({ scoreThreshold: { centernet: 0.2, yolo: 0.3 }, maxObjects: 100 });
-    expect([AUTO_TILE_PIXELS, AUTO_MAX_TILES, CUSTOM_OBJECT_INPUT_SIZE, YOLO_PAD_VALUE, YOLO_NMS_IOU]).toEqual([960, 4, 640, 114, 0.45]);
-    expect(DEFAULT_BODY_LIMIT).toBe(20 * 1024 * 1024);
-  });
-
   it('is what the public API, the config and the DeepStack routes export and use', () => {
     expect(publicApi.ENGINE_DEFAULTS).toBe(ENGINE_DEFAULTS);
     expect(publicApi.DETECT_DEFAULTS).toBe(DETECT_DEFAULTS);
@@ -89,30 +35,6 @@ describe('the one definition of each limit and default', () => {
     expect(CONFIG_BODY_LIMIT).toBe(DEFAULT_BODY_LIMIT);
     expect(parseServerConfig([], {}).bodyLimit).toBe(DEFAULT_BODY_LIMIT);
     expect(DETECTION_DEFAULTS.maxLimit).toBe(ENGINE_RANGES.maxObjects.max);
-  });
-});
-
-describe('the server config and CLI take their ranges from there', () => {
-  const flags = [
-    ['workers', 'workers'],
-    ['threads-per-worker', 'threadsPerWorker'],
-    ['queue-limit', 'queueLimit'],
-    ['max-aspect-ratio', 'maxAspectRatio'],
-    ['min-image-side', 'minImageSide'],
-  ] as const;
-
-  it.each(flags)('--%s: accepts its maximum, refuses one more, and --help shows range and default', (flag, key) => {
-    const { max } = ENGINE_RANGES[key];
-    expect(parseServerConfig([`--${flag}`, String(max)], {})[key]).toBe(max);
-    expect(() => parseServerConfig([`--${flag}`, String(max + 1)], {})).toThrow(ConfigError);
-    expect(() => parseServerConfig([`--${flag}`, String(max + 1)], {})).toThrow(`expected an integer from 1 to ${max}`);
-    expect(serverOptionsHelp()).toMatch(new RegExp(`--${flag} <v> +.*\\(1-${max}, default ${ENGINE_DEFAULTS[key]}\\)`));
-  });
-
-  it('--object-input-size and the environment variables use the same ranges', () => {
-    expect(() => parseServerConfig(['--object-model', '/m/own.onnx', '--object-input-size', '4128'], {})).toThrow(/from 32 to 4096/);
-    expect(() => parseServerConfig([], { EDGECV_WORKERS: '65' })).toThrow(/EDGECV_WORKERS.*from 1 to 64/);
-    expect(parseServerConfig([], { EDGECV_WORKERS: '64' }).workers).toBe(64);
   });
 });
 
