@@ -13,7 +13,7 @@ import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS } from './server/drain
 import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from './server/websocket-limits.js';
-import { BACKENDS, IDLE_CORES, POSE_MODES, RUNTIMES, type BackendChoice, type IdleCoresChoice, type PoseMode, type RuntimeChoice } from './engine/types.js';
+import { BACKENDS, IDLE_CORES, POSE_MODES, PRECISIONS, RUNTIMES, type BackendChoice, type IdleCoresChoice, type PoseMode, type Precision, type RuntimeChoice } from './engine/types.js';
 
 export interface ServerConfig {
   port: number;
@@ -28,6 +28,8 @@ export interface ServerConfig {
   modelDir?: string;
   /** Which runtime runs the models (engine option `runtime`); undefined = engine default ('auto'). */
   runtime?: RuntimeChoice;
+  /** int8 or fp32 (engine option `precision`); undefined = engine default (int8 where a model's int8 file held its accuracy). */
+  precision?: Precision;
   /** cpu, cuda or auto (engine option `backend`); undefined = engine default (EDGECV_BACKEND, else auto). */
   backend?: BackendChoice;
   maxPixels?: number;
@@ -166,6 +168,7 @@ export const SERVER_OPTIONS = {
   bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: `largest request body, bytes; K/M/G suffixes allowed (default ${bytesText(DEFAULT_BODY_LIMIT)})` },
   modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', kind: 'path', help: 'folder of converted models (default: engine default)' },
   runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
+  precision: { flag: 'precision', env: 'EDGECV_PRECISION', kind: 'choice', choices: PRECISIONS, help: `model precision: ${PRECISIONS.join(', ')} (default int8: each model with an int8 file runs it, docs/int8.md)` },
   backend: { flag: 'backend', env: 'EDGECV_BACKEND', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
   maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', range: ENGINE_RANGES.maxPixels, help: `largest image, width*height (default ${ENGINE_DEFAULTS.maxPixels})` },
   maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', kind: 'count', range: ENGINE_RANGES.maxAspectRatio, help: `refuse images whose longer side is over N times the shorter (${rangeHelp(ENGINE_RANGES.maxAspectRatio, ENGINE_DEFAULTS.maxAspectRatio)})` },

@@ -389,8 +389,10 @@ describe('HTTP API (real engine, real photos)', () => {
     const backend = engine.backend();
     expect(body.backend).toBe(backend.backend);
     expect(body.onnxruntime).toBe(backend.onnxRuntime?.version ?? null);
-    const models = body.models as Record<string, { name: string; runtime: string }>;
-    expect(models.face_detection).toEqual({ name: engine.models.faceDetector, runtime: backend.runtimes['faceDetector'] });
+    const models = body.models as Record<string, { name: string; runtime: string; precision: string }>;
+    expect(models.face_detection).toEqual({ name: engine.models.faceDetector, runtime: backend.runtimes['faceDetector'], precision: 'fp32' });
+    // each model says its precision (docs/int8.md): the default object model runs its int8 file on onnxruntime
+    expect(models.objects?.precision).toBe(backend.runtimes['objectDetector'] === 'onnxruntime' ? 'int8' : 'fp32');
     expect(Object.keys(models).length).toBe(Object.keys(backend.runtimes).length);
     for (const m of Object.values(models)) expect(['onnxruntime', 'opencv']).toContain(m.runtime);
   });

@@ -8,6 +8,7 @@ export function engineOptionsFromConfig(config: ServerConfig): EngineOptions {
   const options: EngineOptions = {
     modelDir: config.modelDir,
     runtime: config.runtime,
+    precision: config.precision,
     backend: config.backend,
     workers: config.workers,
     threadsPerWorker: config.threadsPerWorker,

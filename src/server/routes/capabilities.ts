@@ -20,13 +20,13 @@ const ROLES = {
 /** Mounted at /server/capabilities. */
 export function capabilitiesRoutes(deps: { engine: FaceEngine; recognition?: Pick<RecognitionService, 'status'> }): Hono {
   return new Hono().get('/', (c) => {
-      const { backend, device, runtimes, onnxRuntime } = deps.engine.backend();
+      const { backend, device, runtimes, precisions, onnxRuntime } = deps.engine.backend();
       const loaded = deps.engine.models;
-      const models: Record<string, { name: string; runtime: string }> = {};
+      const models: Record<string, { name: string; runtime: string; precision: string }> = {};
       for (const [role, [modelKey, runtimeKey]] of Object.entries(ROLES)) {
         const name = loaded?.[modelKey];
         const runtime = runtimes[runtimeKey];
-        if (name && runtime) models[role] = { name, runtime };
+        if (name && runtime) models[role] = { name, runtime, precision: precisions?.[runtimeKey] ?? 'fp32' };
       }
       const model = deps.engine.objectModel;
       return c.json({
