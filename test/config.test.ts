@@ -2,6 +2,7 @@
 // variable and must reach the server config under its own key, and the engine options where the engine uses it.
 // A new option fails here until it is listed as an engine option or a server one, so none can be dropped silently.
 
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TOKEN_TTL_MS } from '../src/auth/tokens.js';
@@ -9,7 +10,7 @@ import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig, SERVER_OPTIONS, ser
 import { ENGINE_DEFAULTS, ENGINE_RANGES } from '../src/engine/limits.js';
 import { DEFAULT_ANN_THRESHOLD } from '../src/gallery/ann-defaults.js';
 import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from '../src/metrics/collector.js';
-import { IDENTITY_DEFAULTS } from '../src/metrics/identity.js';
+import { IDENTITY_DEFAULTS, resolveIdentity } from '../src/metrics/identity.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../src/server/drain.js';
 import { HTTP_GUARD_DEFAULTS } from '../src/server/http-guards.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from '../src/server/websocket-limits.js';
@@ -210,5 +211,67 @@ describe('the server config and CLI take their ranges from there', () => {
     expect(() => parseServerConfig(['--object-model', '/m/own.onnx', '--object-input-size', '4128'], {})).toThrow(/from 32 to 4096/);
     expect(() => parseServerConfig([], { EDGECV_WORKERS: '65' })).toThrow(/EDGECV_WORKERS.*from 1 to 64/);
     expect(parseServerConfig([], { EDGECV_WORKERS: '64' }).workers).toBe(64);
+  });
+});
+
+describe('the options of each feature', () => {
+  it('--http-port and --api-key, or their environment variables', () => {
+    const none = parseServerConfig([], {});
+    expect(none.httpPort).toBeUndefined();
+    expect(none.apiKey).toBeUndefined();
+    expect(parseServerConfig(['--http-port', '5000', '--api-key', 'k'], {})).toMatchObject({ httpPort: 5000, apiKey: 'k' });
+    expect(parseServerConfig([], { EDGECV_HTTP_PORT: '80', EDGECV_API_KEY: 'e' })).toMatchObject({ httpPort: 80, apiKey: 'e' });
+    expect(() => parseServerConfig(['--http-port', '70000'], {})).toThrow(/port/);
+  });
+
+  it('the hostile-input and slow-client options, from flags and EDGECV_* variables', () => {
+    const c = parseServerConfig(
+      ['--max-aspect-ratio', '16', '--headers-timeout', '5s', '--min-body-rate', '2K', '--metrics-access', 'loopback'],
+      { EDGECV_MIN_IMAGE_SIDE: '12', EDGECV_HANDSHAKE_TIMEOUT: '3s', EDGECV_REQUEST_TIMEOUT: '1m' },
+    );
+    expect(c).toMatchObject({
+      maxAspectRatio: 16,
+      minImageSide: 12,
+      headersTimeout: 5000,
+      handshakeTimeout: 3000,
+      requestTimeout: 60_000,
+      minBodyRate: 2048,
+      metricsAccess: 'loopback',
+    });
+    expect(() => parseServerConfig(['--metrics-access', 'public'], {})).toThrow(ConfigError);
+    expect(() => parseServerConfig([], { EDGECV_HEADERS_TIMEOUT: 'soon' })).toThrow(ConfigError);
+  });
+
+  it('the instance identity, metrics interval and retention and token TTL: documented defaults, flags and environment', () => {
+    const d = resolveIdentity(parseServerConfig([], {}, '/w'));
+    expect(d).toEqual({ region: 'local', appOrg: 'local', appname: 'edgecv', appvers: '0.1.0', cluster: '', clusterorg: '', cloudlet: '', cloudletorg: '', pod: os.hostname() });
+    const c = parseServerConfig(
+      ['--region', 'eu', '--app-org', 'acme', '--appname', 'facesvc', '--cluster', 'c1', '--clusterorg', 'co', '--cloudlet', 'cl', '--cloudletorg', 'clo', '--pod', 'p1', '--metrics-interval', '500ms', '--metrics-retention', '2h', '--token-ttl', '30m'],
+      { EDGECV_APPVERS: '3.1.4', EDGECV_REGION: 'us' },
+      '/w',
+    );
+    expect(resolveIdentity(c)).toEqual({ region: 'eu', appOrg: 'acme', appname: 'facesvc', appvers: '3.1.4', cluster: 'c1', clusterorg: 'co', cloudlet: 'cl', cloudletorg: 'clo', pod: 'p1' });
+    expect([c.metricsInterval, c.metricsRetention, c.tokenTtl]).toEqual([500, 2 * 3600_000, 30 * 60_000]);
+    expect(parseServerConfig([], { EDGECV_METRICS_INTERVAL: '10' }, '/w').metricsInterval).toBe(10_000);
+    expect(() => parseServerConfig(['--metrics-interval', 'soon'], {}, '/w')).toThrow(/--metrics-interval/);
+    expect(() => parseServerConfig(['--token-ttl', '0s'], {}, '/w')).toThrow(/--token-ttl/);
+  });
+
+  it('--pose-requires-gpu is off by default, on with the flag or the environment, and a bad value is an error', () => {
+    expect(parseServerConfig([], {}, '/w').poseRequiresGpu).toBeUndefined();
+    expect(parseServerConfig(['--pose-requires-gpu'], {}, '/w').poseRequiresGpu).toBe(true);
+    expect(parseServerConfig([], { EDGECV_POSE_REQUIRES_GPU: '1' }, '/w').poseRequiresGpu).toBe(true);
+    expect(parseServerConfig([], { EDGECV_POSE_REQUIRES_GPU: 'false' }, '/w').poseRequiresGpu).toBe(false);
+    expect(parseServerConfig(['--pose-requires-gpu'], { EDGECV_POSE_REQUIRES_GPU: '0' }, '/w').poseRequiresGpu).toBe(true);
+    expect(() => parseServerConfig([], { EDGECV_POSE_REQUIRES_GPU: 'maybe' }, '/w')).toThrow(ConfigError);
+    expect(() => parseServerConfig(['--pose-requires-gpu=yes'], {}, '/w')).toThrow(ConfigError);
+  });
+
+  it('--object-model / EDGECV_OBJECT_MODEL: a name or a path (resolved), labels only with a path', () => {
+    expect(parseServerConfig(['--object-model', 'yolov5s-416'], {}, '/w').objectModel).toBe('yolov5s-416');
+    const c = parseServerConfig(['--object-labels', 'l.txt'], { EDGECV_OBJECT_MODEL: 'm/own.onnx', EDGECV_OBJECT_INPUT_SIZE: '416' }, '/w');
+    expect(c).toMatchObject({ objectModel: '/w/m/own.onnx', objectLabels: '/w/l.txt', objectInputSize: 416 });
+    expect(() => parseServerConfig(['--object-model', 'yolov9'], {}, '/w')).toThrow(/--object-model.*expected one of centernet-320.*or a path/);
+    expect(() => parseServerConfig(['--object-labels', 'l.txt'], {}, '/w')).toThrow(/go with an own --object-model/);
   });
 });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
-import { DEFAULT_BODY_LIMIT, parseServerConfig } from '../src/config.js';
+import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine } from '../src/index.js';
@@ -593,16 +593,5 @@ describe('edgecv serve --http-port --api-key (a real server process)', () => {
     } finally {
       expect(await server.stop()).toBe(0);
     }
-  });
-});
-
-describe('configuration', () => {
-  it('--http-port and --api-key, or their environment variables', () => {
-    const none = parseServerConfig([], {});
-    expect(none.httpPort).toBeUndefined();
-    expect(none.apiKey).toBeUndefined();
-    expect(parseServerConfig(['--http-port', '5000', '--api-key', 'k'], {})).toMatchObject({ httpPort: 5000, apiKey: 'k' });
-    expect(parseServerConfig([], { EDGECV_HTTP_PORT: '80', EDGECV_API_KEY: 'e' })).toMatchObject({ httpPort: 80, apiKey: 'e' });
-    expect(() => parseServerConfig(['--http-port', '70000'], {})).toThrow(/port/);
   });
 });

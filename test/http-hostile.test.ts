@@ -9,7 +9,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig } from '../src/config.js';
+import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { createApp } from '../src/server/app.js';
 import { httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
 import { freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
@@ -325,25 +325,5 @@ describe('hardening (defect 10)', () => {
     } finally {
       await engine.close();
     }
-  });
-});
-
-describe('flags', () => {
-  it('parse the hostile-input and slow-client options from flags and EDGECV_* variables', () => {
-    const c = parseServerConfig(
-      ['--max-aspect-ratio', '16', '--headers-timeout', '5s', '--min-body-rate', '2K', '--metrics-access', 'loopback'],
-      { EDGECV_MIN_IMAGE_SIDE: '12', EDGECV_HANDSHAKE_TIMEOUT: '3s', EDGECV_REQUEST_TIMEOUT: '1m' },
-    );
-    expect(c).toMatchObject({
-      maxAspectRatio: 16,
-      minImageSide: 12,
-      headersTimeout: 5000,
-      handshakeTimeout: 3000,
-      requestTimeout: 60_000,
-      minBodyRate: 2048,
-      metricsAccess: 'loopback',
-    });
-    expect(() => parseServerConfig(['--metrics-access', 'public'], {})).toThrow(ConfigError);
-    expect(() => parseServerConfig([], { EDGECV_HEADERS_TIMEOUT: 'soon' })).toThrow(ConfigError);
   });
 });

@@ -5,16 +5,14 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashPassword, verifyPassword } from '../src/auth/passwords.js';
 import { loadOrCreateJwtKey, TokenError, TokenSigner } from '../src/auth/tokens.js';
 import { addUser, readUsers, removeUser, UserDirectory, UserError, usersFile } from '../src/auth/users.js';
 import { TokenStore } from '../src/client/token-store.js';
-import { parseServerConfig } from '../src/config.js';
 import { MetricsCollector } from '../src/metrics/collector.js';
-import { resolveIdentity, type InstanceIdentity } from '../src/metrics/identity.js';
+import type { InstanceIdentity } from '../src/metrics/identity.js';
 import { latencyPercentiles, LatencyReservoir, percentile } from '../src/metrics/percentiles.js';
 import { answerMetricsApp, parseMetricsAppQuery, QueryError } from '../src/metrics/query.js';
 import { MetricsStore, type AppFilter, type MetricsSample } from '../src/metrics/store.js';
@@ -313,23 +311,6 @@ describe('query bodies', () => {
     } finally {
       store.close();
     }
-  });
-});
-
-describe('instance identity', () => {
-  it('has the documented defaults and takes flags and environment', () => {
-    const d = resolveIdentity(parseServerConfig([], {}, '/w'));
-    expect(d).toEqual({ region: 'local', appOrg: 'local', appname: 'edgecv', appvers: '0.1.0', cluster: '', clusterorg: '', cloudlet: '', cloudletorg: '', pod: os.hostname() });
-    const c = parseServerConfig(
-      ['--region', 'eu', '--app-org', 'acme', '--appname', 'facesvc', '--cluster', 'c1', '--clusterorg', 'co', '--cloudlet', 'cl', '--cloudletorg', 'clo', '--pod', 'p1', '--metrics-interval', '500ms', '--metrics-retention', '2h', '--token-ttl', '30m'],
-      { EDGECV_APPVERS: '3.1.4', EDGECV_REGION: 'us' },
-      '/w',
-    );
-    expect(resolveIdentity(c)).toEqual({ region: 'eu', appOrg: 'acme', appname: 'facesvc', appvers: '3.1.4', cluster: 'c1', clusterorg: 'co', cloudlet: 'cl', cloudletorg: 'clo', pod: 'p1' });
-    expect([c.metricsInterval, c.metricsRetention, c.tokenTtl]).toEqual([500, 2 * 3600_000, 30 * 60_000]);
-    expect(parseServerConfig([], { EDGECV_METRICS_INTERVAL: '10' }, '/w').metricsInterval).toBe(10_000);
-    expect(() => parseServerConfig(['--metrics-interval', 'soon'], {}, '/w')).toThrow(/--metrics-interval/);
-    expect(() => parseServerConfig(['--token-ttl', '0s'], {}, '/w')).toThrow(/--token-ttl/);
   });
 });
 

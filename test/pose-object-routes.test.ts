@@ -1,7 +1,7 @@
 // POST /pose/detect/ (and /openpose/detect/) and POST /object/detect/ with the real engine and real photos.
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig } from '../src/config.js';
+import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { openEngine, photo } from './helpers.js';
@@ -87,18 +87,6 @@ function checkObjectShape(body: ObjectJson, gpu: boolean): NonNullable<ObjectJso
   }
   return body.objects!;
 }
-
-describe('configuration: --pose-requires-gpu', () => {
-  it('is off by default, on with the flag or the environment, and a bad value is an error', () => {
-    expect(parseServerConfig([], {}, '/w').poseRequiresGpu).toBeUndefined();
-    expect(parseServerConfig(['--pose-requires-gpu'], {}, '/w').poseRequiresGpu).toBe(true);
-    expect(parseServerConfig([], { EDGECV_POSE_REQUIRES_GPU: '1' }, '/w').poseRequiresGpu).toBe(true);
-    expect(parseServerConfig([], { EDGECV_POSE_REQUIRES_GPU: 'false' }, '/w').poseRequiresGpu).toBe(false);
-    expect(parseServerConfig(['--pose-requires-gpu'], { EDGECV_POSE_REQUIRES_GPU: '0' }, '/w').poseRequiresGpu).toBe(true);
-    expect(() => parseServerConfig([], { EDGECV_POSE_REQUIRES_GPU: 'maybe' }, '/w')).toThrow(ConfigError);
-    expect(() => parseServerConfig(['--pose-requires-gpu=yes'], {}, '/w')).toThrow(ConfigError);
-  });
-});
 
 describe('pose and object routes (real engine, real photos)', () => {
   let engine: Engine;

@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TfjsReference, useTfjsBackend } from './support/tfjs-reference.js';
-import { parseServerConfig } from '../src/config.js';
 import { YOLO_NMS_IOU, YOLO_PAD_VALUE } from '../src/engine/limits.js';
 import { loadNative, type NativeYoloDetectorSpec } from '../src/engine/native.js';
 import { findOnnxRuntimeLibrary } from '../src/engine/onnxruntime-library.js';
@@ -279,13 +278,6 @@ describe('an own YOLO model (--object-model /path/model.onnx)', () => {
     await expect(Engine.open({ objectDetector: 'yolov9' })).rejects.toThrow(/objectDetector must be null or one of .*yolov5s/);
   });
 
-  it('--object-model / EDGECV_OBJECT_MODEL: a name or a path (resolved), labels only with a path', () => {
-    expect(parseServerConfig(['--object-model', 'yolov5s-416'], {}, '/w').objectModel).toBe('yolov5s-416');
-    const c = parseServerConfig(['--object-labels', 'l.txt'], { EDGECV_OBJECT_MODEL: 'm/own.onnx', EDGECV_OBJECT_INPUT_SIZE: '416' }, '/w');
-    expect(c).toMatchObject({ objectModel: '/w/m/own.onnx', objectLabels: '/w/l.txt', objectInputSize: 416 });
-    expect(() => parseServerConfig(['--object-model', 'yolov9'], {}, '/w')).toThrow(/--object-model.*expected one of centernet-320.*or a path/);
-    expect(() => parseServerConfig(['--object-labels', 'l.txt'], {}, '/w')).toThrow(/go with an own --object-model/);
-  });
 });
 
 describe('edgecv serve --object-model', () => {
