@@ -192,6 +192,41 @@ describe('WebSocket routes', () => {
     }
   });
 
+  it('answers a request that asks to upgrade to something else (h2c, as curl --http2 does) as plain HTTP', async () => {
+    // the plain-HTTP listener of --http-routes all serves the WebSocket routes too
+    const plain = await startServer({
+      app: createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } }),
+      port: 0,
+      host: '127.0.0.1',
+      webSocketMaxPayload: DEFAULT_BODY_LIMIT,
+    });
+    try {
+      const h2c = { Upgrade: 'h2c', Connection: 'Upgrade, HTTP2-Settings', 'HTTP2-Settings': 'AAMAAABkAAQCAAAAAAIAAAAA', 'Sec-WebSocket-Key': null, 'Sec-WebSocket-Version': null };
+      for (const tls of [false, true]) {
+        const port = tls ? running.port : plain.port;
+        const get = await rawUpgrade({ host: '127.0.0.1', port, path: '/health/live', headers: h2c, tls });
+        get.socket.destroy();
+        expect(get.status).toBe(200);
+        expect(JSON.parse(get.body)).toMatchObject({ live: true });
+        const image = photo(GROUP);
+        const post = await rawUpgrade({
+          host: '127.0.0.1',
+          port,
+          path: '/detector/detect/',
+          method: 'POST',
+          headers: { ...h2c, 'Content-Type': 'image/jpeg', 'Content-Length': String(image.length) },
+          body: image,
+          tls,
+        });
+        post.socket.destroy();
+        expect(post.status).toBe(200);
+        expect((JSON.parse(post.body) as { rects: unknown[] }).rects).toHaveLength(3);
+      }
+    } finally {
+      await plain.close(500);
+    }
+  });
+
   it('answers a burst of frames in order, one frame in flight per socket', async () => {
     const client = await Client.open('/ws/detector/detect');
     const images = [GROUP, NO_FACE, GROUP, 'dlib/faces/2008_001322.jpg', NO_FACE];

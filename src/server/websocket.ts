@@ -10,7 +10,7 @@
 // frame, stops answering pings or stops reading its answers.
 
 
-import type http from 'node:http';
+import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
@@ -93,6 +93,52 @@ function rejectUpgrade(socket: Duplex, status: number, reason: string, message: 
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 
+/**
+ * A request that asks to upgrade to anything but WebSocket (curl --http2 on http:// asks for h2c). HTTP/1.1 lets a
+ * server ignore the wish, but Node hands every upgrade request to the 'upgrade' listener once there is one, and
+ * its parser has let go of the socket and of the body: the request is answered here as the plain request it also
+ * is, through the server's own request listeners (guards, app), on a copy whose body (Content-Length only) is what
+ * came with the headers, then the socket's data. The connection closes after the answer.
+ */
+function answerIgnoringUpgrade(server: http.Server, req: http.IncomingMessage, socket: Socket, head: Buffer): void {
+  if (req.headers['transfer-encoding'] !== undefined) {
+    rejectUpgrade(socket, 400, 'Bad Request', `upgrading to ${JSON.stringify(req.headers.upgrade)} is not supported; send the request without Upgrade`);
+    return;
+  }
+  const copy = new http.IncomingMessage(socket);
+  Object.assign(copy, {
+    method: req.method,
+    url: req.url,
+    headers: req.headers,
+    rawHeaders: req.rawHeaders,
+    httpVersion: req.httpVersion,
+    httpVersionMajor: req.httpVersionMajor,
+    httpVersionMinor: req.httpVersionMinor,
+  });
+  copy._read = () => socket.resume();
+  let left = Number(req.headers['content-length'] ?? 0) || 0;
+  const feed = (chunk: Buffer) => {
+    const part = chunk.subarray(0, left);
+    left -= part.length;
+    if (part.length > 0 && !copy.push(part)) socket.pause();
+    if (left === 0) {
+      socket.off('data', feed);
+      copy.complete = true;
+      copy.push(null);
+    }
+  };
+  const res = new http.ServerResponse(copy);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket);
+  res.once('finish', () => {
+    res.detachSocket(socket);
+    socket.end();
+  });
+  socket.on('data', feed);
+  feed(head);
+  server.emit('request', copy, res);
+}
+
 function frameBytes(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   return Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
@@ -131,6 +177,10 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
   let maxPendingFrames = 0;
 
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
+      answerIgnoringUpgrade(server, req, socket as Socket, head);
+      return;
+    }
     const url = new URL(req.url ?? '/', 'https://localhost');
     const restPath = WS_ROUTES[url.pathname.replace(/\/+$/, '')];
     if (!restPath) {

@@ -88,6 +88,9 @@ export function rawUpgrade(opts: {
   headers?: Record<string, string | null>;
   tls?: boolean;
   timeoutMs?: number;
+  /** GET unless told; a body goes right after the headers. */
+  method?: string;
+  body?: Buffer;
 }): Promise<RawUpgrade> {
   const headers: Record<string, string | null> = {
     Host: `${opts.host}:${opts.port}`,
@@ -98,7 +101,7 @@ export function rawUpgrade(opts: {
     ...opts.headers,
   };
   const request =
-    `GET ${opts.path} HTTP/1.1\r\n` +
+    `${opts.method ?? 'GET'} ${opts.path} HTTP/1.1\r\n` +
     Object.entries(headers)
       .filter((e): e is [string, string] => e[1] !== null)
       .map(([k, v]) => `${k}: ${v}\r\n`)
@@ -110,7 +113,7 @@ export function rawUpgrade(opts: {
         ? net.connect(opts.port, opts.host)
         : tls.connect({ host: opts.host, port: opts.port, rejectUnauthorized: false, servername: undefined });
     socket.on('error', () => {}); // resets show as the 'close' below
-    socket.once(opts.tls === false ? 'connect' : 'secureConnect', () => socket.write(request));
+    socket.once(opts.tls === false ? 'connect' : 'secureConnect', () => socket.write(Buffer.concat([Buffer.from(request, 'latin1'), opts.body ?? Buffer.alloc(0)])));
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no answer to the upgrade request of ${opts.path}`));
