@@ -51,28 +51,33 @@ function percentile(sorted: number[], p: number): number {
 
 const round = (x: number) => Math.round(x * 10) / 10;
 
-/** `count` requests one after another on one keep-alive connection; their latencies, sorted. */
-async function sequential(url: string, body: Buffer, count: number): Promise<number[]> {
-  const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
-  const out: number[] = [];
+/**
+ * `count` rounds of one request to each of `urls` in turn (one keep-alive connection per url, one request in flight
+ * in all: the machine's load drifts alike for every path); each url's latencies, sorted.
+ */
+async function interleaved(urls: string[], body: Buffer, count: number): Promise<number[][]> {
+  const agents = urls.map(() => new https.Agent({ keepAlive: true, maxSockets: 1 }));
+  const out = urls.map((): number[] => []);
   try {
     for (let i = 0; i < count; i++) {
-      const t0 = performance.now();
-      const status = await new Promise<number>((resolve, reject) => {
-        const req = https.request(url, { method: 'POST', agent, rejectUnauthorized: false, headers: { 'content-type': 'image/jpeg' } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode ?? 0));
+      for (const [k, url] of urls.entries()) {
+        const t0 = performance.now();
+        const status = await new Promise<number>((resolve, reject) => {
+          const req = https.request(url, { method: 'POST', agent: agents[k], rejectUnauthorized: false, headers: { 'content-type': 'image/jpeg' } }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          });
+          req.on('error', reject);
+          req.end(body);
         });
-        req.on('error', reject);
-        req.end(body);
-      });
-      if (status !== 200) throw new Error(`${url}: HTTP ${status}`);
-      out.push(performance.now() - t0);
+        if (status !== 200) throw new Error(`${url}: HTTP ${status}`);
+        out[k]!.push(performance.now() - t0);
+      }
     }
   } finally {
-    agent.destroy();
+    for (const a of agents) a.destroy();
   }
-  return out.sort((a, b) => a - b);
+  return out.map((l) => l.sort((a, b) => a - b));
 }
 
 export async function benchBalancer(quick: boolean): Promise<BalancerBench> {
@@ -86,7 +91,7 @@ export async function benchBalancer(quick: boolean): Promise<BalancerBench> {
   try {
     const layout = await fleetLayout(names, tmp, 1000);
     const argsOf = (m: FleetMember) => ['--data-dir', path.join(tmp, m.name), '--workers', '1', '--gallery', redis.url, '--http-routes', 'all'];
-    servers.push(...(await startMembers(layout.members, argsOf)));
+    servers.push(...(await startMembers(layout.members, argsOf, true)));
     const throughput: BalancerThroughputRow[] = [];
     const hop: BalancerHopRow[] = [];
     for (const count of [1, 2, 3]) {
@@ -99,11 +104,11 @@ export async function benchBalancer(quick: boolean): Promise<BalancerBench> {
       try {
         await haproxy.allUp(names.slice(0, count));
         const url = `https://127.0.0.1:${layout.terminationPort}${route}`;
-        await sequential(url, photo.bytes, 5); // warm: connections, TLS sessions, the first inference of each server
+        await interleaved([url], photo.bytes, 5); // warm: connections, TLS sessions, the first inference of each server
         const clients = 2 * count;
         const requests = quick ? 60 * count : 200 * count;
         const t0 = performance.now();
-        const r = await steadyLoad({ url, body: photo.bytes, clients, maxRequests: requests, maxMs: 300_000 }).stop();
+        const r = await steadyLoad({ url, body: photo.bytes, clients, maxRequests: requests, maxMs: 300_000 }).finished();
         const seconds = (performance.now() - t0) / 1000;
         const lat = [...r.latenciesMs].sort((a, b) => a - b);
         throughput.push({
@@ -118,14 +123,15 @@ export async function benchBalancer(quick: boolean): Promise<BalancerBench> {
         if (count === 1) {
           // the hop: one request at a time, so the server's own time is the same on every path
           const n = quick ? 60 : 300;
-          const direct = await sequential(`${servers[0]!.url}${route.slice(1)}`, photo.bytes, n);
           const paths: [string, string][] = [
+            ['direct to the server (HTTPS)', `${servers[0]!.url}${route.slice(1)}`],
             ['haproxy TLS passthrough (mode tcp)', `https://127.0.0.1:${layout.passthroughPort}${route}`],
             ['haproxy TLS termination (mode http)', url],
           ];
-          hop.push({ path: 'direct to the server (HTTPS)', requests: n, 'p50 ms': round(percentile(direct, 50)), 'p99 ms': round(percentile(direct, 99)), 'added p50 ms': 0, 'added p99 ms': 0 });
-          for (const [name, u] of paths) {
-            const l = await sequential(u, photo.bytes, n);
+          const latencies = await interleaved(paths.map(([, u]) => u), photo.bytes, n);
+          const direct = latencies[0]!;
+          for (const [k, [name]] of paths.entries()) {
+            const l = latencies[k]!;
             hop.push({
               path: name,
               requests: n,

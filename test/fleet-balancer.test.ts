@@ -67,7 +67,7 @@ beforeAll(async () => {
   face = [...johns.values()][0]![0]!.bytes; // a 150x150 face, 9 KB: the cheapest route on the smallest photo
   redis = await startRedis(tmp);
   layout = await fleetLayout(NAMES, tmp, CHECK_INTER_MS);
-  servers.push(...(await startMembers(layout.members, argsOf)));
+  servers.push(...(await startMembers(layout.members, argsOf, true)));
   const cfg = path.join(tmp, 'haproxy.cfg');
   fs.writeFileSync(cfg, haproxyConfig(layout));
   haproxy = await startHaproxy(cfg, layout.statsSocket);

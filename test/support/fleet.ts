@@ -198,18 +198,50 @@ export async function startHaproxy(configFile: string, statsSocket: string): Pro
   return h;
 }
 
-/** Starts an `edgecv serve` for each member, in parallel (model loading is the slow part). */
-export function startMembers(members: FleetMember[], argsOf: (m: FleetMember) => string[]): Promise<ServerProcess[]> {
-  return Promise.all(members.map((m) => startServerProcess(['--port', String(m.httpsPort), '--http-port', String(m.httpPort), ...argsOf(m)])));
+/**
+ * A port that was free a moment ago, below the kernel's ephemeral range (32768 up on Debian): the fleet's ports are
+ * fixed in haproxy's configuration and reused across restarts, and the outgoing connections of everything else
+ * running on the machine take their local ports from that range.
+ */
+export async function fleetPort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const s = net.createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  return freePort();
+}
+
+/**
+ * Starts an `edgecv serve` for each member, in parallel (model loading is the slow part). `retryPorts`: a member
+ * whose port was taken meanwhile gets new ports and starts again (only before haproxy's configuration is written).
+ */
+export function startMembers(members: FleetMember[], argsOf: (m: FleetMember) => string[], retryPorts = false): Promise<ServerProcess[]> {
+  const start = async (m: FleetMember): Promise<ServerProcess> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await startServerProcess(['--port', String(m.httpsPort), '--http-port', String(m.httpPort), ...argsOf(m)]);
+      } catch (e) {
+        if (!retryPorts || attempt >= 3 || !/EADDRINUSE/.test((e as Error).message)) throw e;
+        m.httpsPort = await fleetPort();
+        m.httpPort = await fleetPort();
+      }
+    }
+  };
+  return Promise.all(members.map(start));
 }
 
 export async function fleetLayout(names: string[], dir: string, checkInterMs: number): Promise<BalancerLayout> {
   const members: FleetMember[] = [];
-  for (const name of names) members.push({ name, httpsPort: await freePort(), httpPort: await freePort() });
+  for (const name of names) members.push({ name, httpsPort: await fleetPort(), httpPort: await fleetPort() });
   return {
     members,
-    passthroughPort: await freePort(),
-    terminationPort: await freePort(),
+    passthroughPort: await fleetPort(),
+    terminationPort: await fleetPort(),
     pem: terminationPem(dir),
     statsSocket: path.join(dir, 'haproxy.sock'),
     checkInterMs,
@@ -231,6 +263,8 @@ export interface RunningLoad {
   stop(): Promise<LoadResult>;
   /** Requests answered so far. */
   done(): number;
+  /** Resolves when the load has sent its `maxRequests` (or run `maxMs`) and every answer is in. */
+  finished(): Promise<LoadResult>;
 }
 
 /**
@@ -278,6 +312,10 @@ export function steadyLoad(opts: { url: string; body: Buffer; clients: number; m
   const all = Promise.all(loops);
   return {
     done: () => result.latenciesMs.length + (result.statuses[0] ?? 0),
+    finished: async () => {
+      await all;
+      return result;
+    },
     stop: async () => {
       stopped = true;
       await all;
