@@ -384,8 +384,11 @@ describe('WebSocket limits', () => {
       expect(perAddress.webSockets!.stats().refusedPerAddress).toBe(1);
 
       const four = await Promise.all([1, 2, 3, 4].map(() => Client.open(path, inAll)));
+      const refusedInAll = async () => (await registry.getSingleMetric('edgecv_websocket_refused_total')!.get()).values.find((v) => v.labels['reason'] === 'all')?.value ?? 0;
+      const before = await refusedInAll();
       expect(await upgradeStatus(inAll.port, path)).toBe(503);
       expect(inAll.webSockets!.stats().refusedInAll).toBe(1);
+      expect(await refusedInAll()).toBe(before + 1);
       // the other listener has places of its own; a shared budget would count both
       for (const c of [...held, ...four]) c.ws.close();
     } finally {

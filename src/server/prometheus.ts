@@ -1,7 +1,8 @@
 // Prometheus export (prom-client): one registry for the process, served at GET /metrics.
 //   - default process metrics (CPU, memory, event loop, GC, handles)
 //   - edgecv_http_requests_total / edgecv_http_request_duration_seconds per method, route, status (a WebSocket
-//     frame counts as a POST of its REST route); edgecv_websocket_connections: open WebSockets
+//     frame counts as a POST of its REST route); edgecv_websocket_connections: open WebSockets;
+//     edgecv_websocket_refused_total / edgecv_websocket_cut_total: upgrades refused and sockets closed by a limit
 //   - edgecv_inference_stage_seconds per model, backend, stage: every route that runs a model calls
 //     observeInference() with the timings the engine returned
 //   - engine worker pool: queue depth, running jobs, completed/failed/rejected jobs, inferences lent idle cores
@@ -44,6 +45,28 @@ const webSocketConnections = new client.Gauge({
 /** +1 when a WebSocket opens, -1 when it closes. */
 export function observeWebSocketConnection(delta: 1 | -1): void {
   webSocketConnections.inc(delta);
+}
+
+const webSocketRefused = new client.Counter({
+  name: 'edgecv_websocket_refused_total',
+  help: 'WebSocket upgrades refused by a limit: origin (foreign page, 403), address (per-address cap, 429), all (cap in all, 503)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+const webSocketCut = new client.Counter({
+  name: 'edgecv_websocket_cut_total',
+  help: 'WebSockets the server closed: idle (no complete frame within --ws-idle-timeout), unread (answers not read)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+export function observeWebSocketRefused(reason: 'origin' | 'address' | 'all'): void {
+  webSocketRefused.inc({ reason });
+}
+
+export function observeWebSocketCut(reason: 'idle' | 'unread'): void {
+  webSocketCut.inc({ reason });
 }
 
 export function observeHttpRequest(method: string, route: string, status: number, seconds: number): void {

@@ -15,7 +15,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { isAllowedOrigin } from './origin-check.js';
-import { observeWebSocketConnection } from './prometheus.js';
+import { observeWebSocketConnection, observeWebSocketCut, observeWebSocketRefused } from './prometheus.js';
 import { addressKey, SocketBudget, socketCapInAll, WEBSOCKET_LIMIT_DEFAULTS, type WebSocketLimits } from './websocket-limits.js';
 
 /** WebSocket path (without trailing slash) -> the REST route it answers like. */
@@ -190,6 +190,7 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
     // Browsers let any page open a WebSocket anywhere; the Origin header is what says whose page it is.
     if (!isAllowedOrigin(req.headers.origin, req.headers.host, opts.allowedOrigins ?? [])) {
       counts.refusedOrigin++;
+      observeWebSocketRefused('origin');
       rejectUpgrade(socket, 403, 'Forbidden', `WebSocket upgrade from origin ${JSON.stringify(req.headers.origin)} refused: only this server's own pages and --allowed-origins may open sockets`);
       return;
     }
@@ -197,11 +198,13 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
     const refused = budget.take(key);
     if (refused === 'address') {
       counts.refusedPerAddress++;
+      observeWebSocketRefused('address');
       rejectUpgrade(socket, 429, 'Too Many Requests', `too many WebSocket sockets from this address (at most ${budget.maxPerAddress})`, 'Retry-After: 10\r\n');
       return;
     }
     if (refused === 'all') {
       counts.refusedInAll++;
+      observeWebSocketRefused('all');
       rejectUpgrade(socket, 503, 'Service Unavailable', `too many WebSocket sockets open (at most ${budget.maxInAll})`, 'Retry-After: 10\r\n');
       return;
     }
@@ -237,6 +240,7 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
         // through either: drop it.
         if (elapsed > limits.idleTimeoutMs) {
           counts.closedUnread++;
+          observeWebSocketCut('unread');
           s.ws.terminate();
         }
       } else if (s.phase === 'waiting') {
@@ -244,6 +248,7 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
           const bytesPerSec = ((s.socket.bytesRead - s.bytesAtSince) * 1000) / elapsed;
           if (elapsed > limits.maxFrameMs || bytesPerSec < limits.minFrameBytesPerSec) {
             counts.closedIdle++;
+            observeWebSocketCut('idle');
             closeSocket(s, CLOSE_GOING_AWAY, `idle timeout: no complete frame in ${Math.round(limits.idleTimeoutMs / 1000)} s`);
             continue;
           }
