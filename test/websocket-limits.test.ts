@@ -8,7 +8,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { addressKey, descriptorLimit, descriptorReserve, SocketBudget, socketCapInAll } from '../src/server/websocket-limits.js';
+import { addressKey, descriptorLimit, descriptorReserve, SocketBudget, socketCapInAll, webSocketOptionsFromConfig } from '../src/server/websocket-limits.js';
 import { useTempDirs } from './helpers.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
 
@@ -40,6 +40,24 @@ describe('socket counting', () => {
     expect(socketCapInAll(4096, null)).toBe(4096);
     // this process: a number (Linux)
     expect(descriptorLimit()).toBeGreaterThan(0);
+  });
+
+  it('takes the options of edgecv serve: caps, idle time, the REST body rate and time, allowed origins', () => {
+    const ws = webSocketOptionsFromConfig({
+      wsMaxSockets: 10,
+      wsMaxSocketsPerAddress: 3,
+      wsIdleTimeout: 1500,
+      minBodyRate: 2048,
+      requestTimeout: 30_000,
+      allowedOrigins: 'https://nvr.example:8443',
+    });
+    expect(ws.limits).toMatchObject({ maxSockets: 10, maxSocketsPerAddress: 3, idleTimeoutMs: 1500, minFrameBytesPerSec: 2048, maxFrameMs: 30_000 });
+    expect([ws.budget.maxInAll, ws.budget.maxPerAddress]).toEqual([10, 3]);
+    expect(ws.allowedOrigins).toEqual(['https://nvr.example:8443']);
+    expect(ws.note).toBe('WebSockets: at most 10 open, 3 per address, closed after 1.5 s idle');
+    const defaults = webSocketOptionsFromConfig({});
+    expect(defaults.budget.maxPerAddress).toBe(64);
+    expect(defaults.budget.maxInAll).toBe(socketCapInAll(4096));
   });
 
   it('refuses past the cap per address and in all, and takes a place back on give', () => {
