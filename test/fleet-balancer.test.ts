@@ -6,10 +6,12 @@
 // enrolments travel to every server within 2 s; a SIGTERM during a burst of enrolments loses no acknowledged sample.
 // The servers start in parallel once and are reused (restarted in place) by every test.
 
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricsStore, METRICS_DB_FILE } from '../src/metrics/store.js';
 import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
@@ -111,19 +113,21 @@ describe('health through the balancer', () => {
     for (const url of [passthrough('/health/ready'), termination('/health/ready'), termination('/health/live')]) {
       expect((await httpsRequest(url, { agent })).status).toBe(200);
     }
-    // termination: the client sees haproxy's certificate, passthrough a server's own
-    const subjectOf = (url: string) =>
+    // termination: the client sees haproxy's certificate; passthrough: the certificate of one of the servers
+    const fingerprintOf = (url: string) =>
       new Promise<string>((resolve, reject) => {
         const req = https.request(url, { agent: false, rejectUnauthorized: false }, (res) => {
-          const cert = (res.socket as import('node:tls').TLSSocket).getPeerCertificate();
           res.resume();
-          resolve(JSON.stringify(cert.subject));
+          resolve((res.socket as TLSSocket).getPeerCertificate().fingerprint256);
         });
         req.on('error', reject);
         req.end();
       });
-    expect(await subjectOf(termination('/health/live'))).toContain('localhost');
-    expect(await subjectOf(passthrough('/health/live'))).not.toBe(await subjectOf(termination('/health/live')));
+    const fileFingerprint = (file: string) => new X509Certificate(fs.readFileSync(file)).fingerprint256;
+    expect(await fingerprintOf(termination('/health/live'))).toBe(fileFingerprint(layout.pem));
+    const own = NAMES.map((n) => fileFingerprint(path.join(tmp, n, 'tls', 'cert.pem')));
+    expect(new Set(own).size).toBe(3);
+    expect(own).toContain(await fingerprintOf(passthrough('/health/live')));
   });
 });
 

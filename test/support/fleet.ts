@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
+import { generateSelfSigned } from '../../src/server/tls.js';
 import { freePort, startServerProcess, type ServerProcess } from './server-process.js';
 
 export interface RedisServer {
@@ -47,17 +48,10 @@ export async function startRedis(dir: string): Promise<RedisServer> {
 }
 
 /** A self-signed certificate and its key in one PEM file, as haproxy's `crt` wants them (TLS termination). */
-export function terminationPem(dir: string): string {
-  const key = path.join(dir, 'lb.key');
-  const cert = path.join(dir, 'lb.crt');
-  const r = spawnSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
-    { encoding: 'utf8' },
-  );
-  if (r.status !== 0) throw new Error(`openssl: ${r.stderr}`);
+export async function terminationPem(dir: string): Promise<string> {
+  const { cert, key } = await generateSelfSigned();
   const pem = path.join(dir, 'lb.pem');
-  fs.writeFileSync(pem, fs.readFileSync(cert, 'utf8') + fs.readFileSync(key, 'utf8'), { mode: 0o600 });
+  fs.writeFileSync(pem, `${cert.trim()}\n${key.trim()}\n`, { mode: 0o600 });
   return pem;
 }
 
@@ -242,7 +236,7 @@ export async function fleetLayout(names: string[], dir: string, checkInterMs: nu
     members,
     passthroughPort: await fleetPort(),
     terminationPort: await fleetPort(),
-    pem: terminationPem(dir),
+    pem: await terminationPem(dir),
     statsSocket: path.join(dir, 'haproxy.sock'),
     checkInterMs,
   };
