@@ -1,7 +1,9 @@
-// Server options: every option of the one table (SERVER_OPTIONS) is set by its flag and by its environment
-// variable and must reach the server config under its own key, and the engine options where the engine uses it.
-// A new option fails here until it is listed as an engine option or a server one, so none can be dropped silently.
+// Server options (src/config.ts), all in one place: every option of the one table (SERVER_OPTIONS) is set by its
+// flag and by its environment variable and must reach the server config under its own key, and the engine options
+// where the engine uses it; a new option fails here until it is listed as an engine option or a server one, so none
+// can be dropped silently. Then --help's defaults, the ranges, each feature's options, precedence and errors.
 
+import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +19,7 @@ import { WEBSOCKET_LIMIT_DEFAULTS } from '../src/server/websocket-limits.js';
 import { OBJECT_DETECTOR_MODELS } from '../src/engine/object-model.js';
 import type { EngineOptions } from '../src/engine/types.js';
 import { engineOptionsFromConfig } from '../src/server/engine-options.js';
-import { openEngine } from './helpers.js';
+import { openEngine, ROOT } from './helpers.js';
 
 type Spec = (typeof SERVER_OPTIONS)[keyof typeof SERVER_OPTIONS] & { range?: { min: number; max: number }; choices?: readonly string[] };
 const CWD = '/srv/edgecv';
@@ -273,5 +275,71 @@ describe('the options of each feature', () => {
     expect(c).toMatchObject({ objectModel: '/w/m/own.onnx', objectLabels: '/w/l.txt', objectInputSize: 416 });
     expect(() => parseServerConfig(['--object-model', 'yolov9'], {}, '/w')).toThrow(/--object-model.*expected one of centernet-320.*or a path/);
     expect(() => parseServerConfig(['--object-labels', 'l.txt'], {}, '/w')).toThrow(/go with an own --object-model/);
+  });
+});
+
+describe('defaults, precedence, errors and the CLI', () => {
+  it('has the documented defaults', () => {
+    const c = parseServerConfig([], {}, '/srv/x');
+    expect(c).toEqual({ port: 8008, host: '0.0.0.0', dataDir: '/srv/x/data', bodyLimit: 20 * 1024 * 1024 });
+  });
+
+  it('takes every flag, flags win over environment, environment over defaults', () => {
+    const env = { EDGECV_PORT: '9000', EDGECV_HOST: '127.0.0.1', EDGECV_WORKERS: '3', EDGECV_BODY_LIMIT: '1K' };
+    expect(parseServerConfig([], env, '/w').port).toBe(9000);
+    const c = parseServerConfig(
+      [
+        '--port', '9443', '--data-dir', 'state', '--tls-cert', 'c.pem', '--tls-key', '/k.pem', '--body-limit', '5M',
+        '--max-pixels', '1000000', '--threads-per-worker', '2', '--queue-limit', '8', '--model-dir', 'm',
+        '--runtime', 'opencv', '--backend', 'cpu',
+      ],
+      env,
+      '/w',
+    );
+    expect(c).toEqual({
+      port: 9443,
+      host: '127.0.0.1',
+      dataDir: '/w/state',
+      tlsCert: '/w/c.pem',
+      tlsKey: '/k.pem',
+      bodyLimit: 5 * 1024 * 1024,
+      modelDir: '/w/m',
+      runtime: 'opencv',
+      backend: 'cpu',
+      maxPixels: 1_000_000,
+      workers: 3,
+      threadsPerWorker: 2,
+      queueLimit: 8,
+    });
+  });
+
+  it('rejects bad values with a clear error', () => {
+    const bad: [string[], Record<string, string>, RegExp][] = [
+      [['--port', 'abc'], {}, /--port.*"abc"/],
+      [['--port', '70000'], {}, /--port/],
+      [[], { EDGECV_PORT: '-1' }, /EDGECV_PORT/],
+      [['--workers', '0'], {}, /--workers/],
+      [['--body-limit', 'lots'], {}, /--body-limit/],
+      [['--nope'], {}, /nope/],
+      [['--tls-cert', 'a.pem'], {}, /--tls-key/],
+      [['--host', ''], {}, /--host/],
+      [['--runtime', 'tensorrt'], {}, /--runtime.*"tensorrt".*auto, onnxruntime, opencv/],
+      [[], { EDGECV_BACKEND: 'gpu' }, /EDGECV_BACKEND.*auto, cpu, cuda/],
+    ];
+    for (const [args, env, re] of bad) {
+      expect(() => parseServerConfig(args, env, '/w')).toThrow(ConfigError);
+      expect(() => parseServerConfig(args, env, '/w')).toThrow(re);
+    }
+  });
+
+  it('the CLI exits 2 on a bad value', async () => {
+    const child = spawn(process.execPath, [path.join(ROOT, 'dist/src/cli.js'), 'serve', '--port', 'nope'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    const code = await new Promise((r) => child.on('exit', r));
+    expect(code).toBe(2);
+    expect(err).toMatch(/invalid --port: "nope"/);
   });
 });

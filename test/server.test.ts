@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig } from '../src/config.js';
+import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { createApp } from '../src/server/app.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { loadTls, TlsError } from '../src/server/tls.js';
@@ -22,74 +22,6 @@ const FACE_JPG = 'dlib/faces/Tom_Cruise_avp_2014_4.jpg'; // 565x800, one face
 const NO_FACE = ['skimage/motorcycle_left.png', 'skimage/rocket.jpg', 'darknet/giraffe.jpg', 'skimage/chelsea.png'];
 
 const tmpDir = useTempDirs();
-
-// ------------------------------------------------------------------ configuration (no engine needed)
-
-describe('configuration', () => {
-  it('has the documented defaults', () => {
-    const c = parseServerConfig([], {}, '/srv/x');
-    expect(c).toEqual({ port: 8008, host: '0.0.0.0', dataDir: '/srv/x/data', bodyLimit: 20 * 1024 * 1024 });
-  });
-
-  it('takes every flag, flags win over environment, environment over defaults', () => {
-    const env = { EDGECV_PORT: '9000', EDGECV_HOST: '127.0.0.1', EDGECV_WORKERS: '3', EDGECV_BODY_LIMIT: '1K' };
-    expect(parseServerConfig([], env, '/w').port).toBe(9000);
-    const c = parseServerConfig(
-      [
-        '--port', '9443', '--data-dir', 'state', '--tls-cert', 'c.pem', '--tls-key', '/k.pem', '--body-limit', '5M',
-        '--max-pixels', '1000000', '--threads-per-worker', '2', '--queue-limit', '8', '--model-dir', 'm',
-        '--runtime', 'opencv', '--backend', 'cpu',
-      ],
-      env,
-      '/w',
-    );
-    expect(c).toEqual({
-      port: 9443,
-      host: '127.0.0.1',
-      dataDir: '/w/state',
-      tlsCert: '/w/c.pem',
-      tlsKey: '/k.pem',
-      bodyLimit: 5 * 1024 * 1024,
-      modelDir: '/w/m',
-      runtime: 'opencv',
-      backend: 'cpu',
-      maxPixels: 1_000_000,
-      workers: 3,
-      threadsPerWorker: 2,
-      queueLimit: 8,
-    });
-  });
-
-  it('rejects bad values with a clear error', () => {
-    const bad: [string[], Record<string, string>, RegExp][] = [
-      [['--port', 'abc'], {}, /--port.*"abc"/],
-      [['--port', '70000'], {}, /--port/],
-      [[], { EDGECV_PORT: '-1' }, /EDGECV_PORT/],
-      [['--workers', '0'], {}, /--workers/],
-      [['--body-limit', 'lots'], {}, /--body-limit/],
-      [['--nope'], {}, /nope/],
-      [['--tls-cert', 'a.pem'], {}, /--tls-key/],
-      [['--host', ''], {}, /--host/],
-      [['--runtime', 'tensorrt'], {}, /--runtime.*"tensorrt".*auto, onnxruntime, opencv/],
-      [[], { EDGECV_BACKEND: 'gpu' }, /EDGECV_BACKEND.*auto, cpu, cuda/],
-    ];
-    for (const [args, env, re] of bad) {
-      expect(() => parseServerConfig(args, env, '/w')).toThrow(ConfigError);
-      expect(() => parseServerConfig(args, env, '/w')).toThrow(re);
-    }
-  });
-
-  it('the CLI exits 2 on a bad value', async () => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist/src/cli.js'), 'serve', '--port', 'nope'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    const code = await new Promise((r) => child.on('exit', r));
-    expect(code).toBe(2);
-    expect(err).toMatch(/invalid --port: "nope"/);
-  });
-});
 
 // ------------------------------------------------------------------ TLS (no engine needed)
 
