@@ -79,8 +79,9 @@ const mebibytes = (q: string) => {
   return m ? Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1) : NaN;
 };
 
-async function checkCompose(file: string, text: string, checks: Checks, problems: string[]): Promise<{ httpPorts: Set<number> }> {
+async function checkCompose(file: string, text: string, checks: Checks, problems: string[]): Promise<{ httpPorts: Set<number>; drainDelaysMs: number[] }> {
   const httpPorts = new Set<number>();
+  const drainDelaysMs: number[] = [];
   const compose = obj(parseAllDocuments(text, { merge: true })[0]?.toJS());
   for (const [name, raw] of Object.entries(obj(compose.services))) {
     const service = obj(raw);
@@ -103,9 +104,10 @@ async function checkCompose(file: string, text: string, checks: Checks, problems
     }
     const config = serveConfig(where, args, env, problems);
     if (config?.httpPort !== undefined) httpPorts.add(config.httpPort);
+    if (config) drainDelaysMs.push(config.drainDelay ?? 0);
     if (config && config.port !== DEFAULT_PORT) problems.push(`${where}: port ${config.port}, haproxy.cfg and prometheus.yml expect ${DEFAULT_PORT}`);
   }
-  return { httpPorts };
+  return { httpPorts, drainDelaysMs };
 }
 
 async function checkKubernetes(file: string, text: string, checks: Checks, problems: string[]): Promise<void> {
@@ -188,7 +190,8 @@ async function checkDockerfile(file: string, text: string, checks: Checks, probl
   }
 }
 
-async function checkHaproxy(file: string, text: string, checks: Checks, problems: string[], httpPorts: Set<number>): Promise<void> {
+async function checkHaproxy(file: string, text: string, checks: Checks, problems: string[], compose: { httpPorts: Set<number>; drainDelaysMs: number[] }): Promise<void> {
+  const { httpPorts } = compose;
   let mode = '';
   for (const raw of text.split('\n')) {
     const line = raw.replace(/#.*/, '').trim();
@@ -199,6 +202,14 @@ async function checkHaproxy(file: string, text: string, checks: Checks, problems
       const uri = words[words.indexOf('uri') + 1];
       const problem = uri ? await routeProblem(`${file} health check`, uri, checks) : `${file}: http-check send without uri`;
       if (problem) problems.push(problem);
+    }
+    // a draining server keeps its listener open until haproxy's checks have seen readiness fail
+    const inter = /\binter (\d+)(ms|s)?\b/.exec(line);
+    const fall = Number(/\bfall (\d+)/.exec(line)?.[1] ?? 3);
+    if (inter && (words[0] === 'default-server' || words[0] === 'server')) {
+      const noticeMs = Number(inter[1]) * (inter[2] === 'ms' ? 1 : 1000) * fall;
+      const shortest = Math.min(...compose.drainDelaysMs);
+      if (!(shortest > noticeMs)) problems.push(`${file}: ${line}: a server drains ${shortest} ms before closing, haproxy needs ${noticeMs} ms to see it`);
     }
     if (words[0] === 'server') {
       const port = Number(words[2]!.split(':').at(-1));
@@ -225,10 +236,10 @@ async function deployProblems(files: Map<string, string>, checks: Checks): Promi
   for (const f of yamlFiles) {
     for (const doc of parseAllDocuments(files.get(f)!, { merge: true })) for (const e of doc.errors) problems.push(`${f}: ${e.message}`);
   }
-  const { httpPorts } = await checkCompose('compose.yaml', files.get('compose.yaml') ?? '', checks, problems);
+  const compose = await checkCompose('compose.yaml', files.get('compose.yaml') ?? '', checks, problems);
   for (const f of yamlFiles.filter((f) => f.startsWith('kubernetes/'))) await checkKubernetes(f, files.get(f)!, checks, problems);
   await checkDockerfile('Dockerfile', files.get('Dockerfile') ?? '', checks, problems);
-  await checkHaproxy('haproxy.cfg', files.get('haproxy.cfg') ?? '', checks, problems, httpPorts);
+  await checkHaproxy('haproxy.cfg', files.get('haproxy.cfg') ?? '', checks, problems, compose);
   checkPrometheus('prometheus.yml', files.get('prometheus.yml') ?? '', problems);
   return problems;
 }
@@ -270,18 +281,22 @@ describe('deploy/', () => {
     ]);
   });
 
-  it('fails on a probe path that is no route, a wrong port or resources the docs do not give', async () => {
+  it('fails on a probe path that is no route, a wrong port, resources the docs do not give or a drain haproxy cannot see', async () => {
     const files = readDeploy();
     const k8s = files.get('kubernetes/deployment.yaml')!;
     files.set('kubernetes/deployment.yaml', k8s.replace('path: /health/ready', 'path: /healthz').replace('memory: 800Mi', 'memory: 700Mi'));
     files.set('Dockerfile', files.get('Dockerfile')!.replace('EXPOSE 8008', 'EXPOSE 8080'));
     files.set('haproxy.cfg', files.get('haproxy.cfg')!.replace('server edgecv2 edgecv2:8080', 'server edgecv2 edgecv2:8081'));
+    files.set('compose.yaml', files.get('compose.yaml')!.replaceAll('"--drain-delay", "3s"', '"--drain-delay", "2s"'));
     const problems = await deployProblems(files, checks);
     expect(problems).toEqual([
       expect.stringMatching(/readinessProbe: \/healthz is no route of the server \(GET answers 404\)/),
       expect.stringMatching(/resources\.requests\.memory 700Mi, docs\/fleet\.md says 800Mi/),
       expect.stringMatching(/memory request below the measured RSS/),
       expect.stringMatching(/Dockerfile: EXPOSE 8080, the server listens on 8008/),
+      // both backends check every 1 s, fall 2
+      'haproxy.cfg: default-server check check-ssl verify none inter 1s fall 2 rise 2: a server drains 2000 ms before closing, haproxy needs 2000 ms to see it',
+      'haproxy.cfg: default-server check inter 1s fall 2 rise 2: a server drains 2000 ms before closing, haproxy needs 2000 ms to see it',
       expect.stringMatching(/haproxy\.cfg: server edgecv2 edgecv2:8081: no server is given --http-port 8081/),
     ]);
   });
