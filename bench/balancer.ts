@@ -15,6 +15,7 @@ import { loadJohns } from '../test/support/face-verification.js';
 import { fleetLayout, haproxyConfig, startHaproxy, startMembers, startRedis, steadyLoad, type FleetMember } from '../test/support/fleet.js';
 import { writeResult, type ServerProcess } from '../test/support/server-process.js';
 import { table } from './table.js';
+import { percentile } from '../src/metrics/percentiles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -43,10 +44,6 @@ export interface BalancerBench {
   image: string;
   throughput: BalancerThroughputRow[];
   hop: BalancerHopRow[];
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
 }
 
 const round = (x: number) => Math.round(x * 10) / 10;

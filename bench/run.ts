@@ -31,6 +31,7 @@ import { MIN_KEYPOINTS } from '../test/support/pose-scoring.js';
 import { benchAlternatives } from './alternatives/bench.js';
 import { table } from './table.js';
 import { benchBalancer, printBalancer } from './balancer.js';
+import { percentile } from '../src/metrics/percentiles.js';
 
 function findRoot(): string {
   // dist/bench/run.js -> repo root
@@ -56,11 +57,6 @@ interface LatencyStats {
   p99: number;
   mean: number;
   n: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i];
 }
 
 function stats(samples: number[]): LatencyStats {

@@ -13,10 +13,7 @@ import tls from 'node:tls';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { withTempServer, writeResult } from '../../test/support/server-process.js';
 import { numericFlags } from './cli-args.js';
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN;
-}
+import { percentile } from '../../src/metrics/percentiles.js';
 
 function chunked(bytes: Buffer, size = 64 * 1024): Buffer[] {
   const out: Buffer[] = [];

@@ -8,6 +8,7 @@ import { generateCases, type FuzzCase } from './cases.js';
 import type { ChannelEmbedder } from './redis-channel.js';
 import { sendRaw } from './raw-client.js';
 import { rssOf, sampleRss } from './rss.js';
+import { percentile } from '../../../src/metrics/percentiles.js';
 
 export interface FuzzOptions {
   host: string;
@@ -83,10 +84,6 @@ function isJsonAnswer(body: Buffer): boolean {
   }
 }
 
-function percentile(sorted: number[], q: number): number {
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
 /** The server's embedding model from GET /server/capabilities/ (null when it has no gallery). */
 async function serverEmbedder(host: string, port: number, timeoutMs: number): Promise<ChannelEmbedder | null> {
   const a = await sendRaw(host, port, Buffer.from(`GET /server/capabilities/ HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`), timeoutMs);
@@ -146,7 +143,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const byKind: Record<string, KindReport> = {};
   for (const [kind, ms] of times) {
     const sorted = [...ms].sort((a, b) => a - b);
-    byKind[kind] = { cases: ms.length, statuses: kindStatuses.get(kind) ?? {}, p50Ms: percentile(sorted, 0.5), maxMs: sorted.at(-1) ?? 0 };
+    byKind[kind] = { cases: ms.length, statuses: kindStatuses.get(kind) ?? {}, p50Ms: percentile(sorted, 50), maxMs: sorted.at(-1) ?? 0 };
   }
   return {
     seed: opts.seed,
