@@ -4,6 +4,7 @@
 // real app, ports agree with the defaults, and the resource figures are docs/fleet.md's measured ones. The same
 // checker fails on modified copies (a flag that does not exist, a probe path that is no route, a wrong port).
 
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -14,9 +15,11 @@ import { DEFAULT_CONSOLE_PORT } from '../src/console/usage.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../src/server/drain.js';
-import { openEngine, ROOT } from './helpers.js';
+import { generateSelfSigned } from '../src/server/tls.js';
+import { openEngine, ROOT, useTempDirs } from './helpers.js';
 
 const DEPLOY = path.join(ROOT, 'deploy');
+const tempDir = useTempDirs();
 const SERVER_ENV = new Set(Object.values(SERVER_OPTIONS).map((o) => o.env));
 /** Variables a container may set that are not server options. */
 const OTHER_ENV = new Set(['NODE_ENV']);
@@ -268,6 +271,18 @@ describe('deploy/', () => {
 
   it('passes only real options, routes, ports and the measured resource figures', async () => {
     expect(await deployProblems(readDeploy(), checks)).toEqual([]);
+  });
+
+  it("haproxy's own check accepts haproxy.cfg (its certificate and the servers' host names made local)", async () => {
+    const dir = tempDir('edgecv-deploy-');
+    const pem = path.join(dir, 'edgecv.pem');
+    const { cert, key } = await generateSelfSigned();
+    fs.writeFileSync(pem, `${cert.trim()}\n${key.trim()}\n`);
+    const cfg = path.join(dir, 'haproxy.cfg');
+    fs.writeFileSync(cfg, readDeploy().get('haproxy.cfg')!.replaceAll('/etc/haproxy/certs/edgecv.pem', pem).replace(/\bedgecv\d:(\d+)/g, '127.0.0.1:$1'));
+    const check = spawnSync('haproxy', ['-c', '-f', cfg], { encoding: 'utf8' });
+    expect(`${check.stdout}${check.stderr}`).toMatch(/Configuration file is valid/);
+    expect(check.status).toBe(0);
   });
 
   it('fails on a manifest naming a flag that does not exist, or an environment variable', async () => {
