@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import type { ServerConfig } from '../config.js';
+import { HTTP_GUARD_DEFAULTS } from './http-guards.js';
 import { parseAllowedOrigins } from './origin-check.js';
 
 export interface WebSocketLimits {
@@ -32,11 +33,11 @@ export const WEBSOCKET_LIMIT_DEFAULTS = {
   maxSockets: 4096,
   maxSocketsPerAddress: 64,
   idleTimeoutMs: 60_000,
-  // the REST body rules (src/server/http-guards.ts): --min-body-rate and --request-timeout
-  minFrameBytesPerSec: 8 * 1024,
-  maxFrameMs: 120_000,
+  // the REST body rules: --min-body-rate and --request-timeout
+  minFrameBytesPerSec: HTTP_GUARD_DEFAULTS.minBodyBytesPerSec,
+  maxFrameMs: HTTP_GUARD_DEFAULTS.requestTimeoutMs,
   closeGraceMs: 3_000,
-} as const satisfies WebSocketLimits;
+} satisfies WebSocketLimits;
 
 /** Descriptors never given to WebSockets: a quarter of the limit, at least 256 (HTTPS clients, files, the store). */
 export function descriptorReserve(limit: number): number {
