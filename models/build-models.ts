@@ -40,7 +40,8 @@ function quantizeConverted(root: string, name: string, model: SourceModel, conve
     return null;
   }
   const keepFloat = model.int8?.keepFloat ?? [];
-  const bytes = encodeOnnxModel(quantizeModel(converted.model, { ranges: calibration.ranges, keepFloat }));
+  const keepOutputConvs = model.int8?.keepOutputConvs ?? false;
+  const bytes = encodeOnnxModel(quantizeModel(converted.model, { ranges: calibration.ranges, keepFloat, keepOutputConvs }));
   const ortFile = `${name}.int8.ort.onnx`;
   writeAtomic(join(outDir, ortFile), bytes);
   const { scoreThreshold, personThreshold } = model.int8 ?? {};
@@ -49,6 +50,7 @@ function quantizeConverted(root: string, name: string, model: SourceModel, conve
     sha256: sha256(bytes),
     calibration: { method: calibration.method, photos: calibration.photos, inputs: calibration.inputs },
     keepFloat,
+    ...(keepOutputConvs ? { keepOutputConvs } : {}),
     ...(scoreThreshold === undefined ? {} : { scoreThreshold }),
     ...(personThreshold === undefined ? {} : { personThreshold }),
   };

@@ -14,10 +14,11 @@ import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import * as ort from 'onnxruntime-node';
 import { encodeOnnxModel, OnnxDataType, type OnnxModel } from './convert/onnx-writer.js';
-import { foldPadsIntoConvs, QUANTIZED_OPS, type ActivationRange } from './convert/quantize.js';
+import { foldIntoConvs, QUANTIZED_OPS, type ActivationRange } from './convert/quantize.js';
 import { convertTfjsToOnnx } from './convert/tf-to-onnx.js';
 import { loadTfjsGraph } from './convert/tfjs-graph.js';
 import { findRoot, modelPackage, readSourceManifest } from './model-packages.js';
+import { Engine } from '../src/index.js';
 import type { CalibrationFile, SourceModel } from './model-manifest.js';
 
 /** test/data photos scored by no accuracy bench or test (bench/labels/objects.json, face and recognition sets). */
@@ -79,6 +80,39 @@ export function calibrationInputs(root: string, side: number, pad: number, mean:
     const img = decode(readFileSync(join(root, 'test', 'data', file)), file);
     for (const crop of CROPS) out.push(letterbox(img, crop, false, side, pad, mean, scale));
     out.push(letterbox(img, CROPS[0]!, true, side, pad, mean, scale));
+  }
+  return out;
+}
+
+/** A square crop around `rect` (side = its longer side x cropScale, black outside the image), resized to side x side. */
+function faceCrop(img: Rgb, rect: readonly number[], cropScale: number, side: number, mean: number, scale: number): Float32Array {
+  const cx = (rect[0]! + rect[2]!) / 2;
+  const cy = (rect[1]! + rect[3]!) / 2;
+  const s = Math.max(1, Math.max(rect[2]! - rect[0]!, rect[3]! - rect[1]!) * cropScale);
+  const out = new Float32Array(3 * side * side);
+  for (let y = 0; y < side; y++) {
+    const sy = Math.floor(cy - s / 2 + ((y + 0.5) * s) / side);
+    for (let x = 0; x < side; x++) {
+      const sx = Math.floor(cx - s / 2 + ((x + 0.5) * s) / side);
+      const inside = sx >= 0 && sy >= 0 && sx < img.width && sy < img.height;
+      for (let c = 0; c < 3; c++) out[c * side * side + y * side + x] = ((inside ? img.data[(sy * img.width + sx) * 4 + c]! : 0) - mean) * scale;
+    }
+  }
+  return out;
+}
+
+/** Embedder inputs: the faces the default face detector finds in the calibration photos, cropped as the engine crops them. */
+export async function faceCalibrationInputs(root: string, side: number, cropScale: number, mean: number, scale: number): Promise<Float32Array[]> {
+  const engine = await Engine.open({ workers: 1, poseModel: null, objectDetector: null, faceEmbedder: null });
+  const out: Float32Array[] = [];
+  try {
+    for (const file of CALIBRATION_PHOTOS) {
+      const bytes = readFileSync(join(root, 'test', 'data', file));
+      const img = decode(bytes, file);
+      for (const face of (await engine.detectFaces(bytes)).faces) out.push(faceCrop(img, face.rect, cropScale, side, mean, scale));
+    }
+  } finally {
+    await engine.close();
   }
   return out;
 }
@@ -164,9 +198,13 @@ export async function calibrate(root: string, name: string, method: CalibrationM
   const graph = loadTfjsGraph(join(pkg.dir, model.source));
   const converted = convertTfjsToOnnx(graph, { input: model.input, outputs: model.outputs, target: 'ort', graphName: name });
   const spec = inputSpec(model);
-  const inputs = calibrationInputs(root, spec.side, spec.pad, spec.mean, spec.scale);
-  // the quantizer folds Pads first: calibrate the graph it quantizes
-  const graphToQuantize = foldPadsIntoConvs(converted.model);
+  const recognition = model['recognition'] as { cropScale?: number } | undefined;
+  const inputs =
+    model.task === 'face-embedding'
+      ? await faceCalibrationInputs(root, spec.side, recognition?.cropScale ?? 1, spec.mean, spec.scale)
+      : calibrationInputs(root, spec.side, spec.pad, spec.mean, spec.scale);
+  // the quantizer folds Pads, batch norms and activation chains into the convolutions first: calibrate that graph
+  const graphToQuantize = foldIntoConvs(converted.model);
   const ranges = await measureRanges(graphToQuantize, calibrationTensors(graphToQuantize), inputs, method);
   return {
     model: name,

@@ -26,7 +26,7 @@ export interface SourceModel {
    * Build an int8 (QDQ) onnxruntime file too, from models/calibration/<name>.json. keepFloat: node names (or scope
    * prefixes ending in '/') left fp32; scoreThreshold: a detector's default threshold at int8 (docs/int8.md).
    */
-  int8?: { keepFloat?: string[]; scoreThreshold?: number; personThreshold?: number };
+  int8?: { keepFloat?: string[]; keepOutputConvs?: boolean; scoreThreshold?: number; personThreshold?: number };
   /** Task-specific settings passed through to the engine (anchors, output roles, ...). */
   [extra: string]: unknown;
 }
@@ -67,6 +67,7 @@ export interface Int8Entry {
   sha256: string;
   calibration: { method: string; photos: string[]; inputs: number };
   keepFloat: string[];
+  keepOutputConvs?: boolean;
   scoreThreshold?: number;
   personThreshold?: number;
 }

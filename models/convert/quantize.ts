@@ -28,6 +28,8 @@ export interface QuantizeOptions {
   keepFloat?: readonly string[];
   /** Op types to quantize (default QUANTIZED_OPS). */
   ops?: ReadonlySet<string>;
+  /** Keep in fp32 each Conv whose output is a graph output (directly or through a layout Transpose): the heads. */
+  keepOutputConvs?: boolean;
 }
 
 export interface UInt8Params {
@@ -107,11 +109,113 @@ export function foldPadsIntoConvs(model: OnnxModel): OnnxModel {
   return { ...model, nodes: kept, initializers: model.initializers.filter((t) => used.has(t.name)) };
 }
 
+/** A per-channel constant (scalar, [M] or [1,M,1,1]) as M values, or null. */
+function channelConstant(t: OnnxTensor | undefined, channels: number): Float32Array | null {
+  if (!t || t.dataType !== OnnxDataType.FLOAT) return null;
+  const v = floatData(t);
+  const perChannel = t.dims.filter((d) => d !== 1).length <= 1 && (t.dims.length < 4 || t.dims[1] === v.length);
+  if (v.length === 1) return new Float32Array(channels).fill(v[0]!);
+  return perChannel && v.length === channels ? v : null;
+}
+
+/**
+ * Folds what TF.js leaves after a convolution into it and its activation, so that onnxruntime's integer kernels
+ * cover them: a per-channel Mul then Add (unfolded batch norm) into the weights and bias, and a Relu/Clip chain
+ * (TF's relu then clip_by_value) into one Clip. The same function in float, up to rounding.
+ */
+export function foldIntoConvs(source: OnnxModel): OnnxModel {
+  const model = foldPadsIntoConvs(source);
+  const inits = new Map(model.initializers.map((t) => [t.name, t]));
+  const outputs = new Set(model.outputs.map((o) => o.name));
+  const nodes = model.nodes.map((n) => ({ ...n, inputs: [...n.inputs] }));
+  const readers = new Map<string, OnnxNode[]>();
+  for (const n of nodes) for (const i of n.inputs) readers.set(i, [...(readers.get(i) ?? []), n]);
+  const soleReader = (t: string) => {
+    const r = readers.get(t) ?? [];
+    return r.length === 1 && !outputs.has(t) ? r[0]! : undefined;
+  };
+  const dropped = new Set<OnnxNode>();
+  const added: OnnxTensor[] = [];
+  for (const conv of nodes) {
+    if (conv.opType !== 'Conv' || !inits.has(conv.inputs[1]!)) continue;
+    const w = inits.get(conv.inputs[1]!)!;
+    const channels = w.dims[0]!;
+    let weights: Float32Array | null = null;
+    let bias: Float32Array | null = null;
+    for (;;) {
+      const next = soleReader(conv.outputs[0]!);
+      if (!next || (next.opType !== 'Mul' && next.opType !== 'Add') || next.inputs.length !== 2) break;
+      const constIndex = next.inputs[0] === conv.outputs[0] ? 1 : 0;
+      const k = channelConstant(inits.get(next.inputs[constIndex]!), channels);
+      if (!k) break;
+      weights ??= floatData(w).slice();
+      bias ??= conv.inputs[2] && inits.has(conv.inputs[2]) ? floatData(inits.get(conv.inputs[2])!).slice() : new Float32Array(channels);
+      const per = weights.length / channels;
+      for (let c = 0; c < channels; c++) {
+        if (next.opType === 'Mul') {
+          for (let i = c * per; i < (c + 1) * per; i++) weights[i]! *= k[c]!;
+          bias[c]! *= k[c]!;
+        } else {
+          bias[c]! += k[c]!;
+        }
+      }
+      // the conv now writes the folded node's output (its name is what the rest of the graph reads)
+      readers.set(next.outputs[0]!, readers.get(next.outputs[0]!) ?? []);
+      conv.outputs = [next.outputs[0]!];
+      dropped.add(next);
+    }
+    if (weights && bias) {
+      const wt = tensor(`${conv.name}/folded_weights`, OnnxDataType.FLOAT, w.dims, weights);
+      const bt = tensor(`${conv.name}/folded_bias`, OnnxDataType.FLOAT, [channels], bias);
+      added.push(wt, bt);
+      conv.inputs = [conv.inputs[0]!, wt.name, bt.name];
+    }
+  }
+  const bound = (name: string | undefined, fallback: number) => {
+    const t = name ? inits.get(name) : undefined;
+    return t && t.dataType === OnnxDataType.FLOAT && t.raw.byteLength === 4 ? floatData(t)[0]! : name ? NaN : fallback;
+  };
+  for (const act of nodes) {
+    if (dropped.has(act) || (act.opType !== 'Relu' && act.opType !== 'Clip')) continue;
+    let lo = act.opType === 'Relu' ? 0 : bound(act.inputs[1], -Infinity);
+    let hi = act.opType === 'Relu' ? Infinity : bound(act.inputs[2], Infinity);
+    if (Number.isNaN(lo) || Number.isNaN(hi)) continue;
+    let merged = false;
+    for (let next = soleReader(act.outputs[0]!); next?.opType === 'Clip' || next?.opType === 'Relu'; next = soleReader(act.outputs[0]!)) {
+      const nlo = next.opType === 'Relu' ? 0 : bound(next.inputs[1], -Infinity);
+      const nhi = next.opType === 'Relu' ? Infinity : bound(next.inputs[2], Infinity);
+      if (Number.isNaN(nlo) || Number.isNaN(nhi)) break;
+      lo = Math.max(lo, nlo);
+      hi = Math.min(hi, nhi);
+      act.outputs = [next.outputs[0]!];
+      readers.set(next.outputs[0]!, readers.get(next.outputs[0]!) ?? []);
+      dropped.add(next);
+      merged = true;
+    }
+    if (!merged) continue;
+    const loT = tensor(`${act.name}/merged_min`, OnnxDataType.FLOAT, [], Float32Array.of(Math.max(lo, -3.4028234663852886e38)));
+    const hiT = tensor(`${act.name}/merged_max`, OnnxDataType.FLOAT, [], Float32Array.of(Math.min(hi, 3.4028234663852886e38)));
+    added.push(loT, hiT);
+    act.opType = 'Clip';
+    act.attributes = {};
+    act.inputs = [act.inputs[0]!, loT.name, hiT.name];
+  }
+  const kept = nodes.filter((n) => !dropped.has(n));
+  for (const n of kept) n.name = n.outputs[0]!;
+  const used = new Set(kept.flatMap((n) => n.inputs));
+  return { ...model, nodes: kept, initializers: [...model.initializers, ...added].filter((t) => used.has(t.name)) };
+}
+
 /** `model` in QDQ form. Tensors without a calibrated range (and graph outputs) stay float. */
 export function quantizeModel(source: OnnxModel, options: QuantizeOptions): OnnxModel {
-  const model = foldPadsIntoConvs(source);
+  const model = foldIntoConvs(source);
   const prefixes = options.keepFloat ?? [];
   const kept = new Set(model.nodes.filter((n) => prefixes.some((p) => n.name === p || (p.endsWith('/') && n.name.startsWith(p)))).map((n) => n.name));
+  if (options.keepOutputConvs) {
+    const outs = new Set(model.outputs.map((o) => o.name));
+    const toOutput = new Set(model.nodes.filter((n) => n.opType === 'Transpose' && outs.has(n.outputs[0]!)).map((n) => n.inputs[0]!));
+    for (const n of model.nodes) if (n.opType === 'Conv' && (outs.has(n.outputs[0]!) || toOutput.has(n.outputs[0]!))) kept.add(n.name);
+  }
   const keep = { has: (name: string) => kept.has(name) };
   const inits = new Map(model.initializers.map((t) => [t.name, t]));
   const outputs = new Set(model.outputs.map((o) => o.name));
@@ -120,12 +224,21 @@ export function quantizeModel(source: OnnxModel, options: QuantizeOptions): Onnx
   const ops = options.ops ?? QUANTIZED_OPS;
   const quantNodes = model.nodes.filter((n) => ops.has(n.opType) && !keep.has(n.name));
 
+  // A Conv whose only reader is a Relu/Clip gets its Q after that activation, not before: onnxruntime then drops
+  // the activation into the integer convolution (the Q's range already clips), instead of a float Relu between.
+  const readers = new Map<string, OnnxNode[]>();
+  for (const n of model.nodes) for (const i of n.inputs) readers.set(i, [...(readers.get(i) ?? []), n]);
+  const producers = new Map(model.nodes.flatMap((n) => n.outputs.map((o) => [o, n] as const)));
+  const intoActivation = (t: string) => {
+    const r = readers.get(t) ?? [];
+    return producers.get(t)?.opType === 'Conv' && r.length === 1 && (r[0]!.opType === 'Relu' || r[0]!.opType === 'Clip') && !keep.has(r[0]!.name);
+  };
   // Activations: every float tensor a quantized node reads or writes, when calibrated and not a graph output.
   const activations = new Set<string>();
   for (const n of quantNodes) {
     const dataInputs = n.opType === 'Resize' || n.opType === 'Clip' ? n.inputs.slice(0, 1) : n.inputs;
     for (const t of [...dataInputs, ...n.outputs]) {
-      if (t && !inits.has(t) && !outputs.has(t) && options.ranges[t]) activations.add(t);
+      if (t && !inits.has(t) && !outputs.has(t) && options.ranges[t] && !intoActivation(t)) activations.add(t);
     }
   }
   // A same-scale op's output takes its input's range (nodes are in topological order).
