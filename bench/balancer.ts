@@ -1,6 +1,7 @@
 // Fleet bench: images/s through haproxy (TLS termination, mode http) with 1, 2 and 3 edgecv servers sharing one
-// Redis gallery, and what the balancer hop adds to a request's latency (p50, p99) against the same server asked
-// directly. Real processes on loopback: redis-server, `edgecv serve` x3 (1 worker each), haproxy.
+// Redis gallery, what the balancer hop adds to a request's latency (p50, p99) against the same server asked
+// directly, and one server's resident memory (the pods' memory request). Real processes on loopback:
+// redis-server, `edgecv serve` x3 (1 worker each), haproxy.
 //   node dist/bench/balancer.js [--quick]        (alone; `node dist/bench/run.js --balancer` is the same)
 // On a 2-core machine the servers share the 2 cores: more servers add no cores, so throughput is bounded by the
 // machine, not the fleet; the scaling figure says how much the balancer and the extra processes cost, not how a
@@ -13,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadJohns } from '../test/support/face-verification.js';
 import { fleetLayout, haproxyConfig, startHaproxy, startMembers, startRedis, steadyLoad, type FleetMember } from '../test/support/fleet.js';
-import { writeResult, type ServerProcess } from '../test/support/server-process.js';
+import { startServerProcess, writeResult, type ServerProcess } from '../test/support/server-process.js';
 import { table } from './table.js';
 import { percentile } from '../src/metrics/percentiles.js';
 
@@ -38,8 +39,17 @@ export type BalancerHopRow = {
   'added p99 ms': number;
 };
 
+/** Resident memory of one server, as docs/fleet.md sizes a Kubernetes pod with it. */
+export type ServerMemoryRow = {
+  server: string;
+  'RSS after start MiB': number;
+  'RSS after every route MiB': number;
+  'peak RSS MiB': number;
+};
+
 export interface BalancerBench {
   machine: { cpu: string; cores: number; loadavg: number[] };
+  memory: ServerMemoryRow[];
   route: string;
   image: string;
   throughput: BalancerThroughputRow[];
@@ -75,6 +85,40 @@ async function interleaved(urls: string[], body: Buffer, count: number): Promise
     for (const a of agents) a.destroy();
   }
   return out.map((l) => l.sort((a, b) => a - b));
+}
+
+/** VmRSS and VmHWM of a process, MiB. */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
+  return { rss: Math.round(kib('VmRSS') / 1024), peak: Math.round(kib('VmHWM') / 1024) };
+}
+
+/**
+ * A server as deploy/kubernetes/deployment.yaml runs it (--workers 2, default models): its RSS after start, and
+ * after every route five times, two requests at a time (a scene photo and a group photo).
+ */
+async function benchServerMemory(dir: string): Promise<ServerMemoryRow> {
+  const data = (p: string) => fs.readFileSync(path.join(ROOT, 'test', 'data', p));
+  const scene = data('darknet/dog.jpg');
+  const group = data('dlib/faces/2008_002506.jpg');
+  const face = loadJohns(path.join(ROOT, 'test', 'data'))[0]!.bytes;
+  const server = await startServerProcess(['--data-dir', path.join(dir, 'memory'), '--workers', '2']);
+  try {
+    const pid = server.child.pid!;
+    await new Promise((r) => setTimeout(r, 1000));
+    const started = memoryOf(pid);
+    const post = (route: string, body: Buffer) => interleaved([`${server.url}${route}`], body, 1);
+    for (let i = 0; i < 5; i++) {
+      for (const route of ['detector/detect/', 'object/detect/', 'pose/detect/']) await Promise.all([post(route, scene), post(route, group)]);
+      await post('trainer/add/?subject=probe', face);
+      await post('recognizer/predict/', face);
+    }
+    const after = memoryOf(pid);
+    return { server: '--workers 2, default models', 'RSS after start MiB': started.rss, 'RSS after every route MiB': after.rss, 'peak RSS MiB': after.peak };
+  } finally {
+    await server.stop('SIGKILL');
+  }
 }
 
 export async function benchBalancer(quick: boolean): Promise<BalancerBench> {
@@ -143,8 +187,11 @@ export async function benchBalancer(quick: boolean): Promise<BalancerBench> {
         await haproxy.stop();
       }
     }
+    await Promise.all(servers.map((s) => s.stop('SIGKILL')));
+    const memory = [await benchServerMemory(tmp)];
     return {
       machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, loadavg: os.loadavg().map(round) },
+      memory,
       route,
       image: `${path.relative(ROOT, photo.file)} (${photo.bytes.length} bytes, 150x150)`,
       throughput,
@@ -163,6 +210,7 @@ export function printBalancer(b: BalancerBench): void {
     b.throughput,
   );
   table('The balancer hop: one request at a time to one server, directly and through haproxy', b.hop);
+  table('Memory of one server (deploy/kubernetes sizes its pods from this; docs/fleet.md)', b.memory);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
