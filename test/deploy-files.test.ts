@@ -299,14 +299,14 @@ describe('deploy/', () => {
   it('fails on a probe path that is no route, a wrong port, resources the docs do not give or a drain haproxy cannot see', async () => {
     const files = readDeploy();
     const k8s = files.get('kubernetes/deployment.yaml')!;
-    files.set('kubernetes/deployment.yaml', k8s.replace('path: /health/ready', 'path: /healthz').replace('memory: 800Mi', 'memory: 700Mi'));
+    files.set('kubernetes/deployment.yaml', k8s.replace('path: /health/ready', 'path: /healthz').replace('memory: 800Mi', 'memory: 500Mi'));
     files.set('Dockerfile', files.get('Dockerfile')!.replace('EXPOSE 8008', 'EXPOSE 8080'));
     files.set('haproxy.cfg', files.get('haproxy.cfg')!.replace('server edgecv2 edgecv2:8080', 'server edgecv2 edgecv2:8081'));
     files.set('compose.yaml', files.get('compose.yaml')!.replaceAll('"--drain-delay", "3s"', '"--drain-delay", "2s"'));
     const problems = await deployProblems(files, checks);
     expect(problems).toEqual([
       expect.stringMatching(/readinessProbe: \/healthz is no route of the server \(GET answers 404\)/),
-      expect.stringMatching(/resources\.requests\.memory 700Mi, docs\/fleet\.md says 800Mi/),
+      expect.stringMatching(/resources\.requests\.memory 500Mi, docs\/fleet\.md says 800Mi/),
       expect.stringMatching(/memory request below the measured RSS/),
       expect.stringMatching(/Dockerfile: EXPOSE 8080, the server listens on 8008/),
       // both backends check every 1 s, fall 2
