@@ -3,36 +3,29 @@
 //   - ingest: 1,000 simulated instances, each its own SQLite store and InfluxSink, sampling at the default
 //     10 s interval (spread over the interval, as unsynchronised instances are): lag from a sample being stored
 //     to InfluxDB acknowledging it (p50/p99/max), influxd's CPU, the sinks' CPU;
-//   - the console (its real app over HTTPS, FleetMetrics over InfluxQL): last=1 over the 1,000 instances, and
+//   - the console (`edgecv console` in its own process, as deployed, over HTTPS): last=1 over the 1,000 instances, and
 //     a 48 h window (10 s samples, all five series) of one instance.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { addUser } from '../src/auth/users.js';
-import { AuthService } from '../src/auth/auth-service.js';
-import { createConsoleApp } from '../src/console/app.js';
-import { FleetMetrics } from '../src/console/fleet-metrics.js';
 import { DEFAULT_METRICS_INTERVAL_MS } from '../src/metrics/collector.js';
 import { InfluxClient, parseInfluxUrl } from '../src/metrics/influx-client.js';
 import { lineOf } from '../src/metrics/influx-line.js';
 import { InfluxSink } from '../src/metrics/influx-sink.js';
 import { MetricsStore, type MetricsSample } from '../src/metrics/store.js';
 import { nowNs } from '../src/metrics/time.js';
-import { startServer } from '../src/server/server.js';
-import { generateSelfSigned } from '../src/server/tls.js';
 import { startInfluxd } from '../test/support/influxd.js';
-import { writeResult } from '../test/support/server-process.js';
+import { REPO_ROOT, writeResult } from '../test/support/server-process.js';
 import { table } from './table.js';
+import { percentile } from '../src/metrics/percentiles.js';
 
 type Row = Record<string, string | number>;
 
 const INSTANCES = 1000;
 const APP = { organization: 'bench', name: 'facesvc', version: '1.0.0' };
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
 
 /** CPU seconds (user + system) a process has used, from /proc. */
 function cpuSeconds(pid: number): number {
@@ -162,15 +155,24 @@ export async function benchMetricsPlatform(quick: boolean): Promise<{ ingest: Ro
     }
     writer.close();
 
-    // --- the console, its real app over HTTPS
+    // --- the console as deployed: `edgecv console` in its own process, over HTTPS
     const consoleDir = path.join(root, 'console');
     await addUser(consoleDir, 'bench', 'bench-password', [APP.organization]);
-    const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(url), { timeoutMs: 60_000 })]]));
-    const tls = await generateSelfSigned();
-    const server = await startServer({ app: createConsoleApp({ auth: new AuthService(consoleDir), metrics: fleet }), tls, port: 0, host: '127.0.0.1' });
+    const consoleProcess = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/src/cli.js'), 'console', '--port', '0', '--host', '127.0.0.1', '--data-dir', consoleDir, '--region', `eu=${url}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let consoleOut = '';
+    consoleProcess.stdout.on('data', (d) => (consoleOut += d));
+    consoleProcess.stderr.on('data', (d) => (consoleOut += d));
     try {
-      const base = server.url;
-      const login = await post(`${base}api/v1/login`, tls.cert, { username: 'bench', password: 'bench-password' });
+      const deadline = Date.now() + 30_000;
+      let base: string | undefined;
+      while (!(base = /listening on (https:\/\/\S+)/.exec(consoleOut)?.[1])) {
+        if (consoleProcess.exitCode !== null || Date.now() > deadline) throw new Error(`the console did not start:\n${consoleOut}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const ca = fs.readFileSync(path.join(consoleDir, 'tls', 'cert.pem'), 'utf8');
+      const login = await post(`${base}api/v1/login`, ca, { username: 'bench', password: 'bench-password' });
       const token = (JSON.parse(login.text) as { token: string }).token;
       const runs = quick ? 5 : 15;
       const cases: [string, Record<string, unknown>][] = [
@@ -191,7 +193,7 @@ export async function benchMetricsPlatform(quick: boolean): Promise<{ ingest: Ro
         let rows = 0;
         let bytes = 0;
         for (let i = 0; i < runs + 1; i++) {
-          const res = await post(`${base}api/v1/auth/metrics/app`, tls.cert, { region: 'eu', ...body }, token);
+          const res = await post(`${base}api/v1/auth/metrics/app`, ca, { region: 'eu', ...body }, token);
           if (res.status !== 200) throw new Error(`${label}: ${res.status} ${res.text.slice(0, 300)}`);
           if (i === 0) {
             const answer = JSON.parse(res.text) as { data: { Series: { values: unknown[] }[] }[] };
@@ -205,8 +207,7 @@ export async function benchMetricsPlatform(quick: boolean): Promise<{ ingest: Ro
         queries.push({ query: label, rows, 'answer MiB': (bytes / 2 ** 20).toFixed(2), 'p50 ms': percentile(sorted, 50), 'p90 ms': percentile(sorted, 90), runs });
       }
     } finally {
-      await server.close();
-      fleet.close();
+      consoleProcess.kill('SIGTERM');
     }
   } finally {
     for (const s of stores) s.close();

@@ -97,6 +97,16 @@ describe('InfluxSink', () => {
     expect(cpu!.values).toEqual([[formatRfc3339Nano(T0 + 4n * SECOND), 'face svc', '1,0', '', '', 'cl=1', 'op', 'acme', 'p1', 5.25]]);
     expect(connections!.values.map((r) => r[9])).toEqual([8008, 8443]);
     fleet.close();
+
+    // a row limit: an answer over it is refused with 400 (read in chunks, or cut by SLIMIT), one within it is not
+    const small = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`${influx.origin}/${db}`))]]), { maxAnswerRows: 5 });
+    const all = (extra: Record<string, unknown>) =>
+      parseMetricsAppQuery({ region: 'eu', appinst: { app_key: { organization: 'acme', name: 'face svc', version: '1,0' } }, starttime: formatRfc3339Nano(T0), ...extra });
+    expect(JSON.parse(await small.answer(all({ selector: 'cpu' }))).data[0].Series[0].values).toHaveLength(5);
+    await expect(small.answer(all({ selector: 'connections' }))).rejects.toThrow(/more than 5 rows/); // 2 ports x 5
+    await expect(small.answer(all({ selector: 'connections', last: 3 }))).rejects.toThrow(/more than 5 rows/); // SLIMIT 2 cuts
+    expect(JSON.parse(await small.answer(all({ selector: 'connections', last: 2 }))).data[0].Series[0].values).toHaveLength(4);
+    small.close();
     await sink.stop();
     store.close();
   });
@@ -229,7 +239,7 @@ describe('console statements', () => {
     });
     const [cpu, mem, network] = q.selectors.map((s) => selectorStatement(s, q));
     expect(cpu).toContain(`SELECT mean("cpu") AS "cpu" FROM "appinst-cpu" WHERE (("apporg" = 'o\\'rg' AND "app" = 'a' AND "ver" = '1'))`);
-    expect(cpu).toMatch(/GROUP BY time\(3000000000ns, \d+ns\), "app", .*"pod" fill\(none\) ORDER BY time DESC LIMIT 3$/);
+    expect(cpu).toMatch(/GROUP BY time\(3000000000ns, \d+ns\), "app", .*"pod" fill\(none\) ORDER BY time DESC LIMIT 3 SLIMIT 66667$/);
     const offset = BigInt(/time\(3000000000ns, (\d+)ns\)/.exec(cpu!)![1]!);
     expect((1_795_564_800_000_000_000n - offset) % 3_000_000_000n).toBe(0n);
     expect(mem).toContain('max("mem") AS "mem"');

@@ -49,7 +49,7 @@ function filterCondition(f: InstanceFilter): string {
 }
 
 /** The InfluxQL statement of one selector. Exported for the tests and the bench. */
-export function selectorStatement(selector: Selector, q: MetricsAppQuery, now: bigint = nowNs()): string {
+export function selectorStatement(selector: Selector, q: MetricsAppQuery, now: bigint = nowNs(), maxRows = MAX_ANSWER_ROWS): string {
   const tagValues = INFLUX_TAG_VALUES[selector] ?? [];
   const fields = VALUE_COLUMNS[selector].filter((c) => !tagValues.includes(c.name)).map((c) => c.name);
   const groupTags = [...TAG_COLUMNS, ...tagValues].map(quoteIdent).join(', ');
@@ -68,23 +68,40 @@ export function selectorStatement(selector: Selector, q: MetricsAppQuery, now: b
     const offset = ((start % width) + width) % width;
     const fn = BUCKET_FUNCTION[selector];
     const select = fields.map((f) => `${fn}(${quoteIdent(f)}) AS ${quoteIdent(f)}`).join(', ');
-    return `SELECT ${select} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY time(${width}ns, ${offset}ns), ${groupTags} fill(none) ORDER BY time DESC LIMIT ${w.numsamples}`;
+    return `SELECT ${select} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY time(${width}ns, ${offset}ns), ${groupTags} fill(none) ORDER BY time DESC LIMIT ${w.numsamples} SLIMIT ${seriesLimit(w.numsamples, maxRows)}`;
   }
   if (w.start !== undefined) where.push(`time >= ${w.start}`);
   else if (w.last === undefined) where.push(`time >= ${(w.end ?? now) - msToNs(DEFAULT_WINDOW_MS)}`);
   if (w.end !== undefined) where.push(`time <= ${w.end}`);
   const limit = Math.min(w.last ?? ROW_LIMIT_PER_INSTANCE, ROW_LIMIT_PER_INSTANCE);
-  return `SELECT ${fields.map(quoteIdent).join(', ')} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY ${groupTags} ORDER BY time DESC LIMIT ${limit}`;
+  const slimit = w.last !== undefined ? ` SLIMIT ${seriesLimit(limit, maxRows)}` : '';
+  return `SELECT ${fields.map(quoteIdent).join(', ')} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY ${groupTags} ORDER BY time DESC LIMIT ${limit}${slimit}`;
+}
+
+/**
+ * With at most `perSeries` rows per series, the series count that keeps an answer within `maxRows`, plus
+ * one: InfluxDB returning that many series tells the answer is too large, without reading it in chunks.
+ */
+function seriesLimit(perSeries: number, maxRows: number): number {
+  return Math.floor(maxRows / perSeries) + 1;
+}
+
+/** Whether InfluxDB's answer must be read in chunks (counted as they come): a window without a per-series bound. */
+function unbounded(q: MetricsAppQuery): boolean {
+  return q.window.last === undefined && q.window.numsamples === undefined;
 }
 
 /** The regions a console answers for: name -> that region's InfluxDB. */
 export class FleetMetrics {
   readonly #regions: Map<string, InfluxClient>;
   readonly #log: (message: string) => void;
+  readonly #maxRows: number;
 
-  constructor(regions: Map<string, InfluxClient>, opts: { log?: (message: string) => void } = {}) {
+  /** `maxAnswerRows`: default MAX_ANSWER_ROWS. */
+  constructor(regions: Map<string, InfluxClient>, opts: { log?: (message: string) => void; maxAnswerRows?: number } = {}) {
     this.#regions = regions;
     this.#log = opts.log ?? console.error;
+    this.#maxRows = opts.maxAnswerRows ?? MAX_ANSWER_ROWS;
   }
 
   get regions(): string[] {
@@ -101,13 +118,20 @@ export class FleetMetrics {
     let results;
     try {
       // one request per series, side by side: InfluxDB runs the statements of one request one after another
-      results = await Promise.all(q.selectors.map((s) => client.query(selectorStatement(s, q, now), { maxRows: MAX_ANSWER_ROWS }).then((r) => r[0])));
-      if (results.reduce((n, r) => n + (r?.series ?? []).reduce((m, s) => m + s.values.length, 0), 0) > MAX_ANSWER_ROWS) {
+      // last and numsamples bound the rows per series and SLIMIT the series: one answer, read whole (faster);
+      // a plain window is read in chunks and given up once it holds too many rows
+      const maxRows = this.#maxRows;
+      results = await Promise.all(
+        q.selectors.map((s) => client.query(selectorStatement(s, q, now, maxRows), { maxRows: unbounded(q) ? maxRows : undefined }).then((r) => r[0])),
+      );
+      const perSeries = q.window.numsamples ?? (q.window.last !== undefined ? Math.min(q.window.last, ROW_LIMIT_PER_INSTANCE) : undefined);
+      const cutBySlimit = perSeries !== undefined && results.some((r) => (r?.series?.length ?? 0) >= seriesLimit(perSeries, maxRows));
+      if (cutBySlimit || results.reduce((n, r) => n + (r?.series ?? []).reduce((m, s) => m + s.values.length, 0), 0) > maxRows) {
         throw new InfluxError('too many rows', 413, false);
       }
     } catch (e) {
       if (e instanceof InfluxError && e.status === 413) {
-        throw new HttpError(400, `the answer would hold more than ${MAX_ANSWER_ROWS} rows: narrow starttime/endtime, or ask for last=N or numsamples=N`);
+        throw new HttpError(400, `the answer would hold more than ${this.#maxRows} rows: narrow starttime/endtime, or ask for last=N or numsamples=N`);
       }
       this.#log(`[edgecv console] region ${q.app.region}: ${(e as Error).message}`);
       throw new HttpError(503, `the metrics database of region '${q.app.region}' did not answer; try again later`, { 'Retry-After': '5' });
