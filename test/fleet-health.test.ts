@@ -154,3 +154,23 @@ describe('drain of a listening server', () => {
     }
   });
 });
+
+describe('the audit trail', () => {
+  it('keeps a line for a failing health check, not for a passing one', async () => {
+    const { AuditLog } = await import('../src/audit/audit-log.js');
+    const { requestTrace } = await import('../src/server/request-trace.js');
+    const { Hono } = await import('hono');
+    const audit = new AuditLog(tempDir('edgecv-audit-'));
+    let ready = true;
+    const app = new Hono()
+      .use('*', requestTrace({ audit }))
+      .get('/health/ready', (c) => c.json({ ready }, ready ? 200 : 503))
+      .get('/test', (c) => c.json({ success: 'true' }));
+    for (let i = 0; i < 5; i++) expect((await app.request('/health/ready')).status).toBe(200);
+    ready = false;
+    expect((await app.request('/health/ready')).status).toBe(503);
+    expect((await app.request('/test')).status).toBe(200);
+    expect(audit.recent().map((e) => `${e.route} ${e.status}`).sort()).toEqual(['/health/ready 503', '/test 200']);
+    audit.close();
+  });
+});

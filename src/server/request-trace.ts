@@ -57,6 +57,9 @@ export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler<AppE
     const ms = performance.now() - t0;
     const route = routeLabel(c);
     observeHttpRequest(c.req.method, route, c.res.status, ms / 1000);
+    // A balancer checks health every second or two: a passing check is counted, but it is not an event worth an
+    // audit line (a failing one is).
+    if (route.startsWith('/health/') && c.res.status < 300) return;
     opts.audit?.write({
       tracid,
       method: c.req.method,
