@@ -25,7 +25,7 @@ const tmpDir = useTempDirs();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const T0 = 1_790_000_000_000_000_000n; // 2026-09-21
 const SECOND = 1_000_000_000n;
-const IDENTITY = { region: 'eu', appOrg: 'acme', appname: 'face svc', appvers: '1,0', cluster: '', clusterorg: '', cloudlet: 'cl=1', cloudletorg: 'op', pod: 'p1' };
+const IDENTITY = { region: 'eu', appOrg: 'acme', appname: 'face svc', appvers: '1,0', cluster: '', clusterorg: '', cloudlet: 'cl=1', cloudletorg: 'op', pod: 'p1-ü' };
 
 function sample(i: number, cpu = 1.25 + i): MetricsSample {
   return {
@@ -94,7 +94,7 @@ describe('InfluxSink', () => {
     const q = parseMetricsAppQuery({ region: 'eu', appinst: { app_key: { organization: 'acme', name: 'face svc', version: '1,0' } }, selector: 'cpu,connections', last: 1 });
     const answer = JSON.parse(await fleet.answer(q)) as { data: { Series: { values: unknown[][] }[] }[] };
     const [cpu, connections] = answer.data[0]!.Series;
-    expect(cpu!.values).toEqual([[formatRfc3339Nano(T0 + 4n * SECOND), 'face svc', '1,0', '', '', 'cl=1', 'op', 'acme', 'p1', 5.25]]);
+    expect(cpu!.values).toEqual([[formatRfc3339Nano(T0 + 4n * SECOND), 'face svc', '1,0', '', '', 'cl=1', 'op', 'acme', 'p1-ü', 5.25]]);
     expect(connections!.values.map((r) => r[9])).toEqual([8008, 8443]);
     fleet.close();
 

@@ -142,7 +142,13 @@ export class FleetMetrics {
       const tagValues = INFLUX_TAG_VALUES[selector] ?? [];
       const rows: AnswerRow[] = [];
       const found = results[i]?.series ?? [];
+      let groups = 0;
+      let lastTags = '';
       for (const s of found) {
+        // a chunked answer splits one series into several in a row: they are one group, already in order
+        const tagKey = JSON.stringify(s.tags ?? {});
+        if (groups === 0 || tagKey !== lastTags) groups++;
+        lastTags = tagKey;
         const tags = s.tags ?? {};
         const tagCells = TAG_COLUMNS.map((c) => tags[c] ?? '');
         const tagText = JSON.stringify(tagCells).slice(1, -1);
@@ -161,7 +167,7 @@ export class FleetMetrics {
       }
       // newest first (one InfluxDB series already is). The times all have 9 fraction digits and a Z: as
       // strings they sort as the times do.
-      if (found.length > 1) rows.sort((a, b) => (a.time > b.time ? -1 : a.time < b.time ? 1 : a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+      if (groups > 1) rows.sort((a, b) => (a.time > b.time ? -1 : a.time < b.time ? 1 : a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
       return `{"name":${JSON.stringify(seriesName(selector))},"columns":${JSON.stringify(seriesColumns(selector))},"values":[${rows.map((r) => r.text).join(',')}]}`;
     });
     return `{"data":[{"Series":[${seriesTexts.join(',')}]}]}`;

@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { StringDecoder } from 'node:string_decoder';
 
 export class InfluxError extends Error {
   override name = 'InfluxError';
@@ -203,7 +204,9 @@ export class InfluxClient {
     }
     const results = new Map<number, InfluxStatementResult>();
     let rows = 0;
-    let pending = '';
+    // the text after the last newline, in pieces: a chunk of 10,000 points is one line of a few MB
+    let pending: string[] = [];
+    const decoder = new StringDecoder('utf8');
     let tooMany = false;
     let broken: unknown;
     const take = (line: string) => {
@@ -225,13 +228,16 @@ export class InfluxClient {
     const onData = chunked
       ? (chunk: Buffer) => {
           if (tooMany || broken !== undefined) return;
-          pending += chunk.toString('utf8');
+          let text = decoder.write(chunk); // a character split between two chunks waits for the second
           let nl: number;
           try {
-            while (!tooMany && (nl = pending.indexOf('\n')) >= 0) {
-              take(pending.slice(0, nl));
-              pending = pending.slice(nl + 1);
+            while (!tooMany && (nl = text.indexOf('\n')) >= 0) {
+              pending.push(text.slice(0, nl));
+              take(pending.join(''));
+              pending = [];
+              text = text.slice(nl + 1);
             }
+            if (text !== '') pending.push(text);
           } catch (e) {
             broken = e; // thrown after the answer ended, not from inside the socket's handler
           }
@@ -247,7 +253,7 @@ export class InfluxClient {
     }
     if (broken !== undefined) throw broken;
     if (tooMany) throw new InfluxError(`the answer holds more than ${opts.maxRows} rows`, 413, false);
-    if (chunked) take(pending);
+    if (chunked) take(pending.join(''));
     else take(res.body.toString('utf8'));
     const out = [...results.values()].sort((a, b) => a.statement_id - b.statement_id);
     for (const r of out) if (r.error) throw new InfluxError(`InfluxDB ${this.target.redacted}: ${r.error}`, 400, false);
