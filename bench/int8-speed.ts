@@ -1,10 +1,14 @@
-// Bench section: each model with an int8 file, edgecv running it (Engine precision 'int8', the default) against
-// onnxruntime-node running the fp32 file (what a Node user gets) and the int8 file (what the model alone gives),
-// interleaved in one run. docs/int8.md.
+// Bench sections for the int8 models (docs/int8.md): each model with an int8 file, edgecv running it (Engine
+// precision 'int8', the default) against onnxruntime-node running the fp32 file (what a Node user gets) and the int8
+// file (what the model alone gives), interleaved in one run; and fp32 and int8 accuracy side by side.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { ConvertedManifest } from '../models/model-manifest.js';
-import { Engine } from '../src/index.js';
+import { calibratedDistance, Engine, POSE_DEFAULTS, PRECISIONS } from '../src/index.js';
+import { cosine, embedAll, equalErrorRate, loadJohns, pairDistances } from '../test/support/face-verification.js';
+import { labelsSummary, loadObjectLabels, scorePhoto, sumScores } from '../test/support/object-labels.js';
+import { scorePoses } from '../test/support/pose-scoring.js';
 import type { BenchContext } from './pose-objects.js';
 
 type Row = Record<string, string | number>;
@@ -66,5 +70,72 @@ export async function benchInt8Forward(ctx: BenchContext, manifest: ConvertedMan
   } finally {
     await engine.close();
   }
+  return rows;
+}
+
+/**
+ * fp32 and int8 side by side on the labelled sets, in one run: the object set with yolov5s (each
+ * precision at its default threshold), the pose set (persons mode: movenet-multipose behind yolov5s-320), and
+ * recognition on dlib's johns (faceres: rank-1 by nearest other photo, EER and its calibrated distance). The
+ * pose models stay fp32 at precision int8 (docs/int8.md): the pose row shows the default engine is unchanged.
+ */
+export async function benchInt8Accuracy(root: string): Promise<Row[]> {
+  const labels = loadObjectLabels(root);
+  const photos = Object.entries(labels.photos).map(([file, photo]) => ({ file, photo, bytes: readFileSync(join(root, 'test', 'data', file)) }));
+  const rows: Row[] = [];
+  for (const model of ['yolov5s'] as const) {
+    const row: Row = { set: `objects (${labelsSummary(labels)})`, model };
+    for (const precision of PRECISIONS) {
+      const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, objectDetector: model, poseModel: null, faceEmbedder: null });
+      try {
+        const scores = [];
+        for (const p of photos) scores.push(scorePhoto(p.photo, (await engine.detectObjects(p.bytes, { maxObjects: 1000 })).objects, 0));
+        const s = sumScores(scores);
+        row[precision] = `found ${s.found}/${s.labelled}, wrong label ${s.wrongTop}, unmatched ${s.unmatched}`;
+      } finally {
+        await engine.close();
+      }
+    }
+    rows.push(row);
+  }
+  const posePhotos = photos.filter((p) => p.photo.personsComplete);
+  const pose: Row = { set: 'pose (persons mode, photos with every person boxed)', model: 'movenet-multipose + yolov5s-320' };
+  for (const precision of PRECISIONS) {
+    const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, objectDetector: null, personDetector: 'yolov5s-320', faceEmbedder: null });
+    try {
+      const scores = [];
+      for (const p of posePhotos) scores.push(scorePoses(p.photo, (await engine.detectPoses(p.bytes, { mode: 'persons' })).poses, POSE_DEFAULTS.maxPosesPersons));
+      const posed = scores.reduce((n, s) => n + s.posed, 0);
+      const persons = scores.reduce((n, s) => n + s.persons, 0);
+      pose[precision] = `posed ${posed}/${persons}, extra poses ${scores.reduce((n, s) => n + s.extra, 0)}`;
+    } finally {
+      await engine.close();
+    }
+  }
+  rows.push(pose);
+  const johns = loadJohns(join(root, 'test', 'data'));
+  const recognition: Row = { set: "recognition (dlib johns, 5 people x 11 photos)", model: 'faceres' };
+  for (const precision of PRECISIONS) {
+    const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, poseModel: null, objectDetector: null });
+    try {
+      const { embedded } = await embedAll(engine, johns);
+      const { genuine, impostor } = pairDistances(embedded);
+      const { eer, threshold } = equalErrorRate(genuine, impostor);
+      const rank1 = embedded.filter((p, i) => {
+        let best = -Infinity;
+        let subject = '';
+        embedded.forEach((q, j) => {
+          const c = cosine(p.embedding, q.embedding);
+          if (j !== i && c > best) [best, subject] = [c, q.subject];
+        });
+        return subject === p.subject;
+      }).length;
+      const distance = calibratedDistance(1 - threshold, engine.faceEmbedder()!.distanceScale);
+      recognition[precision] = `rank-1 ${rank1}/${embedded.length}, EER ${(eer * 100).toFixed(2)}% at distance ${distance.toFixed(1)}`;
+    } finally {
+      await engine.close();
+    }
+  }
+  rows.push(recognition);
   return rows;
 }

@@ -23,7 +23,7 @@ import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchMetricsPlatform, printMetricsPlatform } from './metrics-platform.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
-import { benchInt8Forward } from './int8-speed.js';
+import { benchInt8Accuracy, benchInt8Forward } from './int8-speed.js';
 import { benchObjectAccuracy } from './object-accuracy.js';
 import { benchPoseAccuracy } from './pose-accuracy.js';
 import { labelsSummary, loadObjectLabels } from '../test/support/object-labels.js';
@@ -194,6 +194,8 @@ async function main(): Promise<void> {
 
   const int8 = onlyPoseObjects || onlyAlternatives ? null : await benchInt8Forward(ctx, manifest);
   if (int8) table('int8 models: edgecv running the int8 file vs onnxruntime-node running the fp32 and the int8 file, same input, 2 threads, interleaved (docs/int8.md)', int8);
+  const int8Accuracy = onlyPoseObjects || onlyAlternatives || onlyEngineSpeed ? [] : await benchInt8Accuracy(root);
+  table('int8 and fp32 accuracy from the same run (each precision at its default thresholds; docs/int8.md)', int8Accuracy);
   const forward = onlyPoseObjects || onlyAlternatives || onlyInt8 ? null : await benchForwardVsOnnxRuntime(ctx, manifest);
   if (forward) {
     table('Forward pass, every manifest model: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same file, interleaved', forward.rows);
@@ -252,6 +254,7 @@ async function main(): Promise<void> {
     quick,
     alternatives,
     int8,
+    int8Accuracy,
     forward,
     scaling,
     routes,

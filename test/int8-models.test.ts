@@ -4,22 +4,24 @@
 // issue's margins. None of these photos is a calibration photo (models/calibrate.ts CALIBRATION_PHOTOS).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { RecognitionService } from '../src/gallery/recognition-service.js';
+import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Engine, POSE_DEFAULTS, type Precision } from '../src/index.js';
+import { Engine, type Precision } from '../src/index.js';
 import { CALIBRATION_PHOTOS } from '../models/calibrate.js';
 import { loadObjectLabels, scorePhoto, sumScores, type PhotoScore } from './support/object-labels.js';
 import { photoTensor } from './support/photo-tensor.js';
-import { scorePoses } from './support/pose-scoring.js';
 import { cosine, equalErrorRate, loadJohns, pairDistances, type EmbeddedPhoto } from './support/face-verification.js';
 import { calibratedDistance } from '../src/index.js';
-import { DATA_DIR, photo, ROOT } from './helpers.js';
+import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
 
 const labels = loadObjectLabels(ROOT);
 const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as {
   models: Record<string, { input: { shape: number[]; mean: number; scale: number }; int8?: { ortFile: string } }>;
 };
-/** The YOLOv5s detectors that ship int8: the objects model and the pose route's person detector. */
-const YOLO_INT8 = ['yolov5s', 'yolov5s-320'] as const;
+/** The YOLOv5s detector that ships int8: the objects model (yolov5s-320, the pose route's person detector, stays fp32: docs/int8.md). */
+const YOLO_INT8 = ['yolov5s'] as const;
 
 /** sqrt(mean((a-b)^2)) / sqrt(mean(b^2)): the int8 output's error relative to the fp32 output's size. */
 function relativeRms(a: Float32Array, b: Float32Array): number {
@@ -94,46 +96,24 @@ describe('int8 models', () => {
     });
   }
 
-  it('movenet-multipose int8 gives raw outputs within the measured bound of fp32 on real photos', async () => {
-    const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, objectDetector: null, faceEmbedder: null });
+  it('keeps fp32 where int8 did not hold: the pose model and its person detector run fp32 at precision int8', async () => {
+    // Measured (docs/int8.md): int8 movenet-multipose posed camera.png twice and lost keypoints on a tall photo in
+    // whole-image passes, and int8 yolov5s-320 added 2 stray poses on the labelled pose set; both stay fp32.
+    expect(manifest.models['movenet-multipose']!.int8).toBeUndefined();
+    expect(manifest.models['yolov5s-320']!.int8).toBeUndefined();
+    const engine = await Engine.open({ workers: 1, precision: 'int8', faceEmbedder: null });
     try {
-      const { shape, mean, scale } = manifest.models['movenet-multipose']!.input;
-      for (const file of ['skimage/astronaut.png', 'skimage/motorcycle_left.png']) {
-        const { nchw } = photoTensor(photo(file), shape[3]!, shape[2]!, mean, scale);
-        const fp32 = await engine.runModel('movenet-multipose', nchw, { precision: 'fp32' });
-        const int8 = await engine.runModel('movenet-multipose', nchw);
-        const errors = int8.map((out, i) => relativeRms(out, fp32[i]!));
-        console.log(`movenet-multipose ${file} relative RMS error per output: ${errors.map((e) => e.toFixed(4)).join(' ')}`);
-        // The person-centre, box and keypoint heatmaps (outputs 0-3): measured 0.08-0.16. The keypoint regressions
-        // and offsets (4, 5: 0.16-0.57) are small values read only at a found centre or keypoint, where an error is a
-        // large share of nothing: the poses they make are checked on the labelled set below instead.
-        for (const [i, e] of errors.slice(0, 4).entries()) expect(e, `${file} output ${i}`).toBeLessThan(0.25);
-      }
+      const { precisions, runtimes } = engine.backend();
+      expect(runtimes['objectDetector']).toBe('onnxruntime');
+      expect(precisions).toMatchObject({ objectDetector: 'int8', poseEstimator: 'fp32', personDetector: 'fp32', faceDetector: 'fp32' });
+      // a model without an int8 file runs the same fp32 file under either precision
+      const { shape } = manifest.models['movenet-multipose']!.input;
+      const input = new Float32Array(shape.reduce((a, b) => a * b, 1)).map((_, i) => (i % 255) / 1);
+      const [a, b] = [await engine.runModel('movenet-multipose', input), await engine.runModel('movenet-multipose', input, { precision: 'fp32' })];
+      a.forEach((out, i) => expect(relativeRms(out, b[i]!)).toBe(0));
     } finally {
       await engine.close();
     }
-  });
-
-  it('poses on the labelled pose set at most 1 person fewer with the int8 person detector than with fp32', async () => {
-    const photos = Object.entries(labels.photos).filter(([, p]) => p.personsComplete);
-    const posed: Partial<Record<Precision, number>> = {};
-    for (const precision of ['fp32', 'int8'] as const) {
-      const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, objectDetector: null, personDetector: 'yolov5s-320', faceEmbedder: null });
-      try {
-        expect(engine.backend().precisions['personDetector']).toBe(precision);
-        expect(engine.backend().precisions['poseEstimator']).toBe(precision);
-        let n = 0;
-        for (const [file, p] of photos) {
-          const { poses } = await engine.detectPoses(photo(file), { mode: 'persons' });
-          n += scorePoses(p, poses, POSE_DEFAULTS.maxPosesPersons).posed;
-        }
-        posed[precision] = n;
-      } finally {
-        await engine.close();
-      }
-    }
-    console.log(`labelled persons posed: fp32 ${posed.fp32} int8 ${posed.int8}`);
-    expect(posed.int8!).toBeGreaterThanOrEqual(posed.fp32! - 1);
   });
 
   it('faceres int8 keeps rank-1 on dlib johns, an EER at or under 0.5% at the same calibrated distance, and embeddings near fp32', async () => {
@@ -170,4 +150,31 @@ describe('int8 models', () => {
     // measured min 0.99x over the 55 photos (docs/int8.md)
     expect(Math.min(...similarity)).toBeGreaterThan(0.97);
   });
+
+  it('re-embeds a gallery enrolled at fp32 when the server opens it at int8 (the int8 embedder has its own version)', async () => {
+    const dir = tempDir('edgecv-int8-');
+    const [first, second] = loadJohns(DATA_DIR).filter((p) => p.subject === 'John_Simm');
+    const versions: string[] = [];
+    for (const precision of ['fp32', 'int8'] as const) {
+      const engine = await Engine.open({ workers: 1, precision, poseModel: null, objectDetector: null });
+      try {
+        versions.push(engine.faceEmbedder()!.version);
+        const service = await RecognitionService.open(engine, SqliteGalleryStore.open(dir), { log: () => {} });
+        await service.ready;
+        if (precision === 'fp32') await service.enrol('John_Simm', first!.bytes);
+        else expect(await service.predict(second!.bytes)).toMatchObject({ subject: 'John_Simm' });
+        await service.close();
+      } finally {
+        await engine.close();
+      }
+      const db = new Database(join(dir, 'gallery.db'), { readonly: true });
+      const stored = db.prepare('SELECT DISTINCT model_version FROM samples').all() as { model_version: string }[];
+      db.close();
+      expect(stored).toEqual([{ model_version: versions.at(-1) }]);
+    }
+    expect(versions[1]).not.toBe(versions[0]);
+    expect(versions[1]).toMatch(/^int8-/);
+  });
 });
+
+const tempDir = useTempDirs();

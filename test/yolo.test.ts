@@ -94,7 +94,8 @@ describe('YOLOv5s object detector', () => {
     const [rows] = await graph.run(input.nhwc, [1, SIZE, SIZE, 3]);
     graph.dispose();
     reference = decodeReference(rows!, THRESHOLD);
-    engine = await Engine.open({ workers: 1, threadsPerWorker: 2, poseModel: null, faceEmbedder: null, objectDetector: 'yolov5s' });
+    // fp32: the same weights as the TF.js graph (the int8 file is checked against fp32 in int8-models.test.ts)
+    engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision: 'fp32', poseModel: null, faceEmbedder: null, objectDetector: 'yolov5s' });
   });
   afterAll(async () => {
     await engine.close();
@@ -237,7 +238,8 @@ describe('an own YOLO model (--object-model /path/model.onnx)', () => {
     // Own labels: the engine must name classes from the file, not from COCO.
     writeFileSync(labels, Array.from({ length: 80 }, (_, i) => `thing-${i}`).join('\n') + '\n');
     const own = await Engine.open({ workers: 1, poseModel: null, faceEmbedder: null, objectDetector: FULL_HEAD, objectLabels: labels });
-    const builtin = await Engine.open({ workers: 1, poseModel: null, faceEmbedder: null, objectDetector: 'yolov5s' });
+    // the built-in at fp32: the own export is the same fp32 network (an own model always runs fp32)
+    const builtin = await Engine.open({ workers: 1, precision: 'fp32', poseModel: null, faceEmbedder: null, objectDetector: 'yolov5s' });
     try {
       expect(own.objectModel).toMatchObject({ name: 'yolov5s-full.opencv.onnx', kind: 'yolo', inputSize: 640, classes: 80 });
       for (const file of ['darknet/dog.jpg', 'darknet/horses.jpg']) {
