@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
+import { parseServerConfig } from '../src/config.js';
+import { engineOptionsFromConfig } from '../src/server/engine-options.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type Precision } from '../src/index.js';
 import { CALIBRATION_PHOTOS } from '../models/calibrate.js';
@@ -35,6 +37,20 @@ function relativeRms(a: Float32Array, b: Float32Array): number {
 }
 
 describe('int8 models', () => {
+  it('--precision / EDGECV_PRECISION reach Engine.open, and an engine opened from them runs that precision', async () => {
+    expect(engineOptionsFromConfig(parseServerConfig(['--precision', 'fp32'], {}, ROOT)).precision).toBe('fp32');
+    expect(engineOptionsFromConfig(parseServerConfig([], { EDGECV_PRECISION: 'int8' }, ROOT)).precision).toBe('int8');
+    expect(engineOptionsFromConfig(parseServerConfig([], {}, ROOT)).precision).toBeUndefined(); // the engine's default: int8
+    expect(() => parseServerConfig(['--precision', 'int4'], {}, ROOT)).toThrow(/precision/);
+    const options = engineOptionsFromConfig(parseServerConfig(['--precision', 'fp32'], {}, ROOT));
+    const engine = await Engine.open({ ...options, workers: 1, poseModel: null });
+    try {
+      expect(engine.backend().precisions).toMatchObject({ objectDetector: 'fp32', faceEmbedder: 'fp32' });
+    } finally {
+      await engine.close();
+    }
+  });
+
   it('keep calibration photos apart from every labelled (scored) photo', () => {
     for (const file of CALIBRATION_PHOTOS) expect(Object.keys(labels.photos)).not.toContain(file);
   });
