@@ -199,7 +199,7 @@ export async function benchBalancer(quick: boolean): Promise<BalancerBench> {
     };
   } finally {
     await Promise.all(servers.map((s) => s.stop('SIGKILL')));
-    redis.stop();
+    await redis.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }

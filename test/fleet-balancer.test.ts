@@ -80,7 +80,7 @@ afterAll(async () => {
   agent.destroy();
   await haproxy?.stop();
   await Promise.all(servers.map((s) => s.stop('SIGKILL')));
-  redis?.stop();
+  await redis?.stop();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 

@@ -5,7 +5,6 @@
 // change channel and a poisoned import crash no server; enrolment answers 503 in bounded time while Redis is frozen
 // (SIGSTOP), and the fleet agrees with Redis afterwards; a Redis that does not persist is warned about.
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
@@ -16,42 +15,21 @@ import { CHANGE_CHANNEL, malformedChangeMessages, type ChannelEmbedder } from '.
 import { runChannelFuzz } from './support/fuzz/run-channel-fuzz.js';
 import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';
-import { eventually, freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { startRedis, type RedisServer } from './support/redis-server.js';
+import { eventually, startServerProcess, type ServerProcess } from './support/server-process.js';
 
 const KEY = 'fleet-admin-key';
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-fleet-'));
-let redis: ChildProcess;
-let redisPort: number;
+let redis: RedisServer;
 let a: ServerProcess;
 let b: ServerProcess;
 const johns = new Map<string, LabelledPhoto[]>();
 
-function redisCli(...args: string[]): string {
-  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(redisPort), ...args], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`redis-cli ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout.trim();
-}
-
 beforeAll(async () => {
   for (const p of loadJohns(DATA_DIR)) johns.set(p.subject, [...(johns.get(p.subject) ?? []), p]);
-  redisPort = await freePort();
-  redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tmp], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 20_000);
-    redis.stdout!.on('data', (d) => {
-      out += d;
-      if (/Ready to accept connections/.test(out)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    redis.on('exit', (code) => reject(new Error(`redis-server exited ${code} (is it installed? node scripts/setup.mjs --test):\n${out}`)));
-  });
-  const gallery = `redis://127.0.0.1:${redisPort}/0`;
+  redis = await startRedis(tmp, ['--save', '', '--appendonly', 'no']);
+  const gallery = redis.url;
   [a, b] = await Promise.all(
     // b searches its gallery through the approximate (HNSW) index from the first sample on, a exactly: both must
     // follow the fleet's changes the same way.
@@ -64,7 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   agent.destroy();
   await Promise.all([a?.stop('SIGKILL'), b?.stop('SIGKILL')]);
-  redis?.kill('SIGKILL');
+  await redis?.stop();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -99,7 +77,7 @@ describe('fleet gallery on Redis', () => {
       for (const p of johns.get(subject)!.slice(5, 7)) expect(await predict(b, p.bytes)).toEqual({ status: 200, subject });
     }
     // the samples really are in Redis, one per photo
-    expect(Number(redisCli('HLEN', 'edgecv:gallery:samples'))).toBe(9);
+    expect(Number(redis.cli('HLEN', 'edgecv:gallery:samples'))).toBe(9);
   });
 
   it('removes through the other server, and both see it', async () => {
@@ -116,7 +94,7 @@ describe('fleet gallery on Redis', () => {
     const newcomer = [...johns.keys()][4]!;
     const resyncsBefore = (b.output().match(/gallery resync/g) ?? []).length;
     // Drop every subscriber connection, and change the gallery straight away: the broadcast may find nobody.
-    redisCli('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    redis.cli('CLIENT', 'KILL', 'TYPE', 'pubsub');
     expect((await enrol(a, newcomer, johns.get(newcomer)![0]!.bytes)).status).toBe(200);
     expect(await eventually(async () => (b.output().match(/gallery resync/g) ?? []).length > resyncsBefore)).toBe(true);
     expect(await eventually(async () => (await subjects(b))[newcomer] === 1)).toBe(true);
@@ -138,7 +116,7 @@ async function galleryOf(server: ServerProcess): Promise<GalleryCapabilities> {
 
 /** Subject -> sample count as Redis holds it. */
 function redisSubjects(): Record<string, number> {
-  const lines = redisCli('HVALS', 'edgecv:gallery:subjects').split('\n').filter((l) => l !== '');
+  const lines = redis.cli('HVALS', 'edgecv:gallery:subjects').split('\n').filter((l) => l !== '');
   const out: Record<string, number> = {};
   for (const l of lines) out[l] = (out[l] ?? 0) + 1;
   return out;
@@ -170,14 +148,14 @@ describe('fleet gallery against bad input and a frozen Redis (issue 21)', () => 
     const line = JSON.parse(exported.text.split('\n')[0]!) as { model: string; model_version: string; embedding: string };
     const embedder: ChannelEmbedder = { model: line.model, version: line.model_version, dim: Buffer.from(line.embedding, 'base64').length / 4 };
     expect((await galleryOf(a)).embedder).toEqual(embedder);
-    const publisher = new Redis(`redis://127.0.0.1:${redisPort}/0`);
+    const publisher = new Redis(redis.url);
     try {
       for (const [, text] of malformedChangeMessages(embedder)) await publisher.publish(CHANGE_CHANNEL, text);
     } finally {
       publisher.disconnect();
     }
     // and a short seeded run of the fuzz's channel messages (npm run fuzz publishes 2,000): cut and flipped ones too
-    const fuzzed = await runChannelFuzz({ redisUrl: `redis://127.0.0.1:${redisPort}/0`, seed: 21, messages: 200, embedder });
+    const fuzzed = await runChannelFuzz({ redisUrl: redis.url, seed: 21, messages: 200, embedder });
     expect(fuzzed.published).toBe(200);
     for (const server of [a, b]) expect(await eventually(async () => /malformed change message skipped/.test(server.output()))).toBe(true);
     expect(await eventually(fleetAgreesWithRedis)).toBe(true);
@@ -192,13 +170,13 @@ describe('fleet gallery against bad input and a frozen Redis (issue 21)', () => 
     const bytes = Buffer.from(String(line['embedding']), 'base64');
     bytes.writeFloatLE(NaN, 8);
     const body = [JSON.stringify({ ...line, subject: 'Fleet_Newcomer' }), JSON.stringify({ ...line, subject: 'Fleet_Poison', embedding: bytes.toString('base64') })].join('\n');
-    const samplesBefore = redisCli('HLEN', 'edgecv:gallery:samples');
-    const nextIdBefore = redisCli('GET', 'edgecv:gallery:next-id');
+    const samplesBefore = redis.cli('HLEN', 'edgecv:gallery:samples');
+    const nextIdBefore = redis.cli('GET', 'edgecv:gallery:next-id');
     const res = await httpsRequest(`${a.url}trainer/import/`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'x-api-key': KEY }, body, agent });
     expect(res.status).toBe(400);
     expect(res.text).toMatch(/line 2: .*non-finite/);
-    expect(redisCli('HLEN', 'edgecv:gallery:samples')).toBe(samplesBefore);
-    expect(redisCli('GET', 'edgecv:gallery:next-id')).toBe(nextIdBefore);
+    expect(redis.cli('HLEN', 'edgecv:gallery:samples')).toBe(samplesBefore);
+    expect(redis.cli('GET', 'edgecv:gallery:next-id')).toBe(nextIdBefore);
     // A change after it reaches b: had the import been published, b would have had it (or died) by then.
     const sentinel = [...johns.keys()][3]!;
     expect((await enrol(a, sentinel, johns.get(sentinel)![0]!.bytes)).status).toBe(200);
@@ -210,9 +188,9 @@ describe('fleet gallery against bad input and a frozen Redis (issue 21)', () => 
 
   it('answers an enrolment within 5 s (503 with Retry-After) while Redis is frozen, predicts meanwhile, and agrees with Redis after', async () => {
     const subject = [...johns.keys()][3]!;
-    redis.kill('SIGSTOP');
+    redis.child.kill('SIGSTOP');
     // Bounded whatever the server does: Redis resumes after 10 s at the latest.
-    const resume = setTimeout(() => redis.kill('SIGCONT'), 10_000);
+    const resume = setTimeout(() => redis.child.kill('SIGCONT'), 10_000);
     let frozen: { status: number; retryAfter: unknown; ms: number };
     let predictedMeanwhile: { status: number };
     try {
@@ -221,7 +199,7 @@ describe('fleet gallery against bad input and a frozen Redis (issue 21)', () => 
       predictedMeanwhile = await predict(b, johns.get([...johns.keys()][1]!)![8]!.bytes);
     } finally {
       clearTimeout(resume);
-      redis.kill('SIGCONT');
+      redis.child.kill('SIGCONT');
     }
     expect(frozen.status).toBe(503);
     expect(frozen.retryAfter).toBe('2');

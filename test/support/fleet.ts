@@ -8,43 +8,14 @@ import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import { generateSelfSigned } from '../../src/server/tls.js';
+import { startRedis as startRedisServer, type RedisServer } from './redis-server.js';
 import { freePort, startServerProcess, type ServerProcess } from './server-process.js';
 
-export interface RedisServer {
-  port: number;
-  url: string;
-  cli(...args: string[]): string;
-  stop(): void;
-}
+export type { RedisServer };
 
 /** redis-server without persistence on 127.0.0.1, its files in `dir`. */
-export async function startRedis(dir: string): Promise<RedisServer> {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 20_000);
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (/Ready to accept connections/.test(out)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`redis-server exited ${code} (installed? node scripts/setup.mjs --test):\n${out}`)));
-  });
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}/0`,
-    cli: (...args) => {
-      const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`redis-cli ${args.join(' ')}: ${r.stderr}`);
-      return r.stdout.trim();
-    },
-    stop: () => void child.kill('SIGKILL'),
-  };
+export function startRedis(dir: string): Promise<RedisServer> {
+  return startRedisServer(dir, ['--save', '', '--appendonly', 'no']);
 }
 
 /** A self-signed certificate and its key in one PEM file, as haproxy's `crt` wants them (TLS termination). */
