@@ -194,7 +194,7 @@ export class InfluxSink {
     if (message !== this.#lastError) this.#log(`[edgecv] metrics sink ${this.#key}: ${message} (retrying with backoff)`);
     this.#lastError = message;
     if (this.#stopped) return;
-    // exponential backoff with full jitter, so that a fleet does not retry in step after an outage
+    // exponential backoff, each wait a random 50-100 % of its step, so that a fleet does not retry in step after an outage
     const base = this.#opts.backoffBaseMs ?? SINK_BACKOFF_BASE_MS;
     const cap = Math.min(this.#opts.backoffMaxMs ?? SINK_BACKOFF_MAX_MS, base * 2 ** Math.min(this.#failures - 1, 20));
     const delay = cap / 2 + Math.random() * (cap / 2);
