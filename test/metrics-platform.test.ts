@@ -18,8 +18,8 @@ import { formatRfc3339Nano, parseRfc3339 } from '../src/metrics/time.js';
 import { httpsRequest, ROOT, useTempDirs } from './helpers.js';
 import { influxQuery, startInfluxd, type Influxd } from './support/influxd.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
+import { CLI, runCli, sleep, until, type AnswerJson, type Row } from './support/cli.js';
 
-const CLI = path.join(ROOT, 'dist/src/cli.js');
 const INTERVAL_MS = 500;
 const DB = 'edgecv';
 const APP = { organization: 'acme', name: 'facesvc', version: '2.0.0' };
@@ -34,46 +34,6 @@ interface Instance {
   cloudlet: string;
   server?: ServerProcess;
   ca?: string;
-}
-
-type Row = (string | number)[];
-interface SeriesJson {
-  name: string;
-  columns: string[];
-  values: Row[];
-}
-interface AnswerJson {
-  data: { Series: SeriesJson[] }[];
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`edgecv ${args.join(' ')} did not finish within 30 s`));
-    }, 30_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(200);
-  }
 }
 
 let influx: Influxd;
@@ -197,7 +157,7 @@ beforeAll(async () => {
     const url = await until('the console to listen', async () => {
       if (child.exitCode !== null) throw new Error(`console exited ${child.exitCode}:\n${out}`);
       return /listening on (https:\/\/\S+)/.exec(out)?.[1];
-    });
+    }, 30_000);
     console_ = { child, url, output: () => out, exited, stop: (signal = 'SIGTERM') => (child.kill(signal), exited) };
   })();
   // the servers load their models: start them side by side
@@ -213,7 +173,7 @@ beforeAll(async () => {
   await until('3 samples of every instance in InfluxDB', async () => {
     const cpu = series(await consoleQuery({ selector: 'cpu' }))[0]!.values;
     return ofApp.every((i) => cpu.filter((r) => podOf(r) === i.pod).length >= 3) ? true : undefined;
-  });
+  }, 30_000);
 });
 
 afterAll(async () => {
@@ -352,7 +312,7 @@ describe('InfluxDB down, an instance killed meanwhile', () => {
     const waiting = await until('a backlog on b', async () => {
       const s = await sinkStatus(b);
       return s.backlogSamples >= 3 && s.errors > 0 ? s : undefined;
-    });
+    }, 30_000);
     expect(waiting.lagSeconds).toBeGreaterThan(0);
     const prom = await httpsRequest(new URL('/metrics', b.server!.url).href, { ca: b.ca });
     expect(Number(/^edgecv_metrics_sink_backlog_samples\{[^}]*\} (\d+)/m.exec(prom.text)?.[1])).toBeGreaterThanOrEqual(3);

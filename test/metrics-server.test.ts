@@ -10,8 +10,8 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpsRequest, photo, ROOT, useTempDirs, type HttpsResult } from './helpers.js';
 import { freePort } from './support/server-process.js';
+import { CLI, runCli, until, type AnswerJson, type Row } from './support/cli.js';
 
-const CLI = path.join(ROOT, 'dist/src/cli.js');
 const INTERVAL_MS = 200;
 const IDENTITY = {
   region: 'eu-test',
@@ -42,49 +42,7 @@ const TIME_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z$/;
 const PASSWORDS = { alice: 'alice-secret-1', bob: 'bob-secret-12', carol: 'carol-secret-123', erin: 'erin-secret-1234' };
 const APP_KEY = { organization: 'acme', name: 'facesvc', version: '2.0.0' };
 
-type Row = (string | number)[];
-interface SeriesJson {
-  name: string;
-  columns: string[];
-  values: Row[];
-}
-interface AnswerJson {
-  data: { Series: SeriesJson[] }[];
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const tmpDir = useTempDirs();
-
-/** Runs the edgecv CLI to completion (bounded). */
-function runCli(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-    if (stdin !== undefined) child.stdin!.end(stdin);
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    child.stderr!.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`edgecv ${args.join(' ')} did not finish within 60 s\n${stdout}\n${stderr}`));
-    }, 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** Waits (bounded) until `check` returns a value, polling. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 function stopChild(child: ChildProcess | undefined, timeoutMs = 10_000): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
