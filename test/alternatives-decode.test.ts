@@ -51,7 +51,8 @@ function expectSameBoxes(edgecv: Box[], js: Box[], minIou: number): void {
 describe('bench/alternatives JS decoding agrees with the addon', () => {
   let engine: Engine;
   beforeAll(async () => {
-    engine = await Engine.open({ workers: 1, threadsPerWorker: 1, faceDetector: 'facemesh-detection-full', poseModel: 'movenet-multipose', objectDetector: 'yolov5s', faceEmbedder: null });
+    // fp32: the JS decoders below run the fp32 files in onnxruntime-node (int8 is checked in int8-models.test.ts)
+    engine = await Engine.open({ workers: 1, threadsPerWorker: 1, precision: 'fp32', faceDetector: 'facemesh-detection-full', poseModel: 'movenet-multipose', objectDetector: 'yolov5s', faceEmbedder: null });
   });
   afterAll(async () => {
     await engine.close();
