@@ -113,17 +113,23 @@ describe('int8 models', () => {
     });
   }
 
-  it('keeps movenet-multipose fp32 at precision int8 (its int8 did not hold) and runs the same file under either precision', async () => {
-    // Measured (docs/int8.md): int8 movenet-multipose posed camera.png twice, lost keypoints on a tall photo in
-    // whole-image passes, and doubled the stray poses on the labelled pose set.
-    expect(manifest.models['movenet-multipose']!.int8).toBeUndefined();
-    const engine = await Engine.open({ workers: 1, precision: 'int8', faceEmbedder: null, objectDetector: null, personDetector: 'yolov5s-320' });
+  it('movenet-multipose int8 gives heatmaps within the measured bound of fp32 on real photos', async () => {
+    const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, faceEmbedder: null, objectDetector: null, personDetector: 'yolov5s-320' });
     try {
-      expect(engine.backend().precisions).toMatchObject({ poseEstimator: 'fp32', personDetector: 'int8', faceDetector: 'fp32' });
-      const { shape } = manifest.models['movenet-multipose']!.input;
-      const input = new Float32Array(shape.reduce((a, b) => a * b, 1)).map((_, i) => i % 255);
-      const [a, b] = [await engine.runModel('movenet-multipose', input), await engine.runModel('movenet-multipose', input, { precision: 'fp32' })];
-      a.forEach((out, i) => expect(relativeRms(out, b[i]!)).toBe(0));
+      expect(engine.backend().precisions).toMatchObject({ poseEstimator: 'int8', personDetector: 'int8', faceDetector: 'fp32' });
+      const { shape, mean, scale } = manifest.models['movenet-multipose']!.input;
+      for (const file of ['skimage/astronaut.png', 'skimage/motorcycle_left.png']) {
+        const { nchw } = photoTensor(photo(file), shape[3]!, shape[2]!, mean, scale);
+        const fp32 = await engine.runModel('movenet-multipose', nchw, { precision: 'fp32' });
+        const int8 = await engine.runModel('movenet-multipose', nchw);
+        const errors = int8.map((out, i) => relativeRms(out, fp32[i]!));
+        console.log(`movenet-multipose ${file} relative RMS error per output: ${errors.map((e) => e.toFixed(4)).join(' ')}`);
+        // The person-centre, box and keypoint heatmaps (outputs 0-3): bound from the measured values (docs/int8.md).
+        // The keypoint regressions and offsets are small values read only at a found centre or keypoint, where an
+        // error is a large share of nothing: the poses they make are checked on the labelled set below and by
+        // pose-objects.test.ts (camera.png, Tom_Cruise_avp_2014_4.jpg) at the int8 default.
+        for (const [i, e] of errors.slice(0, 4).entries()) expect(e, `${file} output ${i}`).toBeLessThan(0.25);
+      }
     } finally {
       await engine.close();
     }
