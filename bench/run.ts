@@ -5,6 +5,7 @@
 //   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives | --int8]   (one group of sections only)
 //   --metrics-platform: only the fleet metrics section (1,000 instances into a real influxd, console queries)
 //   --balancer: only haproxy in front of 1, 2, 3 servers (bench/balancer.ts, runnable alone too)
+//   --routes: only a real `edgecv serve`'s route latency, int8 and fp32, and Frigate's case (bench/route-latency.ts)
 //   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -31,6 +32,8 @@ import { MIN_KEYPOINTS } from '../test/support/pose-scoring.js';
 import { benchAlternatives } from './alternatives/bench.js';
 import { table } from './table.js';
 import { benchBalancer, printBalancer } from './balancer.js';
+import { benchRouteLatencyServers, printRouteLatency } from './route-latency.js';
+import { writeResult } from '../test/support/server-process.js';
 import { percentile } from '../src/metrics/percentiles.js';
 
 function findRoot(): string {
@@ -181,6 +184,12 @@ async function main(): Promise<void> {
     printBalancer(await benchBalancer(quick));
     return;
   }
+  if (process.argv.includes('--routes')) {
+    const b = await benchRouteLatencyServers(quick);
+    printRouteLatency(b);
+    writeResult('route-latency', b);
+    return;
+  }
   if (process.argv.includes('--metrics-platform')) {
     printMetricsPlatform(await benchMetricsPlatform(quick));
     return;
@@ -228,6 +237,11 @@ async function main(): Promise<void> {
   if (metricsPlatform) printMetricsPlatform(metricsPlatform);
   const balancer = skipRest ? null : await benchBalancer(quick);
   if (balancer) printBalancer(balancer);
+  const routeServers = skipRest ? null : await benchRouteLatencyServers(quick);
+  if (routeServers) {
+    printRouteLatency(routeServers);
+    writeResult('route-latency', routeServers);
+  }
   const traceEngine = skipRest ? null : await Engine.open({ workers: 1 });
   const requestTrace = traceEngine ? await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close()) : [];
   table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
@@ -268,6 +282,7 @@ async function main(): Promise<void> {
     metricsStore,
     metricsPlatform,
     balancer,
+    routeServers,
     requestTrace,
     recognition,
     gallerySearch,
