@@ -115,6 +115,9 @@ function main() {
     if (['.git', '.cache', 'build'].includes(e)) continue;
     run('cp', [LINKED.has(e) ? '-al' : '-a', path.join(ROOT, e), work], { quiet: true });
   }
+  // The model packages set-up fetched (the TF.js graphs the parity tests run), hard-linked too.
+  fs.mkdirSync(path.join(work, '.cache'), { recursive: true });
+  run('cp', ['-al', path.join(ROOT, '.cache', 'model-packages'), path.join(work, '.cache')], { quiet: true });
   const cacheDir = path.join(ROOT, '.cache', 'node', release.version, 'modules');
   fs.mkdirSync(cacheDir, { recursive: true });
   const env = { ...process.env, PATH: `${path.join(nodeDir, 'bin')}:${process.env.PATH}` };
