@@ -47,7 +47,7 @@ std::vector<Pose> PoseEstimator::Detect(const cv::Mat& bgr, const PoseOptions& o
 std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
                                                const PoseOptions& options, StageTimings* timings) {
   // The crop's side / the box's longer side. Context around the person matters to MoveNet: on the labelled
-  // persons (README) 1.0 posed 71%, 1.2 83%, 1.5 86%, 2.0 to 3.0 88-91%; 2.0 is the cheapest of that plateau.
+  // persons (docs/models.md) 1.0 posed 71%, 1.2 83%, 1.5 86%, 2.0 to 3.0 88-91%; 2.0 is the cheapest of that plateau.
   constexpr double kCropScale = 2.0;
   PoseOptions inCrop = options;
   inCrop.maxPoses = 6;  // the model's own top-k: the crop's person plus whoever overlaps it

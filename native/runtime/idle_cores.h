@@ -3,7 +3,7 @@
 // job is in the engine (nothing else queued or running), the other workers' cores sit idle: the job then runs
 // its next inference on a "wide" session of the same model that uses onnxruntime's process-wide intra-op pool,
 // one thread per usable CPU. Measured on the 2-core reference machine: yolov5s at 640 px 84 -> 46 ms a pass
-// when alone, while two jobs at once keep their per-worker throughput (README, "Measured performance").
+// when alone, while two jobs at once keep their per-worker throughput (docs/performance.md).
 //
 // One wide session per model file for the whole engine, not per worker: at most one job borrows the pool at a
 // time, so one copy of the weights serves every worker.
