@@ -1,4 +1,4 @@
-// Real clients, unchanged (issue 24): each request below is written byte for byte the way the named client's public
+// Real clients, unchanged: each request below is written byte for byte the way the named client's public
 // source sends it (the source is cited, never copied), against one real `edgecv serve` process, over its plain-HTTP
 // listener (--http-port --http-routes all), as the original server's clients and the DeepStack clients speak it.
 //   deepstack-python (Home Assistant's HASS-Deepstack-face): deepstack/core.py, post_image() and

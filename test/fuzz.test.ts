@@ -44,7 +44,7 @@ it(`survives ${CASES} seeded hostile requests with no 500 and only JSON answers`
   expect(report.notJson).toEqual([]);
   expect(report.alive && server.child.exitCode === null, server.output().slice(-3000)).toBe(true);
   expect(report.noAnswer).toEqual([]);
-  // the DeepStack routes without their key are 401, forms over the limits 413 (issue 21)
+  // the DeepStack routes without their key are 401, forms over the limits 413
   expect(report.unexpected).toEqual([]);
   expect(report.byKind['deepstack-keys']!.statuses['401']).toBeGreaterThan(0);
   expect(report.byKind['many-parts']!.statuses['413']).toBeGreaterThan(0);

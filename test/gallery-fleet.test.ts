@@ -1,7 +1,7 @@
 // A fleet sharing one gallery on Redis: a real redis-server (Debian's package, installed by set-up) on 127.0.0.1
 // without persistence, two real server processes. Enrol through one, recognize through the other; removals
 // travel too; and a server whose subscription drops resyncs in full when it reconnects. Server b keeps its index
-// approximate (HNSW, --gallery-ann-threshold 1), a exact. Then what issue 21 found: malformed messages on the
+// approximate (HNSW, --gallery-ann-threshold 1), a exact. Then hostile input: malformed messages on the
 // change channel and a poisoned import crash no server; enrolment answers 503 in bounded time while Redis is frozen
 // (SIGSTOP), and the fleet agrees with Redis afterwards; a Redis that does not persist is warned about.
 
@@ -134,7 +134,7 @@ async function fleetAgreesWithRedis(): Promise<boolean> {
   return true;
 }
 
-describe('fleet gallery against bad input and a frozen Redis (issue 21)', () => {
+describe('fleet gallery against bad input and a frozen Redis', () => {
   it('warns at start and in capabilities that this Redis does not persist', async () => {
     for (const server of [a, b]) {
       expect(server.output()).toMatch(/WARNING: the gallery's Redis \(redis:\/\/127\.0\.0\.1:\d+\/0\) does not persist/);

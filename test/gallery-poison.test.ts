@@ -1,4 +1,4 @@
-// One bad row must not take the gallery down (issue 21, item 3). An import with one poisoned line (NaN, Infinity,
+// One bad row must not take the gallery down. An import with one poisoned line (NaN, Infinity,
 // a zero vector, the wrong length, bad base64) is refused whole before anything is stored; rows a store already
 // holds that the index cannot take are quarantined at load (left out, logged, counted), and the rest loads and
 // predicts. Real engine, real photos, real SQLite files.

@@ -1,4 +1,4 @@
-// The fleet store when Redis misbehaves (issue 21, items 5 and 9), with real redis-server processes and real
+// The fleet store when Redis misbehaves (malformed messages, a frozen Redis), with real redis-server processes and real
 // RecognitionService instances (real engine):
 //  - an answer lost between Redis and a server (a TCP relay in between holds Redis's replies): the enrolment ends
 //    in bounded time; when its broadcast came it is acknowledged, otherwise it is a 503 "may or may not be stored",

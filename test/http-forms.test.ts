@@ -1,4 +1,4 @@
-// Issue 21 (items 1, 8, 10) and issue 24 (item 2), against a real `edgecv serve` process over real TLS and TCP
+// Forms, keys, foreign origins, the early 413 and stray bytes after a request, against a real `edgecv serve` process over real TLS and TCP
 // sockets: forms of many parts or pairs are refused as they arrive (the answer comes while the client is still
 // sending), a keyed DeepStack route refuses a request without a key before reading its body, a foreign page's
 // POST is refused, an early 413 reaches `Connection: close` uploaders, and stray bytes after a complete request
@@ -135,7 +135,7 @@ async function answerToPartOfBody(route: string, type: string, form: { chunks: B
   return first!;
 }
 
-describe('forms of many parts or pairs (issue 21, item 1)', () => {
+describe('forms of many parts or pairs', () => {
   const form = manyPartForm(150_000);
   // 2.7 M pairs, `a=&`: 8.1 MB
   const pairs = Buffer.from('a=&'.repeat(2_700_000));
@@ -210,7 +210,7 @@ describe('malformed forms', () => {
   });
 });
 
-describe('keyed DeepStack routes without a key (issue 21, item 1)', () => {
+describe('keyed DeepStack routes without a key', () => {
   it('a raw image body without a key header is refused before it is read', async () => {
     const body = Buffer.alloc(LIMIT - 1024, 0x41);
     const chunks = [body.subarray(0, 65536), body.subarray(65536)];
@@ -249,7 +249,7 @@ describe('keyed DeepStack routes without a key (issue 21, item 1)', () => {
   });
 });
 
-describe('foreign origins (issue 21, item 8)', () => {
+describe('foreign origins', () => {
   const subject = 'origin-test-subject';
 
   const enrol = async () => {
@@ -307,7 +307,7 @@ describe('foreign origins (issue 21, item 8)', () => {
   });
 });
 
-describe('the early 413 and Connection: close (issue 21, item 10)', () => {
+describe('the early 413 and Connection: close', () => {
   it('every uploader that says Connection: close reads the 413, not a reset', async () => {
     const body = Buffer.alloc(LIMIT + 4 * 1024 * 1024, 0x41);
     const chunks: Buffer[] = [];
@@ -326,7 +326,7 @@ describe('the early 413 and Connection: close (issue 21, item 10)', () => {
   });
 });
 
-describe('bytes the parser refuses after a complete request (issue 24, item 2)', () => {
+describe('bytes the parser refuses after a complete request', () => {
   // deepstack-sdk listFaces() with no api_key: requests sends data={"api_key": None} as a POST without a body or
   // Content-Length, and Debian's urllib3 then writes the chunked terminator on the same connection.
   const listFaces = 'POST /v1/vision/face/list HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: python-requests/2.28.1\r\nAccept-Encoding: gzip, deflate\r\nAccept: */*\r\nConnection: keep-alive\r\n' + `X-API-Key: ${API}\r\n\r\n`;

@@ -1,5 +1,5 @@
 // JPEGs are decoded by libjpeg in the addon (native/jobs/jpeg_decoder.h) instead of cv::imdecode: EXIF orientation is
-// applied as before, and libjpeg's warnings on damaged data no longer reach stderr (issue 11, defect 9: one line
+// applied as before, and libjpeg's warnings on damaged data no longer reach stderr (one line
 // per damaged image a client sends). That the pixels equal imdecode's is checked by the native fuzz target
 // (npm run fuzz:native), which decodes every undamaged JPEG both ways.
 

@@ -47,7 +47,7 @@ describe('the accuracy scorer', () => {
     const { objects } = await engine.detectObjects(photo(file), { scoreThreshold: 0.2 });
     const real = scorePhoto(p, objects, 0.25);
     expect(real).toMatchObject({ labelled: 3, found: 3, wrongTop: 0 });
-    // centernet's failure from issue 9: a better-scored "cat" on the dog is a wrong top label, and unmatched.
+    // centernet's old failure: a better-scored "cat" on the dog is a wrong top label, and unmatched.
     const dog = objects.find((o) => o.className === 'dog')!;
     const cat: DetectedObject = { ...dog, className: 'cat', classId: 15, score: dog.score + 0.01 };
     const withCat = scorePhoto(p, [...objects, cat], 0.25);

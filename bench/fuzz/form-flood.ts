@@ -1,5 +1,5 @@
 // `node dist/bench/fuzz/form-flood.js [--seconds 15] [--clients 4] [--keyed 0|1]`: does a flood of many-part forms
-// stall other clients (issue 21, item 1)? A real `edgecv serve` (127.0.0.1, 1 worker) gets, from `clients` TLS
+// stall other clients? A real `edgecv serve` (127.0.0.1, 1 worker) gets, from `clients` TLS
 // connections at once, in a loop: the 150,000-part multipart body (18.6 MB of one-byte parts), then, in a second
 // phase, the 2.7 M-pair urlencoded body (8.1 MB). Each flood client writes its whole body whatever the server
 // answers (the worst case: the server must still read what it refuses), then opens a new connection. Meanwhile

@@ -32,7 +32,7 @@ export const DEFAULT_BODY_LIMIT = 20 * 1024 * 1024;
 export const IMAGE_LIMIT_DEFAULTS = {
   maxPixels: 40_000_000,
   // Every model letterboxes to a square input: at 32:1 the picture is already a 4-pixel strip of a 128-pixel
-  // input, and a 65500x1 "image" once cost recognition 29 s and 9.7 GB (issue 11).
+  // input, and a 65500x1 "image" once cost recognition 29 s and 9.7 GB.
   maxAspectRatio: 32,
   // Nothing a face, pose or object model finds fits in fewer pixels.
   minSide: 8,

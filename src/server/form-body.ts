@@ -1,5 +1,5 @@
 // Reading a form body (multipart/form-data or application/x-www-form-urlencoded) as it streams in, with bounds
-// (issue 21, item 1). A form of 150,000 one-byte parts is under the body limit, and parsing all of it at once on
+// A form of 150,000 one-byte parts is under the body limit, and parsing all of it at once on
 // the event loop (Request.formData()) stalled every client for seconds; so the body is parsed chunk by chunk
 // (busboy for multipart), and reading stops at the first part or pair over FORM_LIMITS: the answer is a 413 at
 // once, and the rest of the body is read and dropped unparsed. `onField` sees each text field as it arrives, so

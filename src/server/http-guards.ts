@@ -106,7 +106,7 @@ function answerEarly(
 const lingering = new WeakSet<Socket>();
 
 /**
- * Makes Node's close after a last answer (a client's `Connection: close`, or ours) a lingering close (issue 21):
+ * Makes Node's close after a last answer (a client's `Connection: close`, or ours) a lingering close:
  * the answer is written and the sending side shut (FIN), then what the client still sends is read and dropped
  * until it closes, for at most lingerMs and MAX_LINGER_BYTES. Destroying the socket at once with a body still
  * arriving makes the kernel reset the connection, and the client lost the early 413 to EPIPE/ECONNRESET.
@@ -175,7 +175,7 @@ const erroredSockets = new WeakSet<Socket>();
 
 /**
  * 'clientError': the JSON error shape on the raw socket. Bytes the parser refuses after a complete request
- * (issue 24: a client library's stray `0\r\n\r\n` after a body-less POST) do not lose that request's answer: it
+ * (a client library's stray `0\r\n\r\n` after a body-less POST) do not lose that request's answer: it
  * is written first, then the error, then the connection is closed.
  */
 function onClientError(err: Error & { code?: string }, socket: Socket, opts: HttpGuardOptions): void {

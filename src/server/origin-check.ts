@@ -1,4 +1,4 @@
-// Cross-site requests (issue 21, item 8). Without --admin-key a loopback client is the admin, and a browser on
+// Cross-site requests. Without --admin-key a loopback client is the admin, and a browser on
 // the edge machine is a loopback client: a page from anywhere could post a form (no CORS preflight for
 // multipart, urlencoded or text/plain) to /trainer/remove/ or /v1/vision/face/delete and change the gallery.
 // Browsers name the page that sent a request in its Origin header; every request that is not a plain read

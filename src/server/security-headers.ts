@@ -1,4 +1,4 @@
-// Headers on every answer (issue 11, hardening): HSTS, no MIME sniffing, and no caching of anything the API
+// Headers on every answer: HSTS, no MIME sniffing, and no caching of anything the API
 // returns (login tokens, face crops from /trainer/export/, results), unless a route chose its own Cache-Control.
 
 import type { MiddlewareHandler } from 'hono';

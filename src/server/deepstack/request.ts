@@ -57,7 +57,7 @@ const WRONG_KEY = 'Incorrect api key';
  * With --api-key, the key comes as X-API-Key, Bearer, or the form field api_key (DeepStack's way); the admin
  * key passes too, so that one client that also trains (Double Take) needs only one key. Clients send
  * api_key="" on every call: that passes when no API key is configured.
- * The key is checked before the body is read (issue 21): a header key at once; without one, only a form can
+ * The key is checked before the body is read: a header key at once; without one, only a form can
  * carry it, so any other body is refused unread, and a form is read only until its api_key field (a wrong one
  * is refused there), or until it goes over the form limits (refused as an unauthenticated request).
  */
@@ -96,7 +96,7 @@ export function openDeepStackRequest(apiKey: string | undefined, adminKey: strin
 }
 
 /**
- * The guard of /face/register and /face/delete (issue 24). 'api' (the default, DeepStack's rule): with an API key
+ * The guard of /face/register and /face/delete. 'api' (the default, DeepStack's rule): with an API key
  * configured they open with what opens every DeepStack route (the API key, or the admin key), already checked by
  * openDeepStackRequest; without one, the admin rule holds (the admin key, or loopback). 'admin': always the admin
  * rule, for operators who keep enrolment behind the admin key.

@@ -15,7 +15,7 @@ const JS = 'text/javascript; charset=utf-8';
 const HEADERS = { 'Cache-Control': 'no-cache' };
 
 /**
- * The page's Content-Security-Policy (issue 21): its own scripts only, its one inline <style> by hash, requests
+ * The page's Content-Security-Policy: its own scripts only, its one inline <style> by hash, requests
  * and WebSockets to this server only, and no framing (clickjacking; X-Frame-Options for older browsers).
  */
 export function demoPageSecurityHeaders(page: string): Record<string, string> {

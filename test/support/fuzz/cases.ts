@@ -258,7 +258,7 @@ export const GENERATORS: Record<string, CaseMaker> = {
     const headers = { 'Content-Type': rng.pick(['application/x-ndjson', 'text/plain']), ...auth('/trainer', ctx.adminKey) };
     return { kind: 'import', label: `${mode}: ${label}`.slice(0, 200), wire: request('POST', `/trainer/import/?mode=${mode}`, headers, Buffer.from(body)), expectsBody: true };
   },
-  // issue 21: the DeepStack routes with no key, an empty, a wrong or the right one, as a header or a form field
+  // the DeepStack routes with no key, an empty, a wrong or the right one, as a header or a form field
   'deepstack-keys': (rng, ctx) => {
     const path = rng.pick(['/v1/vision/detection', '/v1/vision/face/', '/v1/vision/face/recognize', '/v1/vision/face/register', '/v1/vision/face/list', '/v1/vision/face/delete', '/v1/vision/custom/list']);
     const key = rng.pick(['none', 'empty', 'wrong', 'header', 'form', 'wrong header, right form'] as const);
@@ -280,7 +280,7 @@ export const GENERATORS: Record<string, CaseMaker> = {
       ...(ctx.apiKey !== undefined && !opens ? { expectStatus: [401] } : {}),
     };
   },
-  // issue 21: forms of many parts, pairs or files are refused (413; 401 on a keyed DeepStack route without a key)
+  // forms of many parts, pairs or files are refused (413; 401 on a keyed DeepStack route without a key)
   'many-parts': (rng, ctx) => {
     const path = rng.pick(['/detector/detect/', '/object/detect/', '/trainer/add/?subject=fuzz', '/trainer/remove/', '/v1/vision/detection', '/v1/vision/face/register']);
     const shape = rng.pick(['parts', 'pairs', 'files'] as const);

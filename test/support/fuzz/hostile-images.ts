@@ -1,5 +1,5 @@
 // Crafted image files, made in code (no binaries in the repo): valid flat images of any shape, and the
-// container attacks of issue 11. Used by the tests and by `npm run fuzz`.
+// container attacks a probe found. Used by the tests and by `npm run fuzz`.
 
 import zlib from 'node:zlib';
 
@@ -50,7 +50,7 @@ export function flatPng(width: number, height: number, extraChunks: Buffer[] = [
 }
 
 /**
- * A small PNG with a chunk whose length field claims `claimed` bytes (0x7fffffff in issue 11) while only a few
+ * A small PNG with a chunk whose length field claims `claimed` bytes (0x7fffffff in the probe) while only a few
  * follow: 141 bytes that once cost libpng about 2 GB.
  */
 export function pngLengthBomb(type = 'zTXt', claimed = 0x7fffffff): Buffer {
