@@ -3,7 +3,8 @@
 // server is in metrics-server.test.ts ('login').
 
 import { describe, expect, it } from 'vitest';
-import { addressGroup, FailedLoginLimiter } from '../src/auth/login-limiter.js';
+import { FailedLoginLimiter } from '../src/auth/login-limiter.js';
+import { addressGroup } from '../src/server/address-group.js';
 
 const T = 1_000_000;
 
@@ -41,6 +42,7 @@ describe('FailedLoginLimiter', () => {
     expect(addressGroup('::1')).toBe('0:0:0:0::/64');
     expect(addressGroup('::ffff:10.1.2.3')).toBe('10.1.2.3');
     expect(addressGroup('10.1.2.3')).toBe('10.1.2.3');
+    expect(addressGroup('64:ff9b::1.2.3.4')).toBe('64:ff9b:0:0::/64');
     const limiter = new FailedLoginLimiter({ perUser: 100, perAddress: 20, perUsername: 1000 });
     let admitted = 0;
     for (let i = 1; i <= 50; i++) admitted += failMany(limiter, `2001:db8:1:2::${i.toString(16)}`, `user${i}`, 1);

@@ -6,7 +6,7 @@
 // The last one lets an attacker lock an account out for one window; that is the price of stopping a
 // distributed guess, and the answer's Retry-After says how long.
 
-import net from 'node:net';
+import { addressGroup } from '../server/address-group.js';
 
 export interface LimiterOptions {
   /** Failures allowed per (address, username) within the window. */
@@ -105,18 +105,4 @@ export class FailedLoginLimiter {
     else this.#tries.set(key, times);
     return times;
   }
-}
-
-/** The address a client is counted by: IPv4 as is (IPv4-mapped IPv6 too), IPv6 by its /64 prefix. */
-export function addressGroup(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!net.isIPv6(address)) return address;
-  const [head = '', tail = ''] = address.split('::', 2);
-  const headGroups = head === '' ? [] : head.split(':');
-  const tailGroups = address.includes('::') ? (tail === '' ? [] : tail.split(':')) : [];
-  // An IPv4 tail (::ffff:0:1.2.3.4, 64:ff9b::1.2.3.4) stands for two groups.
-  if (tailGroups.at(-1)?.includes('.')) tailGroups.push('0');
-  const groups = address.includes('::') ? [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups] : headGroups;
-  return `${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
 }

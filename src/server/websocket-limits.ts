@@ -5,7 +5,6 @@
 //  - the times after which a socket that brings nothing is closed (src/server/websocket.ts applies them).
 
 import fs from 'node:fs';
-import net from 'node:net';
 import type { ServerConfig } from '../config.js';
 import { HTTP_GUARD_DEFAULTS } from './http-guards.js';
 import { parseAllowedOrigins } from './origin-check.js';
@@ -59,19 +58,6 @@ export function descriptorLimit(limitsFile = '/proc/self/limits'): number | null
 export function socketCapInAll(asked: number, descriptors: number | null = descriptorLimit()): number {
   if (descriptors === null) return asked;
   return Math.max(0, Math.min(asked, descriptors - descriptorReserve(descriptors)));
-}
-
-/** The key sockets are counted under: an IPv4 address, or the /64 of an IPv6 one (one host holds a whole /64). */
-export function addressKey(address: string | undefined): string {
-  const a = address ?? '';
-  if (a.startsWith('::ffff:') && net.isIPv4(a.slice(7))) return a.slice(7);
-  if (!net.isIPv6(a)) return a;
-  const [head = '', tail = ''] = a.split('::');
-  const groups = (s: string) => (s === '' ? [] : s.split(':'));
-  const h = groups(head);
-  const t = groups(tail);
-  const full = a.includes('::') ? [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t] : h;
-  return `${full.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
 export type SocketRefusal = 'address' | 'all';

@@ -16,7 +16,8 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { isAllowedOrigin } from './origin-check.js';
 import { observeWebSocketConnection, observeWebSocketCut, observeWebSocketRefused } from './prometheus.js';
-import { addressKey, SocketBudget, socketCapInAll, WEBSOCKET_LIMIT_DEFAULTS, type WebSocketLimits } from './websocket-limits.js';
+import { addressGroup } from './address-group.js';
+import { SocketBudget, socketCapInAll, WEBSOCKET_LIMIT_DEFAULTS, type WebSocketLimits } from './websocket-limits.js';
 
 /** WebSocket path (without trailing slash) -> the REST route it answers like. */
 export const WS_ROUTES: Readonly<Record<string, string>> = {
@@ -194,7 +195,7 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
       rejectUpgrade(socket, 403, 'Forbidden', `WebSocket upgrade from origin ${JSON.stringify(req.headers.origin)} refused: only this server's own pages and --allowed-origins may open sockets`);
       return;
     }
-    const key = addressKey(req.socket.remoteAddress);
+    const key = addressGroup(req.socket.remoteAddress);
     const refused = budget.take(key);
     if (refused === 'address') {
       counts.refusedPerAddress++;
