@@ -1,4 +1,4 @@
-// Route latency of a real `edgecv serve` (issue 25's targets): the four routes on a 640x480 photo, and Frigate's
+// Route latency of a real `edgecv serve`: the four routes on a 640x480 photo, and Frigate's
 // DeepStack detector plugin (a 320x320 JPEG region POSTed as multipart to /v1/vision/detection, 0.1 s timeout by
 // default), each at the default precision (int8) and at --precision fp32, back to back in one run. Warm keep-alive
 // HTTPS on loopback, one request in flight per connection; client-side round trip, bounded request counts.
