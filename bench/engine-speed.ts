@@ -34,6 +34,33 @@ const WARMUP_RUNS = 10;
 const BLOCK_RUNS = 10;
 
 /**
+ * Times `sides` of `runs` interleaved: a warm-up of each, then blocks of BLOCK_RUNS runs per side taking turns in
+ * rotating order (each block after one uncounted run: the previous side's threads may still be spinning), until
+ * each side has at least ctx.iterations runs and MIN_SAMPLE_MS of time. `block` wraps each counted block (to count
+ * page faults around it, say). The engine and int8 forward tables both measure this way.
+ */
+export async function timeInterleaved<K extends string>(
+  ctx: BenchContext,
+  runs: Record<K, () => Promise<unknown>>,
+  sides: readonly K[],
+  warmupRuns: number,
+  block: (side: K, timed: () => Promise<number[]>) => Promise<number[]> = (_, timed) => timed(),
+): Promise<Record<K, number[]>> {
+  for (const k of sides) await ctx.timeIt(warmupRuns, runs[k]);
+  const estimate = ctx.stats(await ctx.timeIt(5, runs[sides[0]!])).p50;
+  const iterations = ctx.quick ? ctx.iterations : Math.max(ctx.iterations, Math.ceil(MIN_SAMPLE_MS / estimate));
+  const samples = Object.fromEntries(sides.map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  for (let n = 0; n * BLOCK_RUNS < iterations; n++) {
+    for (let i = 0; i < sides.length; i++) {
+      const k = sides[(n + i) % sides.length]!;
+      await runs[k]();
+      samples[k].push(...(await block(k, () => ctx.timeIt(BLOCK_RUNS, runs[k]))));
+    }
+  }
+  return samples;
+}
+
+/**
  * Forward pass only, same input, same file, same threads (1 worker x 2 threads in the addon, 2 intra-op threads in
  * onnxruntime-node). The addon's onnxruntime and onnxruntime-node take turns in blocks of BLOCK_RUNS runs, so a
  * busy moment hits both alike; ratio = onnxruntime-node p50 / edgecv p50 (>= 1: edgecv at least as fast). OpenCV is
@@ -60,23 +87,18 @@ export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: Con
         'edgecv opencv': () => engine.runModel(name, input, { runtime: 'opencv' }),
         'onnxruntime-node': () => session.run(feeds),
       };
-      const samples: Record<keyof typeof runs, number[]> = { edgecv: [], 'edgecv opencv': [], 'onnxruntime-node': [] };
       // Minor page faults in the counted runs (the process's, so the other side's threads add a little): a run
       // that writes its outputs into freshly mapped memory shows here.
       const faults = { edgecv: 0, 'onnxruntime-node': 0 };
-      await ctx.timeIt(WARMUP_RUNS, runs.edgecv);
-      await ctx.timeIt(WARMUP_RUNS, runs['onnxruntime-node']);
-      const estimate = ctx.stats(await ctx.timeIt(5, runs.edgecv)).p50;
-      const iterations = ctx.quick ? ctx.iterations : Math.max(ctx.iterations, Math.ceil(MIN_SAMPLE_MS / estimate));
-      for (let block = 0; block * BLOCK_RUNS < iterations; block++) {
-        const order = block % 2 ? (['onnxruntime-node', 'edgecv'] as const) : (['edgecv', 'onnxruntime-node'] as const);
-        for (const k of order) {
-          await runs[k](); // not counted: the other runtime's threads may still be spinning
+      const samples: Record<keyof typeof runs, number[]> = {
+        ...(await timeInterleaved(ctx, runs, ['edgecv', 'onnxruntime-node'], WARMUP_RUNS, async (k, timed) => {
           const faultsBefore = process.resourceUsage().minorPageFault;
-          samples[k].push(...(await ctx.timeIt(BLOCK_RUNS, runs[k])));
+          const times = await timed();
           faults[k] += process.resourceUsage().minorPageFault - faultsBefore;
-        }
-      }
+          return times;
+        })),
+        'edgecv opencv': [],
+      };
       await ctx.timeIt(3, runs['edgecv opencv']);
       const slowOpenCv = (await ctx.timeIt(1, runs['edgecv opencv']))[0]! > SLOW_OPENCV_MS;
       samples['edgecv opencv'] = await ctx.timeIt(slowOpenCv ? Math.ceil(ctx.iterations / 4) : ctx.iterations, runs['edgecv opencv']);

@@ -9,19 +9,16 @@ import { calibratedDistance, Engine, POSE_DEFAULTS } from '../src/index.js';
 import { cosine, embedAll, equalErrorRate, loadJohns, pairDistances } from '../test/support/face-verification.js';
 import { labelsSummary, loadObjectLabels, scorePhoto, sumScores } from '../test/support/object-labels.js';
 import { scorePoses } from '../test/support/pose-scoring.js';
+import { timeInterleaved } from './engine-speed.js';
 import type { BenchContext } from './pose-objects.js';
 
 type Row = Record<string, string | number>;
 
 const WARMUP_RUNS = 5;
-/** Runs of one side in a row before the next takes its turn (as in engine-speed.ts: thread pools spin on after a run). */
-const BLOCK_RUNS = 10;
-/** At least this much time of each side, so a fast model is not judged on a handful of runs. */
-const MIN_SAMPLE_MS = 1500;
 
 /**
  * Forward pass only, same fp32 input, 1 worker x 2 threads in the addon and 2 intra-op threads in onnxruntime-node.
- * Sides take turns in blocks of BLOCK_RUNS, order rotating, so drifting load on a shared machine hits all alike.
+ * Sides take turns in blocks, order rotating (timeInterleaved), so drifting load on a shared machine hits all alike.
  */
 export async function benchInt8Forward(ctx: BenchContext, manifest: ConvertedManifest, only?: readonly string[]): Promise<Row[]> {
   const threads = 2;
@@ -42,17 +39,7 @@ export async function benchInt8Forward(ctx: BenchContext, manifest: ConvertedMan
         'onnxruntime-node int8': () => int8.run(feeds),
       };
       const sides = Object.keys(runs) as (keyof typeof runs)[];
-      const samples: Record<keyof typeof runs, number[]> = { 'edgecv int8': [], 'onnxruntime-node fp32': [], 'onnxruntime-node int8': [] };
-      for (const k of sides) await ctx.timeIt(WARMUP_RUNS, runs[k]);
-      const estimate = ctx.stats(await ctx.timeIt(5, runs['edgecv int8'])).p50;
-      const iterations = ctx.quick ? ctx.iterations : Math.max(ctx.iterations, Math.ceil(MIN_SAMPLE_MS / estimate));
-      for (let block = 0; block * BLOCK_RUNS < iterations; block++) {
-        for (let i = 0; i < sides.length; i++) {
-          const k = sides[(block + i) % sides.length]!;
-          await runs[k](); // not counted: the previous side's threads may still be spinning
-          samples[k].push(...(await ctx.timeIt(BLOCK_RUNS, runs[k])));
-        }
-      }
+      const samples = await timeInterleaved(ctx, runs, sides, WARMUP_RUNS);
       await fp32.release();
       await int8.release();
       const p50 = (k: keyof typeof runs) => ctx.stats(samples[k]).p50;
