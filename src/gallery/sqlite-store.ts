@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { embeddingFromBytes, embeddingToBytes, type GalleryStore, type NewSample, type QuarantinedSample, type Rect, type SampleVector, type StoreDurability, type StoredSample, type StoredVectors } from './types.js';
+import { statementCache, type Prepare } from '../sqlite-statements.js';
 
 export const GALLERY_DB_FILE = 'gallery.db';
 const SCHEMA_VERSION = 1;
@@ -52,10 +53,12 @@ export class SqliteGalleryStore implements GalleryStore {
   readonly kind = 'sqlite' as const;
   readonly file: string;
   readonly #db: Database.Database;
+  readonly #prepare: Prepare;
 
   private constructor(file: string, db: Database.Database) {
     this.file = file;
     this.#db = db;
+    this.#prepare = statementCache(db);
   }
 
   /** Opens (creating if needed) <dataDir>/gallery.db. Throws if the file is not a usable gallery. */
@@ -97,7 +100,7 @@ export class SqliteGalleryStore implements GalleryStore {
   }
 
   async vectors(): Promise<StoredVectors> {
-    const rows = this.#db.prepare('SELECT id, subject, created_at, model, model_version, embedding FROM samples ORDER BY id').all() as SampleRow[];
+    const rows = this.#prepare('SELECT id, subject, created_at, model, model_version, embedding FROM samples ORDER BY id').all() as SampleRow[];
     const out: StoredVectors = { vectors: [], unreadable: [] };
     for (const r of rows) {
       const v = decodeRow(r);
@@ -108,7 +111,7 @@ export class SqliteGalleryStore implements GalleryStore {
   }
 
   async *samples(batch = 256): AsyncIterable<StoredSample[]> {
-    const page = this.#db.prepare('SELECT * FROM samples WHERE id > ? ORDER BY id LIMIT ?');
+    const page = this.#prepare('SELECT * FROM samples WHERE id > ? ORDER BY id LIMIT ?');
     let after = 0;
     for (;;) {
       const rows = page.all(after, batch) as SampleRow[];
@@ -124,8 +127,7 @@ export class SqliteGalleryStore implements GalleryStore {
   }
 
   #insert(s: NewSample): StoredSample {
-    const info = this.#db
-      .prepare('INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)')
+    const info = this.#prepare('INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)')
       .run(s.subject, s.createdAt, s.model, s.modelVersion, embeddingToBytes(s.embedding), s.crop, s.cropRect ? JSON.stringify(s.cropRect) : null);
     return { ...s, id: Number(info.lastInsertRowid) };
   }
@@ -136,7 +138,7 @@ export class SqliteGalleryStore implements GalleryStore {
 
   async addMany(samples: NewSample[], replace: boolean): Promise<StoredSample[]> {
     return this.#db.transaction(() => {
-      if (replace) this.#db.prepare('DELETE FROM samples').run();
+      if (replace) this.#prepare('DELETE FROM samples').run();
       return samples.map((s) => this.#insert(s));
     })();
   }
@@ -145,17 +147,17 @@ export class SqliteGalleryStore implements GalleryStore {
     return this.#db.transaction(() => {
       const rows = (
         id === undefined
-          ? this.#db.prepare('SELECT id FROM samples WHERE subject = ?').all(subject)
-          : this.#db.prepare('SELECT id FROM samples WHERE subject = ? AND id = ?').all(subject, id)
+          ? this.#prepare('SELECT id FROM samples WHERE subject = ?').all(subject)
+          : this.#prepare('SELECT id FROM samples WHERE subject = ? AND id = ?').all(subject, id)
       ) as { id: number }[];
-      const del = this.#db.prepare('DELETE FROM samples WHERE id = ?');
+      const del = this.#prepare('DELETE FROM samples WHERE id = ?');
       for (const r of rows) del.run(r.id);
       return rows.map((r) => r.id);
     })();
   }
 
   async updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void> {
-    const set = this.#db.prepare('UPDATE samples SET model = ?, model_version = ?, embedding = ? WHERE id = ?');
+    const set = this.#prepare('UPDATE samples SET model = ?, model_version = ?, embedding = ? WHERE id = ?');
     this.#db.transaction(() => {
       for (const u of updates) set.run(u.model, u.modelVersion, embeddingToBytes(u.embedding), u.id);
     })();

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import type { InstanceIdentity } from './identity.js';
 import { LATENCY_PERCENTILES } from './percentiles.js';
 import { SELECTORS, TAG_COLUMNS, VALUE_COLUMNS, type Selector, type TagColumn } from './selectors.js';
+import { statementCache, type Prepare } from '../sqlite-statements.js';
 
 export const METRICS_DB_FILE = 'metrics.db';
 const SCHEMA_VERSION = 1;
@@ -100,6 +101,7 @@ export interface SinkCursor {
 
 export class MetricsStore {
   readonly #db: Database.Database;
+  readonly #prepare: Prepare;
   #insertSample: ((instance: number, s: MetricsSample) => void) | undefined;
 
   private constructor(
@@ -109,9 +111,11 @@ export class MetricsStore {
     if (readonly) {
       // A reader beside the writer (the query worker): WAL lets it read while samples are written.
       this.#db = new Database(file, { readonly: true, fileMustExist: true });
+      this.#prepare = statementCache(this.#db);
       return;
     }
     this.#db = new Database(file);
+    this.#prepare = statementCache(this.#db);
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     const version = this.#db.pragma('user_version', { simple: true }) as number;
@@ -137,7 +141,7 @@ export class MetricsStore {
   #prepareInsert(): (instance: number, s: MetricsSample) => void {
     const insert = (name: Selector) => {
       const cols = VALUE_COLUMNS[name].map((c) => c.sql);
-      return this.#db.prepare(
+      return this.#prepare(
         `INSERT INTO ${name} (instance, time, ${cols.join(', ')}) VALUES (?, ?, ${cols.map(() => '?').join(', ')})`,
       );
     };
@@ -157,14 +161,12 @@ export class MetricsStore {
   /** The id of an instance's tag set, added on first use. */
   instanceId(id: InstanceIdentity): number {
     const tags = [id.region, id.appOrg, id.appname, id.appvers, id.cluster, id.clusterorg, id.cloudlet, id.cloudletorg, id.pod];
-    this.#db
-      .prepare(
+    this.#prepare(
         `INSERT OR IGNORE INTO instance (region, apporg, app, ver, cluster, clusterorg, cloudlet, cloudletorg, pod)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(...tags);
-    const row = this.#db
-      .prepare(
+    const row = this.#prepare(
         `SELECT id FROM instance WHERE region = ? AND apporg = ? AND app = ? AND ver = ? AND cluster = ? AND clusterorg = ?
          AND cloudlet = ? AND cloudletorg = ? AND pod = ?`,
       )
@@ -182,7 +184,7 @@ export class MetricsStore {
   prune(beforeNs: bigint): number {
     let n = 0;
     const tx = this.#db.transaction(() => {
-      for (const s of SELECTORS) n += this.#db.prepare(`DELETE FROM ${s} WHERE time < ?`).run(beforeNs).changes;
+      for (const s of SELECTORS) n += this.#prepare(`DELETE FROM ${s} WHERE time < ?`).run(beforeNs).changes;
     });
     tx();
     return n;
@@ -191,15 +193,14 @@ export class MetricsStore {
   /** The oldest row time held in any series, or null when the store is empty. */
   oldest(): bigint | null {
     const union = SELECTORS.map((s) => `SELECT MIN(time) AS t FROM ${s}`).join(' UNION ALL ');
-    const row = this.#db.prepare(`SELECT MIN(t) AS t FROM (${union})`).safeIntegers(true).get() as { t: bigint | null };
+    const row = this.#prepare(`SELECT MIN(t) AS t FROM (${union})`).safeIntegers(true).get() as { t: bigint | null };
     return row.t;
   }
 
   /** Rows of `selector` for `app` within `window`, newest first (connections: by port within a time). */
   rows(selector: Selector, app: AppFilter, window: RowWindow = {}): StoredRow[] {
     // The tags of the matching instances, read once: rows only carry the instance id.
-    const instances = this.#db
-      .prepare(
+    const instances = this.#prepare(
         `SELECT id, ${TAG_COLUMNS.map((c) => `${TAG_SQL[c]} AS ${c}`).join(', ')} FROM instance
          WHERE region = @region AND apporg = @apporg AND app = @app AND ver = @ver`,
       )
@@ -225,8 +226,7 @@ export class MetricsStore {
       // Pick the sample times first (cheap: one column), then read the rows of those times only.
       const limit = window.numsamples === undefined ? ` LIMIT ${window.last}` : '';
       let times = (
-        this.#db
-          .prepare(`SELECT DISTINCT time FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY time DESC${limit}`)
+        this.#prepare(`SELECT DISTINCT time FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY time DESC${limit}`)
           .pluck()
           .safeIntegers(true)
           .all(...params) as bigint[]
@@ -240,8 +240,7 @@ export class MetricsStore {
 
     const columns = VALUE_COLUMNS[selector];
     const order = selector === 'connections' ? 'time DESC, port ASC' : 'time DESC';
-    const raw = this.#db
-      .prepare(`SELECT instance, time, ${columns.map((c) => c.sql).join(', ')} FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY ${order}`)
+    const raw = this.#prepare(`SELECT instance, time, ${columns.map((c) => c.sql).join(', ')} FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY ${order}`)
       .raw()
       .safeIntegers(true)
       .all(...params) as (bigint | number)[][];
@@ -254,8 +253,7 @@ export class MetricsStore {
 
   /** Up to `limit` sample times after `afterNs`, oldest first (every sample has a cpu row). */
   sampleTimesAfter(afterNs: bigint, limit: number): bigint[] {
-    return this.#db
-      .prepare('SELECT DISTINCT time FROM cpu WHERE time > ? ORDER BY time LIMIT ?')
+    return this.#prepare('SELECT DISTINCT time FROM cpu WHERE time > ? ORDER BY time LIMIT ?')
       .pluck()
       .safeIntegers(true)
       .all(clampInt64(afterNs), limit) as bigint[];
@@ -263,8 +261,7 @@ export class MetricsStore {
 
   /** How many sample times lie after `afterNs`, and the oldest of them. */
   backlog(afterNs: bigint): { samples: number; oldest: bigint | null } {
-    const row = this.#db
-      .prepare('SELECT COUNT(DISTINCT time) AS n, MIN(time) AS oldest FROM cpu WHERE time > ?')
+    const row = this.#prepare('SELECT COUNT(DISTINCT time) AS n, MIN(time) AS oldest FROM cpu WHERE time > ?')
       .safeIntegers(true)
       .get(clampInt64(afterNs)) as { n: bigint; oldest: bigint | null };
     return { samples: Number(row.n), oldest: row.oldest };
@@ -276,8 +273,7 @@ export class MetricsStore {
     const out: SinkRow[] = [];
     for (const selector of SELECTORS) {
       const columns = VALUE_COLUMNS[selector].map((c) => `s.${c.sql}`).join(', ');
-      const raw = this.#db
-        .prepare(`SELECT s.time, ${tags}, ${columns} FROM ${selector} s JOIN instance i ON i.id = s.instance WHERE s.time > ? AND s.time <= ? ORDER BY s.time`)
+      const raw = this.#prepare(`SELECT s.time, ${tags}, ${columns} FROM ${selector} s JOIN instance i ON i.id = s.instance WHERE s.time > ? AND s.time <= ? ORDER BY s.time`)
         .raw()
         .safeIntegers(true)
         .all(clampInt64(afterNs), clampInt64(upToNs)) as (bigint | number | string)[][];
@@ -295,15 +291,14 @@ export class MetricsStore {
 
   /** A sink's cursor; a new sink starts before every stored sample. */
   sinkCursor(target: string): SinkCursor {
-    const row = this.#db.prepare('SELECT acked, inflight FROM sink_cursor WHERE target = ?').safeIntegers(true).get(target) as
+    const row = this.#prepare('SELECT acked, inflight FROM sink_cursor WHERE target = ?').safeIntegers(true).get(target) as
       | { acked: bigint; inflight: bigint | null }
       | undefined;
     return row ?? { acked: INT64_MIN, inflight: null };
   }
 
   setSinkCursor(target: string, cursor: SinkCursor): void {
-    this.#db
-      .prepare('INSERT INTO sink_cursor (target, acked, inflight) VALUES (?, ?, ?) ON CONFLICT (target) DO UPDATE SET acked = excluded.acked, inflight = excluded.inflight')
+    this.#prepare('INSERT INTO sink_cursor (target, acked, inflight) VALUES (?, ?, ?) ON CONFLICT (target) DO UPDATE SET acked = excluded.acked, inflight = excluded.inflight')
       .run(target, cursor.acked, cursor.inflight);
   }
 
