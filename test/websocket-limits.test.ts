@@ -8,7 +8,6 @@ import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { addressGroup } from '../src/server/address-group.js';
 import { descriptorLimit, descriptorReserve, SocketBudget, socketCapInAll, webSocketOptionsFromConfig } from '../src/server/websocket-limits.js';
 import { useTempDirs } from './helpers.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
@@ -16,17 +15,6 @@ import { startServerProcess, type ServerProcess } from './support/server-process
 const newTmpDir = useTempDirs();
 
 describe('socket counting', () => {
-  it('counts an IPv4 address as itself (also IPv4-mapped) and an IPv6 address by its /64', () => {
-    expect(addressGroup('192.0.2.7')).toBe('192.0.2.7');
-    expect(addressGroup('::ffff:192.0.2.7')).toBe('192.0.2.7');
-    expect(addressGroup('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
-    expect(addressGroup('2001:db8:1:2:bbbb:cccc:dddd:eeee')).toBe('2001:db8:1:2::/64');
-    expect(addressGroup('2001:0db8:0001:0002::9')).toBe('2001:db8:1:2::/64');
-    expect(addressGroup('2001:db8::1')).toBe('2001:db8:0:0::/64');
-    expect(addressGroup('2001:db8:1:3::1')).not.toBe(addressGroup('2001:db8:1:2::1'));
-    expect(addressGroup('::1')).toBe('0:0:0:0::/64');
-  });
-
   it('reads the soft descriptor limit from /proc and keeps a reserve out of the cap in all', () => {
     const dir = newTmpDir('edgecv-limits-');
     const file = path.join(dir, 'limits');
