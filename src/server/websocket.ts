@@ -17,6 +17,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { isAllowedOrigin } from './origin-check.js';
 import { observeWebSocketConnection, observeWebSocketCut, observeWebSocketRefused } from './prometheus.js';
 import { addressGroup } from './address-group.js';
+import { isWebSocketUpgrade } from './http-guards.js';
 import { SocketBudget, socketCapInAll, WEBSOCKET_LIMIT_DEFAULTS, type WebSocketLimits } from './websocket-limits.js';
 
 /** WebSocket path (without trailing slash) -> the REST route it answers like. */
@@ -178,7 +179,7 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
   let maxPendingFrames = 0;
 
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
+    if (!isWebSocketUpgrade(req)) {
       answerIgnoringUpgrade(server, req, socket as Socket, head);
       return;
     }
