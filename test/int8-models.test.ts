@@ -4,7 +4,7 @@
 // issue's margins. None of these photos is a calibration photo (models/calibrate.ts CALIBRATION_PHOTOS).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from '../src/sqlite.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import { parseServerConfig } from '../src/config.js';

@@ -5,7 +5,7 @@
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from '../src/sqlite.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';

@@ -4,9 +4,8 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database, statementCache, type Prepare, type SqliteDatabase, type SqliteStatement } from '../sqlite.js';
 import { embeddingFromBytes, embeddingToBytes, type GalleryStore, type NewSample, type QuarantinedSample, type Rect, type SampleVector, type StoreDurability, type StoredSample, type StoredVectors } from './types.js';
-import { statementCache, type Prepare } from '../sqlite-statements.js';
 
 export const GALLERY_DB_FILE = 'gallery.db';
 const SCHEMA_VERSION = 1;
@@ -52,10 +51,10 @@ function toVector(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector {
 export class SqliteGalleryStore implements GalleryStore {
   readonly kind = 'sqlite' as const;
   readonly file: string;
-  readonly #db: Database.Database;
+  readonly #db: SqliteDatabase;
   readonly #prepare: Prepare;
 
-  private constructor(file: string, db: Database.Database) {
+  private constructor(file: string, db: SqliteDatabase) {
     this.file = file;
     this.#db = db;
     this.#prepare = statementCache(db);

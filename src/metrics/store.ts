@@ -4,11 +4,10 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database, statementCache, type Prepare, type SqliteDatabase, type SqliteStatement } from '../sqlite.js';
 import type { InstanceIdentity } from './identity.js';
 import { LATENCY_PERCENTILES } from './percentiles.js';
 import { SELECTORS, TAG_COLUMNS, VALUE_COLUMNS, type Selector, type TagColumn } from './selectors.js';
-import { statementCache, type Prepare } from '../sqlite-statements.js';
 
 export const METRICS_DB_FILE = 'metrics.db';
 const SCHEMA_VERSION = 1;
@@ -100,7 +99,7 @@ export interface SinkCursor {
 }
 
 export class MetricsStore {
-  readonly #db: Database.Database;
+  readonly #db: SqliteDatabase;
   readonly #prepare: Prepare;
   #insertSample: ((instance: number, s: MetricsSample) => void) | undefined;
 
@@ -145,7 +144,7 @@ export class MetricsStore {
         `INSERT INTO ${name} (instance, time, ${cols.join(', ')}) VALUES (?, ?, ${cols.map(() => '?').join(', ')})`,
       );
     };
-    const statements = Object.fromEntries(SELECTORS.map((s) => [s, insert(s)])) as Record<Selector, Database.Statement>;
+    const statements = Object.fromEntries(SELECTORS.map((s) => [s, insert(s)])) as Record<Selector, SqliteStatement>;
     return this.#db.transaction((instance: number, s: MetricsSample) => {
       statements.cpu.run(instance, s.time, s.cpu);
       statements.mem.run(instance, s.time, Math.round(s.mem));
