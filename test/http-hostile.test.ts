@@ -67,7 +67,9 @@ function raw(chunks: Array<string | Buffer>, opts: { gapMs?: number; waitMs?: nu
     socket.once('secureConnect', async () => {
       for (const c of chunks) {
         if (socket.destroyed) break;
-        socket.write(c);
+        // Each chunk handed to the socket before the next step: destroy() drops data still buffered in TLS
+        // (Node 26.10 no longer sends it), and then the server would never see the half-sent body.
+        await new Promise((r) => socket.write(c, r));
         if (opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
       }
       if (opts.destroyAfterWrite) socket.destroy();
