@@ -271,11 +271,12 @@ PoseOptions ReadPoseOptions(Napi::Env env, Napi::Value value) {
   return options;
 }
 
-ObjectOptions ReadObjectOptions(Napi::Env env, Napi::Value value) {
+ObjectCallOptions ReadObjectOptions(Napi::Env env, Napi::Value value) {
   Napi::Object obj = ReadCallOptions(env, value, "detectObjects");
-  ObjectOptions options;
-  options.scoreThreshold = ReadFloat(obj, "scoreThreshold", "options");
-  options.maxObjects = ReadInt(obj, "maxObjects", "options", 1, kMaxCount);
+  ObjectCallOptions options;
+  options.detect.scoreThreshold = ReadFloat(obj, "scoreThreshold", "options");
+  options.detect.maxObjects = ReadInt(obj, "maxObjects", "options", 1, kMaxCount);
+  options.onPersonDetector = ReadBool(obj, "onPersonDetector", "options");
   return options;
 }
 

@@ -64,7 +64,7 @@ ModelSpecs ReadModelSpecs(Napi::Object options, const RuntimeAvailability& avail
 
 DetectOptions ReadDetectOptions(Napi::Env env, Napi::Value value);
 PoseOptions ReadPoseOptions(Napi::Env env, Napi::Value value);
-ObjectOptions ReadObjectOptions(Napi::Env env, Napi::Value value);
+ObjectCallOptions ReadObjectOptions(Napi::Env env, Napi::Value value);
 FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value);
 // The gallery behind a JS value made by createGallery(), or null if it is something else.
 std::shared_ptr<GalleryIndex> ReadGallery(Napi::Env env, Napi::Value value);

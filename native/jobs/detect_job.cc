@@ -11,10 +11,11 @@ std::vector<Face> DetectFaces(WorkerContext& ctx, const cv::Mat& image, const De
   return ctx.faceDetector->Detect(image, options, timings);
 }
 
-std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const cv::Mat& image, const ObjectOptions& options,
+std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const cv::Mat& image, const ObjectCallOptions& options,
                                           StageTimings* timings) {
-  if (!ctx.objectDetector) throw JobError(ErrorCode::kInternal, "engine has no object model");
-  return ctx.objectDetector->Detect(image, options, timings);
+  ObjectDetector* detector = options.onPersonDetector ? ctx.personDetector.get() : ctx.objectDetector.get();
+  if (!detector) throw JobError(ErrorCode::kInternal, options.onPersonDetector ? "engine has no person detector" : "engine has no object model");
+  return detector->Detect(image, options.detect, timings);
 }
 
 // Objects asked of the detector when looking for people: a bound on its work, not a policy (the people among

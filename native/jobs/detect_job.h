@@ -57,7 +57,7 @@ class DetectJob : public ImageJob {
 
 using FaceDetectJob = DetectJob<DetectOptions, Face>;
 using PoseDetectJob = DetectJob<PoseOptions, Pose>;
-using ObjectDetectJob = DetectJob<ObjectOptions, DetectedObject>;
+using ObjectDetectJob = DetectJob<ObjectCallOptions, DetectedObject>;
 
 extern const FaceDetectJob::Kind kFaceDetection;
 extern const PoseDetectJob::Kind kPoseDetection;

@@ -18,6 +18,14 @@ struct ObjectOptions {
   int maxObjects = 0;
 };
 
+// detectObjects(): the detector's options, and which of the worker's object models runs them. The person
+// detector, when the engine has one, is the object model at a smaller input size (src/engine/engine.ts
+// decides when an image is small enough for it).
+struct ObjectCallOptions {
+  ObjectOptions detect;
+  bool onPersonDetector = false;
+};
+
 struct DetectedObject {
   Box rect{};  // [l, t, r, b] in original-image pixels, not clipped
   int classId = 0;

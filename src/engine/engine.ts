@@ -28,6 +28,7 @@ import {
   faceDetectorSpec,
   faceEmbedderSpec,
   int8ScoreThreshold,
+  isSmallerSibling,
   modelPrecision,
   poseEstimatorSpec,
   rawModelSpec,
@@ -71,6 +72,11 @@ export class Engine {
   #personClassId = -1;
   /** The int8 object model's own default score threshold (its scores run a little lower than fp32's), if any. */
   #objectScoreThreshold: number | undefined;
+  /**
+   * When the person detector is the object model at a smaller input size: that size, and its default score
+   * threshold. An image no larger than it runs there (isSmallerSibling in manifest.ts).
+   */
+  #smallImages: { side: number; scoreThreshold: number } | null = null;
   /** Detector score above which a box is a person to pose: the int8 person finder's own where its manifest sets one. */
   #personThreshold: number = POSE_DEFAULTS.personThreshold;
 
@@ -138,6 +144,10 @@ export class Engine {
     engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;
     engine.#personClassId = personFinder?.labels.indexOf('person') ?? -1;
     if (objects && engine.#backend.precisions['objectDetector'] === 'int8') engine.#objectScoreThreshold = int8ScoreThreshold(manifest, objects.info.name, 'scoreThreshold');
+    if (objects && persons && isSmallerSibling(manifest, objects, persons)) {
+      const int8 = engine.#backend.precisions['personDetector'] === 'int8' ? int8ScoreThreshold(manifest, persons.info.name, 'scoreThreshold') : undefined;
+      engine.#smallImages = { side: persons.info.inputSize, scoreThreshold: int8 ?? OBJECT_DEFAULTS.scoreThreshold[persons.info.kind] };
+    }
     const personKey = persons ? 'personDetector' : 'objectDetector';
     if (personFinder && engine.#backend.precisions[personKey] === 'int8') {
       engine.#personThreshold = int8ScoreThreshold(manifest, personFinder.info.name, 'personThreshold') ?? POSE_DEFAULTS.personThreshold;
@@ -283,9 +293,11 @@ export class Engine {
   async detectObjects(image: Buffer | Uint8Array, opts: DetectObjectsOptions = {}): Promise<ObjectDetection> {
     const { header, bytes } = this.#checkImage(image, opts, 'detectObjects');
     const kind = this.#objects?.info.kind ?? 'centernet';
-    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', this.#objectScoreThreshold ?? OBJECT_DEFAULTS.scoreThreshold[kind]);
+    const small = this.#smallImages !== null && Math.max(header.width, header.height) <= this.#smallImages.side ? this.#smallImages : null;
+    const defaultScore = small?.scoreThreshold ?? this.#objectScoreThreshold ?? OBJECT_DEFAULTS.scoreThreshold[kind];
+    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', defaultScore);
     const maxObjects = intOption(opts.maxObjects, 'maxObjects', OBJECT_DEFAULTS.maxObjects, ENGINE_RANGES.maxObjects);
-    const result = await this.#call(() => this.#native.detectObjects(bytes, { scoreThreshold, maxObjects }));
+    const result = await this.#call(() => this.#native.detectObjects(bytes, { scoreThreshold, maxObjects, onPersonDetector: small !== null }));
     const objects = result.objects.map((o) => ({
       rect: o.rect,
       className: this.#objects?.labels[o.classId] ?? String(o.classId),

@@ -388,6 +388,27 @@ export async function chooseObjectDetector(
  * ENGINE_DEFAULTS.personDetector when the object model is a stock YOLOv5s of another size; else the object model
  * itself (an operator who chose centernet for its licence, or an own model, gets no YOLOv5 weights unasked).
  */
+/**
+ * True when the person detector is the object model itself (the same weights in the manifest) at a smaller input
+ * size: then an image no larger than that input can run on it with nothing lost, since the object model would only
+ * upscale it (docs/int8.md, "Small images"). An own model file never has a sibling.
+ */
+export function isSmallerSibling(manifest: LoadedManifest, objects: ObjectDetectorChoice, persons: ObjectDetectorChoice): boolean {
+  const entry = (name: string) => (Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined);
+  const a = entry(objects.info.name);
+  const b = entry(persons.info.name);
+  return (
+    isRecord(a) &&
+    isRecord(b) &&
+    a['source'] !== undefined &&
+    JSON.stringify(a['source']) === JSON.stringify(b['source']) && // package, file and sha256 of the weights
+    objects.info.kind === persons.info.kind &&
+    persons.info.inputSize < objects.info.inputSize &&
+    objects.labels.length === persons.labels.length &&
+    objects.labels.every((l, i) => l === persons.labels[i])
+  );
+}
+
 export async function choosePersonDetector(
   opts: EngineOptions,
   poseModel: PoseModel | null,

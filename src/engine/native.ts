@@ -103,6 +103,8 @@ export interface NativePoseDetection {
 export interface NativeObjectOptions {
   scoreThreshold: number;
   maxObjects: number;
+  /** Run on the person detector (the object model at a smaller input size) instead of the object model. */
+  onPersonDetector: boolean;
 }
 
 export interface NativeObject {

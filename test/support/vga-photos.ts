@@ -1,6 +1,7 @@
 // 640x480 JPEG photos for the route-latency bench, made from the test photos (none of them is 640x480): the
-// photo is scaled to fit (bilinear) and centred on grey, then encoded at quality 90. A face photo (astronaut)
-// for detection and recognition, a street photo (darknet person.jpg) for pose and objects.
+// photo is scaled to fit (bilinear) and centred on grey, then encoded at quality 90; and the test photos scaled
+// down to a given size for the small-image checks. A face photo (astronaut) for detection and recognition, a
+// street photo (darknet person.jpg) for pose and objects.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import jpeg from 'jpeg-js';
@@ -50,6 +51,18 @@ function fitInto(src: Rgba, width: number, height: number): Rgba {
     }
   }
   return { width, height, data: out };
+}
+
+/**
+ * test/data/<file> scaled (bilinear) so that its longer side is `side`, JPEG quality 90, no padding; `scale` maps
+ * the original's pixel coordinates onto it. For the small-image checks (a Frigate-sized region).
+ */
+export function scaledJpeg(root: string, file: string, side: number): { bytes: Buffer; scale: number; width: number; height: number } {
+  const src = decode(join(root, 'test', 'data', file));
+  const scale = side / Math.max(src.width, src.height);
+  const width = Math.round(src.width * scale);
+  const height = Math.round(src.height * scale);
+  return { bytes: Buffer.from(jpeg.encode(fitInto(src, width, height), 90).data), scale, width, height };
 }
 
 /** A 640x480 JPEG of test/data/<file>. */
