@@ -1,7 +1,9 @@
 // Route latency of a real `edgecv serve`: the four routes on a 640x480 photo, and Frigate's
 // DeepStack detector plugin (a 320x320 JPEG region POSTed as multipart to /v1/vision/detection, 0.1 s timeout by
 // default), each at the default precision (int8) and at --precision fp32, back to back in one run. Warm keep-alive
-// HTTPS on loopback, one request in flight per connection; client-side round trip, bounded request counts.
+// HTTPS on loopback, one request in flight per connection; client-side round trip, bounded request counts. Then
+// where the time goes: a body the engine never sees (HTTPS, body, JSON error), and the engine's own stage timings
+// of the same calls made in-process.
 //   node dist/bench/route-latency.js [--quick]     (alone; `node dist/bench/run.js --routes` is the same)
 // docs/int8.md ("Route latency") reports a run.
 
@@ -12,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import jpeg from 'jpeg-js';
+import { Engine } from '../src/index.js';
 import { percentile } from '../src/metrics/percentiles.js';
 import { freePort, startServerProcess, writeResult } from '../test/support/server-process.js';
 import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../test/support/vga-photos.js';
@@ -37,8 +40,13 @@ export type RouteLatencyRow = {
   answer: string;
 };
 
+/** Median engine stage timings of one in-process call (the library, no HTTP), per route's engine method. */
+export type EngineStageRow = { call: string; 'total ms': number; 'stage medians (ms)': string };
+
 export interface RouteLatencyBench {
   date: string;
+  /** Where a route's time goes inside the engine (default engine, in the bench process, one call at a time). */
+  stages: EngineStageRow[];
   machine: { cpu: string; cores: number; loadavgBefore: number[]; loadavgAfter: number[] };
   command: string;
   photos: { face: string; scene: string; frigate: string };
@@ -49,6 +57,8 @@ interface Request {
   path: string;
   body: Buffer;
   contentType: string;
+  /** The status the answer must have (200 unless said). */
+  status?: number;
 }
 
 const round = (x: number) => Math.round(x * 10) / 10;
@@ -96,7 +106,7 @@ function post(base: string, agent: http.Agent | https.Agent | false, r: Request)
         res.on('error', reject);
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode === 200) resolve({ ms: performance.now() - t0, text });
+          if (res.statusCode === (r.status ?? 200)) resolve({ ms: performance.now() - t0, text });
           else reject(new Error(`POST ${url.pathname}: HTTP ${res.statusCode} ${text.slice(0, 200)}`));
         });
       },
@@ -148,6 +158,7 @@ function summarise(text: string): string {
   const json = JSON.parse(text) as Record<string, unknown>;
   const parts: string[] = [];
   if (typeof json.subject === 'string') parts.push(`subject ${json.subject}`);
+  if (typeof json.error === 'string') parts.push(`error "${json.error.slice(0, 40)}..."`);
   for (const [key, value] of Object.entries(json)) {
     if (!Array.isArray(value) || value.some((v) => typeof v !== 'object')) continue; // lists of results, not a box's numbers
     const labels = value.map((v: { label?: unknown; class?: unknown }) => v?.label ?? v?.class).filter((l) => typeof l === 'string');
@@ -185,6 +196,8 @@ async function benchServer(tmp: string, precision: 'int8' | 'fp32', requests: nu
       ['pose POST /pose/detect/ 640x480', jpegOf('/pose/detect/', photos.scene)],
       ['recognition POST /recognizer/predict/ 640x480', jpegOf('/recognizer/predict/', photos.face)],
       ['face detection POST /detector/detect/ 640x480', jpegOf('/detector/detect/', photos.face)],
+      // what HTTPS, the body and a JSON answer cost without the engine: a body of the face photo's size that is no image
+      ['no engine: same-size non-image body, 400', { ...jpegOf('/detector/detect/', Buffer.alloc(photos.face.length, 1)), status: 400 }],
     ];
     const rows: RouteLatencyRow[] = [];
     for (const [name, r] of cases) rows.push(row(label, name, 1, await measure(server.url, r, 1, requests)));
@@ -203,6 +216,38 @@ async function benchServer(tmp: string, precision: 'int8' | 'fp32', requests: nu
   }
 }
 
+/** `runs` calls of each engine method the routes use, one at a time, after 5 warm-up calls; medians per stage. */
+async function engineStages(photos: { face: Buffer; scene: Buffer; region: Buffer }, runs: number): Promise<EngineStageRow[]> {
+  const engine = await Engine.open({ workers: 1 });
+  const calls: [string, () => Promise<{ timings: object }>][] = [
+    ['detectObjects, 640x480 scene', () => engine.detectObjects(photos.scene)],
+    ['detectObjects, Frigate 320x320 region', () => engine.detectObjects(photos.region)],
+    ['detectPoses, 640x480 scene', () => engine.detectPoses(photos.scene)],
+    ['embedFace (recognition), 640x480 face', () => engine.embedFace(photos.face)],
+    ['detectFaces, 640x480 face', () => engine.detectFaces(photos.face)],
+  ];
+  const median = (xs: number[]) => round(percentile([...xs].sort((a, b) => a - b), 50));
+  const rows: EngineStageRow[] = [];
+  try {
+    for (const [call, run] of calls) {
+      for (let i = 0; i < 5; i++) await run();
+      const totals: number[] = [];
+      const stages = new Map<string, number[]>();
+      for (let i = 0; i < runs; i++) {
+        const t0 = performance.now();
+        const { timings } = await run();
+        totals.push(performance.now() - t0);
+        for (const [k, v] of Object.entries(timings)) if (typeof v === 'number') stages.set(k, [...(stages.get(k) ?? []), v]);
+      }
+      const parts = [...stages].map(([k, v]) => `${k.replace(/Ms$/, '')} ${median(v)}`);
+      rows.push({ call, 'total ms': median(totals), 'stage medians (ms)': parts.join(', ') });
+    }
+  } finally {
+    await engine.close();
+  }
+  return rows;
+}
+
 export async function benchRouteLatencyServers(quick: boolean): Promise<RouteLatencyBench> {
   const requests = quick ? 20 : 200;
   const scene = vgaJpeg(ROOT, VGA_SCENE_PHOTO);
@@ -216,8 +261,10 @@ export async function benchRouteLatencyServers(quick: boolean): Promise<RouteLat
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+  const stages = await engineStages(photos, quick ? 10 : 40);
   return {
     date: new Date().toISOString(),
+    stages,
     machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, loadavgBefore, loadavgAfter: os.loadavg().map((x) => Math.round(x * 100) / 100) },
     command: ['node', path.relative(ROOT, process.argv[1] ?? ''), ...process.argv.slice(2)].join(' '),
     photos: {
@@ -235,6 +282,7 @@ export function printRouteLatency(b: RouteLatencyBench): void {
       `${b.machine.cores} cores, load average ${b.machine.loadavgBefore.join(', ')} before, ${b.machine.loadavgAfter.join(', ')} after (${b.date})`,
     b.rows,
   );
+  table('Where the time goes: engine stage medians of one call at a time in the bench process (default engine, int8, 1 worker; no HTTP)', b.stages);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
