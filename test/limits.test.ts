@@ -166,7 +166,7 @@ describe('the engine passes every option to the addon, explicitly', () => {
     await engine.detectFaces(photo('skimage/astronaut.png'));
     expect(calls['detectFaces']?.[1]).toEqual({ scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold, tiles: 0 });
     await engine.detectObjects(people);
-    expect(calls['detectObjects']?.[1]).toEqual({ scoreThreshold: OBJECT_DEFAULTS.scoreThreshold.yolo, maxObjects: OBJECT_DEFAULTS.maxObjects });
+    expect(calls['detectObjects']?.[1]).toEqual({ scoreThreshold: OBJECT_DEFAULTS.scoreThreshold.yolo, maxObjects: OBJECT_DEFAULTS.maxObjects, onPersonDetector: false });
     await engine.detectPoses(people);
     expect(calls['detectPoses']?.[1]).toEqual({
       scoreThreshold: POSE_DEFAULTS.scoreThresholdPersons,
