@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeOnnxModel } from './convert/onnx-writer.js';
+import { openInputSize } from './convert/open-input-size.js';
 import { quantizeModel } from './convert/quantize.js';
 import { convertTfjsToOnnx, type OnnxTarget } from './convert/tf-to-onnx.js';
 import { loadTfjsGraph } from './convert/tfjs-graph.js';
@@ -41,7 +42,8 @@ function quantizeConverted(root: string, name: string, model: SourceModel, conve
   }
   const keepFloat = model.int8?.keepFloat ?? [];
   const keepOutputConvs = model.int8?.keepOutputConvs ?? false;
-  const bytes = encodeOnnxModel(quantizeModel(converted.model, { ranges: calibration.ranges, keepFloat, keepOutputConvs }));
+  const graph = model.openInputSize ? openInputSize(converted.model, converted.resizeInputs) : converted.model;
+  const bytes = encodeOnnxModel(quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs }));
   const ortFile = `${name}.int8.ort.onnx`;
   writeAtomic(join(outDir, ortFile), bytes);
   const { scoreThreshold, personThreshold } = model.int8 ?? {};
@@ -66,7 +68,9 @@ export function convertModel(name: string, model: SourceModel, pkg: ModelPackage
   let opencvSha = '';
   for (const target of ['opencv', 'ort'] as const) {
     converted = convertTfjsToOnnx(graph, { input: model.input, outputs: model.outputs, target, graphName: name });
-    writeAtomic(join(outDir, files[target]), converted.bytes);
+    // The calibration's fp32Sha256 is the square graph's (converted.bytes); only the written file is opened.
+    const open = target === 'ort' && model.openInputSize === true;
+    writeAtomic(join(outDir, files[target]), open ? encodeOnnxModel(openInputSize(converted.model, converted.resizeInputs)) : converted.bytes);
     if (target === 'opencv') opencvSha = sha256(converted.bytes);
   }
   if (!converted) throw new Error('unreachable');

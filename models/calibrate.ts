@@ -145,7 +145,7 @@ export async function measureRanges(model: OnnxModel, tensors: string[], inputs:
   const samples = new Map<string, number[]>();
   try {
     for (const input of inputs) {
-      const feeds = { [graphInput.name]: new ort.Tensor('float32', input, graphInput.shape!) };
+      const feeds = { [graphInput.name]: new ort.Tensor('float32', input, graphInput.shape!.map(Number)) };
       const result = await session.run(feeds);
       for (const t of tensors) {
         const data = t === graphInput.name ? input : (result[t]!.data as Float32Array);

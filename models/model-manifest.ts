@@ -27,6 +27,11 @@ export interface SourceModel {
    * prefixes ending in '/') left fp32; scoreThreshold: a detector's default threshold at int8 (docs/int8.md).
    */
   int8?: { keepFloat?: string[]; keepOutputConvs?: boolean; scoreThreshold?: number; personThreshold?: number };
+  /**
+   * The onnxruntime files (fp32 and int8) take any input height and width, each a multiple of the largest stride
+   * (models/convert/open-input-size.ts): a YOLO detector then runs a photo on its own aspect, not a padded square.
+   */
+  openInputSize?: boolean;
   /** Task-specific settings passed through to the engine (anchors, output roles, ...). */
   [extra: string]: unknown;
 }

@@ -37,8 +37,8 @@ export interface OnnxNode {
 export interface OnnxValueInfo {
   name: string;
   dataType: OnnxDataType;
-  /** Absent: the shape is left to the runtime (extra calibration outputs). */
-  shape?: number[];
+  /** Absent: the shape is left to the runtime (extra calibration outputs). A string is a named open dimension. */
+  shape?: (number | string)[];
 }
 
 export interface OnnxModel {
@@ -176,7 +176,8 @@ function writeValueInfo(w: ProtoWriter, v: OnnxValueInfo): void {
       {
         tensor.int(1, v.dataType);
         const dims = v.shape;
-        if (dims) tensor.message(2, (shape) => dims.forEach((d) => shape.message(1, (dim) => dim.int(1, d))));
+        // Dimension: dim_value (1) or, for an open size, dim_param (2)
+        if (dims) tensor.message(2, (shape) => dims.forEach((d) => shape.message(1, (dim) => (typeof d === 'number' ? dim.int(1, d) : dim.string(2, d)))));
       },
     ),
   );

@@ -2,7 +2,8 @@
 //
 // Every 4-D activation is kept in NCHW; values whose meaning depends on layout (Reshape,
 // non-4-D ops, graph outputs) get an explicit Transpose back to TF's NHWC order. Constant
-// sub-graphs are folded with the fixed input size, so the ONNX graph has static shapes only.
+// sub-graphs are folded with the fixed input size, so the ONNX graph has static shapes only (open-input-size.ts
+// can then open a YOLO graph's input size for onnxruntime).
 import { evalConst, normalizeAxis, shapeTensor, stridedSliceSpec } from './const-eval.js';
 import {
   encodeOnnxModel,
@@ -60,6 +61,8 @@ export interface ConvertedModel {
   outputs: { name: string; shape: number[] }[];
   /** The graph that `bytes` encodes (the quantizer starts from it). */
   model: OnnxModel;
+  /** Each Resize node's input height and width at this input size (what openInputSize turns into scales). */
+  resizeInputs: Map<string, [number, number]>;
 }
 
 type Value =
@@ -218,6 +221,7 @@ function str(value: string): OnnxAttributeValue {
 
 class Converter {
   private values = new Map<string, Value>();
+  private resizeInputs = new Map<string, [number, number]>();
   private b: OnnxGraphBuilder;
 
   constructor(
@@ -262,7 +266,7 @@ class Converter {
       inputs: [{ name: input.name, dataType: OnnxDataType.FLOAT, shape: onnxInputShape }],
       outputs: outputInfo.map((o) => ({ name: o.name, dataType: OnnxDataType.FLOAT, shape: o.shape })),
     };
-    return { bytes: encodeOnnxModel(model), inputShape: onnxInputShape, outputs: outputInfo, model };
+    return { bytes: encodeOnnxModel(model), inputShape: onnxInputShape, outputs: outputInfo, model, resizeInputs: this.resizeInputs };
   }
 
   /** Converts (once) the node producing `name` and everything it depends on. Iterative: graphs are deep. */
@@ -578,6 +582,7 @@ class Converter {
         nearest_mode: str(halfPixel ? 'round_prefer_ceil' : 'floor'),
       },
     );
+    this.resizeInputs.set(out, [x.shape[1]!, x.shape[2]!]);
     return this.out(node, [n, oh, ow, c], true, out);
   }
 

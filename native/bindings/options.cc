@@ -103,6 +103,7 @@ void ReadImageModelSpec(Napi::Object obj, const std::string& where, const Runtim
                         ImageModelSpec* spec) {
   spec->model = ReadModelSource(obj, where, available);
   spec->inputSize = ReadInt(obj, "inputSize", where, 1, kMaxInputSize);
+  spec->model.timingShape = {1, 3, spec->inputSize, spec->inputSize};
   spec->meanValue = ReadNumber(obj, "meanValue", where, -kHuge, kHuge);
   spec->scale = ReadNumber(obj, "scale", where, -kHuge, kHuge);
   spec->swapRB = ReadBool(obj, "swapRB", where);
@@ -158,6 +159,7 @@ YoloDetectorSpec ReadYoloDetectorSpec(Napi::Object obj, const std::string& where
   spec.layout = layout == "grid" ? YoloDetectorSpec::Layout::kGrid : YoloDetectorSpec::Layout::kDecoded;
   spec.outputs = ReadStrings(obj, "outputs", where);
   spec.classes = ReadInt(obj, "classes", where, 1, kMaxCount);
+  spec.openInputSize = ReadBool(obj, "openInputSize", where);
   if (spec.layout == YoloDetectorSpec::Layout::kGrid) {
     Napi::Value strides = obj.Get("strides");
     Napi::Value anchors = obj.Get("anchors");
@@ -331,6 +333,7 @@ RawModelSpec ReadRawModelSpec(Napi::Object obj, bool onnxRuntime, const std::str
     spec.inputShape.push_back(static_cast<int>(v));
   }
   if (spec.inputShape.empty() || spec.outputs.empty()) ThrowInvalid(env, "model.inputShape and model.outputs must be non-empty");
+  spec.model.timingShape = spec.inputShape;
   return spec;
 }
 

@@ -26,9 +26,13 @@ struct Letterbox {
 struct LetterboxSource {
   cv::Rect region;      // part of the image (a tile); empty = the whole image
   double padValue = 0;  // border value: black, or YOLO's 114
+  // > 0: a model with an open input size; the input is the fitted region padded up to a multiple of this on each
+  // side, not to the square. 0: the spec's square.
+  int roundTo = 0;
 };
 
-// Scales the region to fit spec.inputSize square, centres it on the border, and writes the NCHW float blob
+// Scales the region to fit spec.inputSize square, centres it on the border (of the square, or of the fitted size
+// rounded up to source.roundTo), and writes the NCHW float blob
 // ((pixel - meanValue) * scale, RGB when swapRB). Stretching instead would distort faces, people and objects.
 Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const LetterboxSource& source, cv::Mat* blob);
 

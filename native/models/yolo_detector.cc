@@ -42,6 +42,8 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
                    spec_.anchors.size() != spec_.outputs.size())) {
     throw std::runtime_error(what + "the grid layout needs one stride and one anchor list per output");
   }
+  if (decoded && spec_.openInputSize) throw std::runtime_error(what + "only the grid layout can take an open input size");
+  if (spec_.model.runtime != RuntimeKind::kOnnxRuntime) spec_.openInputSize = false;
   for (size_t i = 0; !decoded && i < spec_.strides.size(); ++i) {
     if (spec_.strides[i] <= 0 || spec_.inputSize % spec_.strides[i] != 0 || spec_.anchors[i].size() < 2) {
       throw std::runtime_error(what + "each stride must divide inputSize and have at least one anchor");
@@ -94,10 +96,11 @@ void YoloDetector::CheckOutputs(const std::vector<cv::Mat>& outputs, const std::
 
 std::vector<DetectedObject> YoloDetector::Detect(const cv::Mat& bgr, const ObjectOptions& options,
                                                  StageTimings* timings) {
+  const int roundTo = spec_.openInputSize ? *std::max_element(spec_.strides.begin(), spec_.strides.end()) : 0;
   return RunLetterboxed(
       bgr, spec_, *model_, timings,
       [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) { return Postprocess(outputs, box, options); },
-      {cv::Rect(), spec_.padValue});
+      {cv::Rect(), spec_.padValue, roundTo});
 }
 
 std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
@@ -112,12 +115,12 @@ std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>
     for (size_t i = 0; i < outputs.size(); ++i) {
       const float* data = outputs[i].ptr<float>();
       const int stride = spec_.strides[i];
-      const int cells = spec_.inputSize / stride;
+      const int rows = outputs[i].size[1], cols = outputs[i].size[2];  // the input's size / stride ([1,H,W,A*row])
       const int anchors = static_cast<int>(spec_.anchors[i].size() / 2);
-      for (int gy = 0; gy < cells; ++gy) {
-        for (int gx = 0; gx < cells; ++gx) {
+      for (int gy = 0; gy < rows; ++gy) {
+        for (int gx = 0; gx < cols; ++gx) {
           for (int a = 0; a < anchors; ++a) {
-            const float* p = data + ((gy * cells + gx) * anchors + a) * row;
+            const float* p = data + ((gy * cols + gx) * anchors + a) * row;
             if (!ScoreRow(p, classes, true, threshold, &score, &classId)) continue;
             // YOLOv5 v6: xy = (2 sigmoid - 0.5 + grid) * stride, wh = (2 sigmoid)^2 * anchor
             const float cx = (Sigmoid(p[0]) * 2 - 0.5f + gx) * stride;

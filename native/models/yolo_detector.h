@@ -34,6 +34,10 @@ struct YoloDetectorSpec : ImageModelSpec {
   int classes = 0;
   // Values are the host's (src/engine/limits.ts): no defaults here.
   double padValue = 0;        // letterbox border value
+  // kGrid only: the onnxruntime file takes any input height and width (models/convert/open-input-size.ts), so
+  // the image is fitted into inputSize and padded only to a multiple of the largest stride, not to the square.
+  // The OpenCV file stays square: ignored on that runtime.
+  bool openInputSize = false;
   float iouThreshold = 0;     // NMS drops a box overlapping a better one of its class by more than this
 };
 

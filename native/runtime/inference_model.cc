@@ -13,7 +13,7 @@ std::unique_ptr<InferenceModel> LoadInferenceModel(const ModelSource& source, co
                                                    const RuntimeOptions& options, const std::string& what) {
   if (!std::ifstream(source.path).good()) throw std::runtime_error(what + "file not found or unreadable");
   if (source.runtime == RuntimeKind::kOnnxRuntime) {
-    return std::make_unique<OnnxRuntimeModel>(source.path, outputs, options, what);
+    return std::make_unique<OnnxRuntimeModel>(source.path, outputs, options, what, source.timingShape);
   }
   return std::make_unique<OpenCvModel>(source.path, outputs, options, what);
 }

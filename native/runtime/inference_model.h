@@ -24,6 +24,9 @@ inline const char* RuntimeName(RuntimeKind kind) {
 struct ModelSource {
   std::string path;
   RuntimeKind runtime = RuntimeKind::kOpenCv;
+  // The input shape its runs are timed at (idle cores) when the file leaves dimensions open: the model's square,
+  // or a raw call's input. Empty: the file's own fixed shape.
+  std::vector<int> timingShape;
 };
 
 // How one worker runs its models: the device, and its compute threads per inference.

@@ -49,12 +49,15 @@ Ort::SessionOptions MakeSessionOptions(const RuntimeOptions& options) {
   return so;
 }
 
-// The graph's input shape when it is fixed; empty otherwise.
-std::vector<int> FixedInputShape(Ort::Session& session) {
+// The shape to time the graph at: its input shape, each open dimension taken from `timingShape` (same rank);
+// empty when a dimension stays unknown.
+std::vector<int> TimingInputShape(Ort::Session& session, const std::vector<int>& timingShape) {
+  const std::vector<int64_t> dims = session.GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();
   std::vector<int> shape;
-  for (int64_t d : session.GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape()) {
-    if (d <= 0) return {};
-    shape.push_back(static_cast<int>(d));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] > 0) shape.push_back(static_cast<int>(dims[i]));
+    else if (timingShape.size() == dims.size() && timingShape[i] > 0) shape.push_back(timingShape[i]);
+    else return {};
   }
   return shape;
 }
@@ -95,7 +98,8 @@ class BorrowedCores {
 }  // namespace
 
 OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<std::string>& outputs,
-                                   const RuntimeOptions& options, const std::string& what)
+                                   const RuntimeOptions& options, const std::string& what,
+                                   const std::vector<int>& timingShape)
     : session_(std::make_unique<Session>()) {
   Session& s = *session_;
   try {
@@ -134,7 +138,7 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     if (!allFixed) s.fixedShapes.clear();
     for (const std::string& name : s.outputNames) s.outputNamePtrs.push_back(name.c_str());
     const std::vector<int> inputShape =
-        options.idleCores && options.backend.kind == BackendKind::kCpu ? FixedInputShape(s.session) : std::vector<int>{};
+        options.idleCores && options.backend.kind == BackendKind::kCpu ? TimingInputShape(s.session, timingShape) : std::vector<int>{};
     if (!inputShape.empty()) {
       // Two runs of zeros on the worker's own threads (Run() times them; the first pays for allocations): a
       // model too short to be lent gets no wide session, so its weights are not loaded twice.
@@ -205,7 +209,8 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
 struct OnnxRuntimeModel::Session {};
 
 OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<std::string>& outputs,
-                                   const RuntimeOptions& options, const std::string& what) {
+                                   const RuntimeOptions& options, const std::string& what,
+                                   const std::vector<int>& timingShape) {
   throw std::runtime_error(what + "this edgecv addon was built without onnxruntime support");
 }
 

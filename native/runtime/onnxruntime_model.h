@@ -13,9 +13,10 @@ namespace edgecv {
 
 class OnnxRuntimeModel : public InferenceModel {
  public:
-  // Needs LoadOnnxRuntime() to have succeeded. Throws std::runtime_error starting with `what`.
+  // Needs LoadOnnxRuntime() to have succeeded. Throws std::runtime_error starting with `what`. `timingShape`:
+  // ModelSource::timingShape.
   OnnxRuntimeModel(const std::string& path, const std::vector<std::string>& outputs, const RuntimeOptions& options,
-                   const std::string& what);
+                   const std::string& what, const std::vector<int>& timingShape);
   ~OnnxRuntimeModel() override;
 
   std::vector<cv::Mat> Run(const cv::Mat& input) override;

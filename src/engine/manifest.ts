@@ -304,6 +304,7 @@ async function objectDetectorSpec(
       classes,
       padValue: YOLO_PAD_VALUE,
       iouThreshold: YOLO_NMS_IOU,
+      openInputSize: layout === 'grid' && entry['openInputSize'] === true,
       ...(layout === 'grid' ? { strides: strides as number[], anchors: anchors as number[][] } : {}),
     };
     return { spec, info: { ...info, kind: 'yolo' }, labels: COCO_CLASSES };
@@ -348,6 +349,7 @@ async function customObjectDetectorSpec(
     swapRB: true,
     padValue: YOLO_PAD_VALUE,
     iouThreshold: YOLO_NMS_IOU,
+    openInputSize: false,
   };
   const info: ObjectModelInfo = {
     name: path.basename(modelPath),

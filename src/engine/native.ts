@@ -69,6 +69,8 @@ export interface NativeYoloDetectorSpec extends NativeImageInput {
   classes: number;
   /** Letterbox border value (YOLO_PAD_VALUE). */
   padValue: number;
+  /** 'grid' only: the onnxruntime file takes any input height and width (the manifest's openInputSize). */
+  openInputSize: boolean;
   /** Class-aware NMS drops a box overlapping a better one of its class by more than this IoU (YOLO_NMS_IOU). */
   iouThreshold: number;
 }
