@@ -102,12 +102,16 @@ describe('default engine: onnxruntime from the onnxruntime-node package', () => 
       expect(b.faces.length, file).toBe(a.faces.length);
       a.faces.forEach((f, i) => expect(close(f.rect, b.faces[i]!.rect, 1), file).toBe(true));
     }
-    let posesCompared = 0;
-    for (const file of ['darknet/person.jpg', 'darknet/dog.jpg']) {
+    // Square photos for the objects: yolov5s' onnxruntime file runs a photo on its own aspect, OpenCV's on the square
+    // (open-input-size.test.ts compares those); on a square photo both see the same input.
+    for (const file of ['skimage/astronaut.png', 'skimage/camera.png']) {
       const [a, b] = [await ortEngine.detectObjects(photo(file)), await cvEngine.detectObjects(photo(file))];
       expect(a.objects.length, file).toBeGreaterThan(0);
       expect(b.objects.map((o) => o.className), file).toEqual(a.objects.map((o) => o.className));
       a.objects.forEach((o, i) => expect(Math.abs(o.score - b.objects[i]!.score), file).toBeLessThan(1e-3));
+    }
+    let posesCompared = 0;
+    for (const file of ['darknet/person.jpg', 'darknet/dog.jpg']) {
       const [p, q] = [await ortEngine.detectPoses(photo(file)), await cvEngine.detectPoses(photo(file))];
       expect(q.poses.length, file).toBe(p.poses.length);
       p.poses.forEach((pose, i) => expect(close(pose.box, q.poses[i]!.box, 1), file).toBe(true));
