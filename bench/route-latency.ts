@@ -237,7 +237,12 @@ async function engineStages(photos: { face: Buffer; scene: Buffer; region: Buffe
         const t0 = performance.now();
         const { timings } = await run();
         totals.push(performance.now() - t0);
-        for (const [k, v] of Object.entries(timings)) if (typeof v === 'number') stages.set(k, [...(stages.get(k) ?? []), v]);
+        for (const [k, v] of Object.entries(timings)) {
+          if (typeof v !== 'number') continue;
+          const values = stages.get(k) ?? [];
+          values.push(v);
+          stages.set(k, values);
+        }
       }
       const parts = [...stages].map(([k, v]) => `${k.replace(/Ms$/, '')} ${median(v)}`);
       rows.push({ call, 'total ms': median(totals), 'stage medians (ms)': parts.join(', ') });

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encodeOnnxModel } from './convert/onnx-writer.js';
+import { encodeOnnxModel, type OnnxModel } from './convert/onnx-writer.js';
 import { openInputSize } from './convert/open-input-size.js';
 import { quantizeModel } from './convert/quantize.js';
 import { convertTfjsToOnnx, type OnnxTarget } from './convert/tf-to-onnx.js';
@@ -30,19 +30,19 @@ function writeAtomic(path: string, data: Uint8Array | string): void {
 
 /**
  * The int8 (QDQ) onnxruntime file of a model whose source entry asks for one, from its committed calibration
- * (models/calibration/<name>.json). Null, with a warning, when the calibration was measured on another fp32 graph.
+ * (models/calibration/<name>.json): `graph` (the onnxruntime fp32 graph) quantized. Null, with a warning, when the
+ * calibration was measured on another fp32 graph than the converted square one (`squareBytes`).
  */
-function quantizeConverted(root: string, name: string, model: SourceModel, converted: ReturnType<typeof convertTfjsToOnnx>, outDir: string): Int8Entry | null {
+function quantizeConverted(root: string, name: string, model: SourceModel, squareBytes: Uint8Array, graph: OnnxModel, outDir: string): Int8Entry | null {
   const file = join(root, 'models', 'calibration', `${name}.json`);
   const calibration = JSON.parse(readFileSync(file, 'utf8')) as CalibrationFile;
-  const fp32Sha256 = sha256(converted.bytes);
+  const fp32Sha256 = sha256(squareBytes);
   if (calibration.fp32Sha256 !== fp32Sha256) {
     console.warn(`models: ${name}: ${file} was measured on another fp32 graph; no int8 file (run node dist/models/calibrate.js ${name})`);
     return null;
   }
   const keepFloat = model.int8?.keepFloat ?? [];
   const keepOutputConvs = model.int8?.keepOutputConvs ?? false;
-  const graph = model.openInputSize ? openInputSize(converted.model, converted.resizeInputs) : converted.model;
   const bytes = encodeOnnxModel(quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs }));
   const ortFile = `${name}.int8.ort.onnx`;
   writeAtomic(join(outDir, ortFile), bytes);
@@ -68,13 +68,16 @@ export function convertModel(name: string, model: SourceModel, pkg: ModelPackage
   let opencvSha = '';
   for (const target of ['opencv', 'ort'] as const) {
     converted = convertTfjsToOnnx(graph, { input: model.input, outputs: model.outputs, target, graphName: name });
-    // The calibration's fp32Sha256 is the square graph's (converted.bytes); only the written file is opened.
-    const open = target === 'ort' && model.openInputSize === true;
-    writeAtomic(join(outDir, files[target]), open ? encodeOnnxModel(openInputSize(converted.model, converted.resizeInputs)) : converted.bytes);
-    if (target === 'opencv') opencvSha = sha256(converted.bytes);
+    if (target === 'opencv') {
+      writeAtomic(join(outDir, files.opencv), converted.bytes);
+      opencvSha = sha256(converted.bytes);
+    }
   }
   if (!converted) throw new Error('unreachable');
-  const int8 = model.int8 ? quantizeConverted(root, name, model, converted, outDir) : null;
+  // onnxruntime's graph: the square one, or that with its input size opened (the fp32 and the int8 file alike)
+  const ortGraph = model.openInputSize ? openInputSize(converted.model, converted.resizeInputs) : converted.model;
+  writeAtomic(join(outDir, files.ort), ortGraph === converted.model ? converted.bytes : encodeOnnxModel(ortGraph));
+  const int8 = model.int8 ? quantizeConverted(root, name, model, converted.bytes, ortGraph, outDir) : null;
   const { source, task, input, outputs, package: _package, int8: _int8, ...extra } = model;
   return {
     ...extra,

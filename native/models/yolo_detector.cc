@@ -43,7 +43,9 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
     throw std::runtime_error(what + "the grid layout needs one stride and one anchor list per output");
   }
   if (decoded && spec_.openInputSize) throw std::runtime_error(what + "only the grid layout can take an open input size");
-  if (spec_.model.runtime != RuntimeKind::kOnnxRuntime) spec_.openInputSize = false;
+  if (spec_.openInputSize && spec_.model.runtime == RuntimeKind::kOnnxRuntime) {
+    roundTo_ = *std::max_element(spec_.strides.begin(), spec_.strides.end());
+  }
   for (size_t i = 0; !decoded && i < spec_.strides.size(); ++i) {
     if (spec_.strides[i] <= 0 || spec_.inputSize % spec_.strides[i] != 0 || spec_.anchors[i].size() < 2) {
       throw std::runtime_error(what + "each stride must divide inputSize and have at least one anchor");
@@ -96,11 +98,10 @@ void YoloDetector::CheckOutputs(const std::vector<cv::Mat>& outputs, const std::
 
 std::vector<DetectedObject> YoloDetector::Detect(const cv::Mat& bgr, const ObjectOptions& options,
                                                  StageTimings* timings) {
-  const int roundTo = spec_.openInputSize ? *std::max_element(spec_.strides.begin(), spec_.strides.end()) : 0;
   return RunLetterboxed(
       bgr, spec_, *model_, timings,
       [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) { return Postprocess(outputs, box, options); },
-      {cv::Rect(), spec_.padValue, roundTo});
+      {cv::Rect(), spec_.padValue, roundTo_});
 }
 
 std::vector<DetectedObject> YoloDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

@@ -57,6 +57,7 @@ class YoloDetector : public ObjectDetector {
   YoloDetectorSpec spec_;
   std::unique_ptr<InferenceModel> model_;
   float boxUnit_ = 1;  // kDecoded: input pixels per output box unit (inputSize for 0..1 boxes, else 1)
+  int roundTo_ = 0;    // LetterboxSource::roundTo: the largest stride with an open input size, else 0 (square)
 };
 
 }  // namespace edgecv

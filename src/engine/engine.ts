@@ -70,8 +70,8 @@ export class Engine {
   #objects: { info: ObjectModelInfo; labels: readonly string[] } | null = null;
   /** The class id of "person" in the labels of the model that finds people for pose (-1: none can). */
   #personClassId = -1;
-  /** The int8 object model's own default score threshold (its scores run a little lower than fp32's), if any. */
-  #objectScoreThreshold: number | undefined;
+  /** The object model's default score threshold: an int8 model's own where its manifest sets one (its scores run a little lower than fp32's). */
+  #objectScoreThreshold: number = OBJECT_DEFAULTS.scoreThreshold.centernet;
   /**
    * When the person detector is the object model at a smaller input size: that size, and its default score
    * threshold. An image no larger than it runs there (isSmallerSibling in manifest.ts).
@@ -143,10 +143,12 @@ export class Engine {
     engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, persons: personFinder?.info.name ?? null, faceEmbedder };
     engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;
     engine.#personClassId = personFinder?.labels.indexOf('person') ?? -1;
-    if (objects && engine.#backend.precisions['objectDetector'] === 'int8') engine.#objectScoreThreshold = int8ScoreThreshold(manifest, objects.info.name, 'scoreThreshold');
+    const defaultScore = (key: 'objectDetector' | 'personDetector', model: { info: ObjectModelInfo }) =>
+      (engine.#backend.precisions[key] === 'int8' ? int8ScoreThreshold(manifest, model.info.name, 'scoreThreshold') : undefined) ??
+      OBJECT_DEFAULTS.scoreThreshold[model.info.kind];
+    if (objects) engine.#objectScoreThreshold = defaultScore('objectDetector', objects);
     if (objects && persons && isSmallerSibling(manifest, objects, persons)) {
-      const int8 = engine.#backend.precisions['personDetector'] === 'int8' ? int8ScoreThreshold(manifest, persons.info.name, 'scoreThreshold') : undefined;
-      engine.#smallImages = { side: persons.info.inputSize, scoreThreshold: int8 ?? OBJECT_DEFAULTS.scoreThreshold[persons.info.kind] };
+      engine.#smallImages = { side: persons.info.inputSize, scoreThreshold: defaultScore('personDetector', persons) };
     }
     const personKey = persons ? 'personDetector' : 'objectDetector';
     if (personFinder && engine.#backend.precisions[personKey] === 'int8') {
@@ -292,10 +294,8 @@ export class Engine {
   /** Finds COCO objects in a PNG or JPEG image, best first. Rejects with EngineError (see EngineErrorCode). */
   async detectObjects(image: Buffer | Uint8Array, opts: DetectObjectsOptions = {}): Promise<ObjectDetection> {
     const { header, bytes } = this.#checkImage(image, opts, 'detectObjects');
-    const kind = this.#objects?.info.kind ?? 'centernet';
     const small = this.#smallImages !== null && Math.max(header.width, header.height) <= this.#smallImages.side ? this.#smallImages : null;
-    const defaultScore = small?.scoreThreshold ?? this.#objectScoreThreshold ?? OBJECT_DEFAULTS.scoreThreshold[kind];
-    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', defaultScore);
+    const scoreThreshold = unitOption(opts.scoreThreshold, 'scoreThreshold', small?.scoreThreshold ?? this.#objectScoreThreshold);
     const maxObjects = intOption(opts.maxObjects, 'maxObjects', OBJECT_DEFAULTS.maxObjects, ENGINE_RANGES.maxObjects);
     const result = await this.#call(() => this.#native.detectObjects(bytes, { scoreThreshold, maxObjects, onPersonDetector: small !== null }));
     const objects = result.objects.map((o) => ({

@@ -65,12 +65,17 @@ function int8OrtFile(manifest: LoadedManifest, name: string, entry: Record<strin
   return int8['ortFile'];
 }
 
+/** The converted manifest's entry of model `name` (own keys only: a name like "constructor" finds nothing). */
+function manifestEntry(manifest: LoadedManifest, name: string): unknown {
+  return Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
+}
+
 /**
  * The precision model `name` runs at when `precision` is asked for: int8 only where the manifest has an int8 file
  * and onnxruntime may run it (OpenCV runs the fp32 file).
  */
 export function modelPrecision(manifest: LoadedManifest, name: string, precision: Precision, runtime: RuntimeChoice): Precision {
-  const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
+  const entry = manifestEntry(manifest, name);
   if (precision === 'fp32' || runtime === 'opencv' || !isRecord(entry)) return 'fp32';
   return int8OrtFile(manifest, name, entry) === null ? 'fp32' : 'int8';
 }
@@ -80,7 +85,7 @@ export function modelPrecision(manifest: LoadedManifest, name: string, precision
  * labelled set, docs/int8.md): 'scoreThreshold' for detectObjects, 'personThreshold' for pose's person boxes.
  */
 export function int8ScoreThreshold(manifest: LoadedManifest, name: string, key: 'scoreThreshold' | 'personThreshold'): number | undefined {
-  const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
+  const entry = manifestEntry(manifest, name);
   const int8 = isRecord(entry) ? entry['int8'] : undefined;
   const threshold = isRecord(int8) ? int8[key] : undefined;
   if (threshold === undefined) return undefined;
@@ -96,7 +101,7 @@ export function rawModelSpec(
   runtime: NativeRuntime,
   precision: Precision = 'fp32',
 ): NativeRawModelSpec | null {
-  const entry = Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined;
+  const entry = manifestEntry(manifest, name);
   if (!isRecord(entry)) return null;
   const input = entry['input'];
   const outputs = entry['outputs'];
@@ -145,7 +150,7 @@ async function squareImageModel(
   precision: Precision = 'fp32',
 ): Promise<SquareImageModel> {
   const file = manifest.file;
-  const entry = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
+  const entry = manifestEntry(manifest, model);
   if (!isRecord(entry)) throw setupError(`model "${model}" is not in ${file}`);
 
   const input = entry['input'];
@@ -278,7 +283,7 @@ async function objectDetectorSpec(
   runtime: RuntimeChoice,
   precision: Precision,
 ): Promise<ObjectDetectorChoice> {
-  const raw = Object.hasOwn(manifest.models, model) ? manifest.models[model] : undefined;
+  const raw = manifestEntry(manifest, model);
   const isYolo = isRecord(raw) && isRecord(raw['yolo']);
   const { entry, ...common } = await squareImageModel(manifest, modelDir, model, isYolo ? 'yolo' : 'objects', runtime, precision);
   const source = entry['source'];
@@ -385,20 +390,13 @@ export async function chooseObjectDetector(
 }
 
 /**
- * Resolves the personDetector option: the model that finds people for detectPoses' persons mode, or null when the
- * object model does it or no pose model is loaded (no second model is loaded then). Default:
- * ENGINE_DEFAULTS.personDetector when the object model is a stock YOLOv5s of another size; else the object model
- * itself (an operator who chose centernet for its licence, or an own model, gets no YOLOv5 weights unasked).
- */
-/**
  * True when the person detector is the object model itself (the same weights in the manifest) at a smaller input
  * size: then an image no larger than that input can run on it with nothing lost, since the object model would only
  * upscale it (docs/int8.md, "Small images"). An own model file never has a sibling.
  */
 export function isSmallerSibling(manifest: LoadedManifest, objects: ObjectDetectorChoice, persons: ObjectDetectorChoice): boolean {
-  const entry = (name: string) => (Object.hasOwn(manifest.models, name) ? manifest.models[name] : undefined);
-  const a = entry(objects.info.name);
-  const b = entry(persons.info.name);
+  const a = manifestEntry(manifest, objects.info.name);
+  const b = manifestEntry(manifest, persons.info.name);
   return (
     isRecord(a) &&
     isRecord(b) &&
@@ -411,6 +409,12 @@ export function isSmallerSibling(manifest: LoadedManifest, objects: ObjectDetect
   );
 }
 
+/**
+ * Resolves the personDetector option: the model that finds people for detectPoses' persons mode, or null when the
+ * object model does it or no pose model is loaded (no second model is loaded then). Default:
+ * ENGINE_DEFAULTS.personDetector when the object model is a stock YOLOv5s of another size; else the object model
+ * itself (an operator who chose centernet for its licence, or an own model, gets no YOLOv5 weights unasked).
+ */
 export async function choosePersonDetector(
   opts: EngineOptions,
   poseModel: PoseModel | null,
