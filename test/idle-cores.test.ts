@@ -1,10 +1,13 @@
 // idleCores 'lend' (native/runtime/idle_cores.h): a long inference whose job is alone in the engine runs on the
-// process-wide pool of every CPU; jobs that overlap, and short runs, keep to their worker's threads. Checked on
+// process-wide pool of every CPU; jobs that overlap keep to their worker's threads, and so do short runs unless the
+// host (Engine.serveRequest) serves their request alone. Checked on
 // the real addon: which runs were lent (stats().lentRuns), and that lending changes no answer.
 
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
+import { DEFAULT_BODY_LIMIT } from '../src/config.js';
+import { createApp } from '../src/server/app.js';
 import { openEngine, photo } from './helpers.js';
 
 const LAYOUT = { workers: 2, threadsPerWorker: 1, poseModel: null, objectDetector: null, faceEmbedder: null } as const;
@@ -67,19 +70,54 @@ describe('idle cores', () => {
     expect(lend.stats().lentRuns - before).toBeLessThanOrEqual(1);
   });
 
-  it('keeps short runs on the worker threads', async () => {
+  it('keeps short runs on the worker threads unless the host serves their request alone', async () => {
     const astronaut = photo('skimage/astronaut.png');
     const kept = await keep.detectFaces(astronaut);
-    const before = lend.stats().lentRuns;
-    const results = [];
-    for (let i = 0; i < 6; i++) results.push(await lend.detectFaces(astronaut));
-    for (const r of results) {
+    const sameFaces = (r: Awaited<ReturnType<Engine['detectFaces']>>) => {
       expect(r.faces.length).toBe(kept.faces.length);
       r.faces[0]!.rect.forEach((v, i) => expect(Math.abs(v - kept.faces[0]!.rect[i]!)).toBeLessThanOrEqual(1));
+    };
+    const lentDuring = async (calls: number) => {
+      const before = lend.stats().lentRuns;
+      const results = [];
+      for (let i = 0; i < calls; i++) results.push(await lend.detectFaces(astronaut));
+      results.forEach(sameFaces);
+      return { lent: lend.stats().lentRuns - before, short: results.every((r) => r.timings.inferenceMs < MIN_LENT_RUN_MS) };
+    };
+    // No host has said what it serves (a library user): face detection runs take a few ms here and none is lent
+    // (on a machine where one took over the threshold, it would rightly have been).
+    const alone = await lentDuring(6);
+    if (alone.short) expect(alone.lent).toBe(0);
+    // The host serves this one request: every run is lent.
+    const one = lend.serveRequest();
+    const served = await lentDuring(6);
+    expect(served.lent).toBe(canLend ? 6 : 0);
+    // Another request in flight: back on the worker's thread.
+    const two = lend.serveRequest();
+    const busy = await lentDuring(6);
+    if (busy.short) expect(busy.lent).toBe(0);
+    // Ending is idempotent: the count goes back to one request, not below.
+    two();
+    two();
+    expect((await lentDuring(2)).lent).toBe(canLend ? 2 : 0);
+    one();
+    const after = await lentDuring(2);
+    if (after.short) expect(after.lent).toBe(0);
+  });
+
+  it('counts each HTTP request in flight: a lone request\'s face detection is lent, and the count ends with it', async () => {
+    const app = createApp({ engine: lend, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
+    const body = photo('skimage/astronaut.png');
+    for (let i = 0; i < 2; i++) {
+      const before = lend.stats().lentRuns;
+      const res = await app.request('/detector/detect/', { method: 'POST', headers: { 'content-type': 'image/png' }, body });
+      expect(res.status).toBe(200);
+      expect(lend.stats().lentRuns - before).toBe(canLend ? 1 : 0);
     }
-    // Face detection runs take a few ms here: none is lent (on a machine where one took over the threshold, it
-    // would rightly have been).
-    if (results.every((r) => r.timings.inferenceMs < MIN_LENT_RUN_MS)) expect(lend.stats().lentRuns - before).toBe(0);
+    // the requests are over: a library call's short run keeps to its worker's thread again
+    const before = lend.stats().lentRuns;
+    const r = await lend.detectFaces(body);
+    if (r.timings.inferenceMs < MIN_LENT_RUN_MS) expect(lend.stats().lentRuns - before).toBe(0);
   });
 
   it("refuses an idleCores that is not 'lend' or 'keep'", async () => {

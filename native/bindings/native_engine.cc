@@ -222,6 +222,16 @@ Napi::Value NativeEngine::EmbeddingSize(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), embeddingSize_);
 }
 
+Napi::Value NativeEngine::SetHostRequests(const Napi::CallbackInfo& info) {
+  // Checked in JS (src/engine/engine.ts); this only guards the conversion.
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(info.Env(), "setHostRequests(count): count must be a number").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  if (idleCores_) idleCores_->SetHostRequests(info[0].As<Napi::Number>().Int32Value());
+  return info.Env().Undefined();
+}
+
 Napi::Promise NativeEngine::Submit(Napi::Env env, std::unique_ptr<Job> job) {
   Napi::Promise promise = job->Promise();
   switch (pool_->Submit(job)) {

@@ -31,6 +31,7 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
                            InstanceMethod<&NativeEngine::EmbeddingSize>("embeddingSize"),
                            InstanceMethod<&NativeEngine::Backend>("backend"),
                            InstanceMethod<&NativeEngine::Stats>("stats"),
+                           InstanceMethod<&NativeEngine::SetHostRequests>("setHostRequests"),
                            InstanceMethod<&NativeEngine::Close>("close"),
                        });
   }
@@ -56,6 +57,8 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   Napi::Value EmbeddingSize(const Napi::CallbackInfo& info);
   Napi::Value Backend(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  // The host's count of requests it is serving (idle cores lend short runs only while it is 1).
+  Napi::Value SetHostRequests(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
 
   Napi::Promise Submit(Napi::Env env, std::unique_ptr<Job> job);

@@ -8,11 +8,15 @@
 // One wide session per model file for the whole engine, not per worker: at most one job borrows the pool at a
 // time, so one copy of the weights serves every worker.
 //
-// Only models whose runs take kMinLentRunMs or more on the worker's own threads (at their fastest) are lent. A
-// lent run hands work to the pool op by op and takes the core the event loop serves HTTP with: measured over
-// HTTPS on the reference machine, lending face detection (2 ms runs) cost 20% of its 4-connection throughput and
-// gained nothing at one connection, while yolov5s (85 ms) answered a lone request 35% sooner for 6% less
-// throughput at 4.
+// Short runs (under kMinLentRunMs on the worker's own threads, at their fastest) are lent only while the host
+// says it is serving that one request (SetHostRequests(1)). A lent run hands work to the pool op by op, and the
+// pool's threads spin between ops, on the core the event loop serves HTTP with: measured over HTTPS on the
+// reference machine, lending face detection (3 ms runs) whenever its job was alone in the engine cost 5-10% of
+// its 4-connection throughput (3 interleaved rounds), because with other requests in flight the "idle" core was
+// doing their TLS and JSON. With the host's count a lone request gets both cores (p50 over HTTPS: face detection
+// 8.1-9.0 -> 6.6 ms, recognition 12.9-13.1 -> 9.5-9.7) and 4 connections keep their throughput (730 against 732
+// req/s over the rounds). Long runs gain more than the event loop loses and are lent whenever their job is alone
+// (yolov5s: a lone request 35% sooner for 6% less throughput at 4 connections). docs/performance.md has the runs.
 #pragma once
 
 #include <atomic>
@@ -25,7 +29,8 @@
 
 namespace edgecv {
 
-// The shortest run (a model's fastest on the worker's own threads) that is lent the idle cores.
+// The shortest run (a model's fastest on the worker's own threads) that is lent the idle cores whatever the host
+// is doing; shorter ones only while the host serves their request alone.
 constexpr double kMinLentRunMs = 10.0;
 
 class IdleCores {
@@ -40,10 +45,14 @@ class IdleCores {
   // Worker pool: jobs dropped without running.
   void JobsDropped(int n) { jobs_.fetch_sub(n, std::memory_order_relaxed); }
 
-  // A model, before one inference: true when the caller's job is the only one in the engine and no other run
-  // holds the wide pool; the caller then runs wide and calls Return() after.
-  bool Borrow() {
+  // The host (edgecv's HTTP server) serving `n` requests now; until it first says so, -1 (a library user).
+  void SetHostRequests(int n) { hostRequests_.store(n, std::memory_order_relaxed); }
+
+  // A model, before one inference: true when the caller's job is the only one in the engine, no other run holds
+  // the wide pool and, for a short run, the host serves one request; the caller then runs wide and calls Return().
+  bool Borrow(bool shortRun) {
     if (jobs_.load(std::memory_order_relaxed) != 1) return false;
+    if (shortRun && hostRequests_.load(std::memory_order_relaxed) != 1) return false;
     if (lent_.exchange(true, std::memory_order_acquire)) return false;
     borrowed_.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -67,6 +76,7 @@ class IdleCores {
  private:
   std::atomic<int> jobs_{0};
   std::atomic<bool> lent_{false};
+  std::atomic<int> hostRequests_{-1};
   std::atomic<uint64_t> borrowed_{0};
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<void>> sessions_;

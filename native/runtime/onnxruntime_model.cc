@@ -18,9 +18,9 @@ struct OnnxRuntimeModel::Session {
   // The engine's wide session of this file (runtime/idle_cores.h), or null; run when idleCores lends.
   std::shared_ptr<Ort::Session> wide;
   std::shared_ptr<IdleCores> idleCores;
-  // Fastest run so far on the worker's own threads (infinity: none yet); only models whose runs take
-  // kMinLentRunMs even at their fastest get a wide session and are lent. The fastest, not the last: a run
-  // slowed down by other work on the machine must not make a short model look long.
+  // Fastest run so far on the worker's own threads (infinity: none yet); a model whose runs take kMinLentRunMs
+  // even at their fastest is long (runtime/idle_cores.h). The fastest, not the last: a run slowed down by other
+  // work on the machine must not make a short model look long.
   double fastestOwnMs = std::numeric_limits<double>::infinity();
   Ort::MemoryInfo memory{nullptr};
   std::string inputName;
@@ -83,7 +83,7 @@ std::shared_ptr<Ort::Session> MakeWideSession(const std::string& path, const Ort
 // Returns the idle cores it borrowed when the run ends, however it ends.
 class BorrowedCores {
  public:
-  explicit BorrowedCores(IdleCores* cores) : cores_(cores && cores->Borrow() ? cores : nullptr) {}
+  BorrowedCores(IdleCores* cores, bool shortRun) : cores_(cores && cores->Borrow(shortRun) ? cores : nullptr) {}
   ~BorrowedCores() {
     if (cores_) cores_->Return();
   }
@@ -140,15 +140,13 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     const std::vector<int> inputShape =
         options.idleCores && options.backend.kind == BackendKind::kCpu ? TimingInputShape(s.session, timingShape) : std::vector<int>{};
     if (!inputShape.empty()) {
-      // Two runs of zeros on the worker's own threads (Run() times them; the first pays for allocations): a
-      // model too short to be lent gets no wide session, so its weights are not loaded twice.
+      // Two runs of zeros on the worker's own threads (Run() times them; the first pays for allocations): they
+      // tell a long model from a short one.
       const cv::Mat zeros(static_cast<int>(inputShape.size()), inputShape.data(), CV_32F, cv::Scalar(0));
       for (int i = 0; i < 2; ++i) Run(zeros);
-      if (s.fastestOwnMs >= kMinLentRunMs) {
-        s.idleCores = options.idleCores;
-        s.wide = s.idleCores->Session<Ort::Session>(
-            path, [&] { return MakeWideSession(path, s.memory, s.inputName.c_str(), zeros, s.outputNamePtrs); });
-      }
+      s.idleCores = options.idleCores;
+      s.wide = s.idleCores->Session<Ort::Session>(
+          path, [&] { return MakeWideSession(path, s.memory, s.inputName.c_str(), zeros, s.outputNamePtrs); });
     }
   } catch (const Ort::Exception& e) {
     throw std::runtime_error(what + "onnxruntime could not load it: " + e.what());
@@ -170,8 +168,7 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   const size_t n = s.outputNames.size();
   std::vector<cv::Mat> results;
   results.reserve(n);
-  // Only long models have a wide session; one whose runs got faster than kMinLentRunMs keeps to its threads.
-  const BorrowedCores borrowed(s.wide && s.fastestOwnMs >= kMinLentRunMs ? s.idleCores.get() : nullptr);
+  const BorrowedCores borrowed(s.wide ? s.idleCores.get() : nullptr, s.fastestOwnMs < kMinLentRunMs);
   Ort::Session& session = borrowed ? *s.wide : s.session;
   const Clock::time_point start = Clock::now();
   // Runs on the worker's own threads keep fastestOwnMs current, however Run() returns.

@@ -66,6 +66,8 @@ export class Engine {
   readonly #precision: Precision;
   #closed = false;
   #closing: Promise<void> | undefined;
+  /** Requests the host is serving (serveRequest()). */
+  #hostRequests = 0;
   #models: EngineModels = { faceDetector: ENGINE_DEFAULTS.faceDetector, pose: null, objects: null, persons: null, faceEmbedder: null };
   #objects: { info: ObjectModelInfo; labels: readonly string[] } | null = null;
   /** The class id of "person" in the labels of the model that finds people for pose (-1: none can). */
@@ -346,6 +348,22 @@ export class Engine {
 
   stats(): EngineStats {
     return this.#native.stats();
+  }
+
+  /**
+   * Marks a request the host (an HTTP server) is serving, until the returned function is called. With idleCores
+   * 'lend', a short inference (a face detector's few ms) borrows the idle cores only while its request is the only
+   * one: with others in flight those cores do their TLS and JSON (native/runtime/idle_cores.h). Long inferences
+   * borrow them whenever their job is alone in the engine, marked or not.
+   */
+  serveRequest(): () => void {
+    this.#native.setHostRequests(++this.#hostRequests);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.#native.setHostRequests(--this.#hostRequests);
+    };
   }
 
   get closed(): boolean {

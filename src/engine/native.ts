@@ -283,6 +283,8 @@ export interface NativeEngine {
   embeddingSize(): number;
   backend(): NativeBackendInfo;
   stats(): NativeStats;
+  /** How many requests the host is serving now (idle cores lend a short run only while it is 1). */
+  setHostRequests(count: number): void;
   /** Lets queued jobs finish, joins the workers. Idempotent. */
   close(): Promise<void>;
 }

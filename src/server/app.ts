@@ -15,6 +15,7 @@ import { bodyTooLargeMessage } from './http-guards.js';
 import { deepStackRoutes } from './deepstack/index.js';
 import type { OpsDeps } from './ops.js';
 import { refuseForeignOrigins } from './origin-check.js';
+import { countRequests } from './requests-in-flight.js';
 import { requestPath, requestTrace } from './request-trace.js';
 import { auditRoutes } from './routes/audit.js';
 import { capabilitiesRoutes } from './routes/capabilities.js';
@@ -46,16 +47,19 @@ export interface AppDeps {
 
 /**
  * The app around `api` (the routes, one sub-app per route file): the middleware every answer goes through (trace
- * id, metrics, audit line, security headers, body-size limit), 405/OPTIONS for api's paths, JSON 404 and errors.
+ * id, metrics, audit line, the engine's count of requests in flight, security headers, body-size limit),
+ * 405/OPTIONS for api's paths, JSON 404 and errors.
  * strict: false serves every route with and without a trailing slash. `page`: served outside the 405 handling.
  * The fleet console (src/console/app.ts) serves its routes through it too.
  */
-export function serverApp(deps: Pick<AppDeps, 'config' | 'ops'>, api: Hono, page?: Hono): Hono {
+export function serverApp(deps: Pick<AppDeps, 'config' | 'ops'> & { engine?: FaceEngine }, api: Hono, page?: Hono): Hono {
   const app = new Hono({ strict: false });
   const limit = deps.config.bodyLimit;
 
   // First, so that every answer (413s and 404s included) gets a tracid, request metrics and an audit line.
   app.use('*', requestTrace({ audit: deps.ops?.audit }));
+  const serveRequest = deps.engine?.serveRequest?.bind(deps.engine);
+  if (serveRequest) app.use('*', countRequests(serveRequest));
   app.use('*', securityHeaders());
   app.use('*', refuseContentEncoding());
   // before any body is read: a foreign page's POST is refused unread

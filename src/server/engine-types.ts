@@ -3,7 +3,7 @@
 import type { Engine } from '../engine/engine.js';
 import { isEngineErrorCode, type EngineErrorCode } from '../engine/errors.js';
 
-export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'> & Partial<Pick<Engine, 'models' | 'objectModel'>>;
+export type FaceEngine = Pick<Engine, 'detectFaces' | 'backend'> & Partial<Pick<Engine, 'models' | 'objectModel' | 'serveRequest'>>;
 export type PoseObjectEngine = Pick<Engine, 'detectPoses' | 'detectObjects' | 'backend'> & Partial<Pick<Engine, 'models'>>;
 
 /** The EngineErrorCode of an error thrown by the engine, if it is one. */
