@@ -385,7 +385,13 @@ describe('Double Take: register two people, recognize them, a stranger is unknow
     expect(faces).toHaveLength(3);
     for (const f of faces) expect(f).toMatchObject({ userid: 'unknown', confidence: 0 });
     const detected = await engine.detectFaces(photo(GROUP));
-    expect(faces.map((f) => [f.x_min, f.y_min, f.x_max, f.y_max]).sort()).toEqual(detected.faces.map((f) => f.rect).sort());
+    // the faces detectFaces finds: recognition decodes the photo whole for its crops, detection only as large as its
+    // detector needs, so a rect may differ by a pixel or two
+    const byLeft = (rects: number[][]) => [...rects].sort((a, b) => a[0]! - b[0]!);
+    const expected = byLeft(detected.faces.map((f) => f.rect));
+    byLeft(faces.map((f) => [f.x_min, f.y_min, f.x_max, f.y_max])).forEach((rect, i) =>
+      rect.forEach((v, k) => expect(Math.abs(v - expected[i]![k]!)).toBeLessThanOrEqual(2)),
+    );
   });
 
   it('the confidence is the calibrated curve of the calibrated distance: 0.67 at 105, falling with the distance', async () => {

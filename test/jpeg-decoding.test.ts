@@ -1,13 +1,16 @@
 // JPEGs are decoded by libjpeg in the addon (native/jobs/jpeg_decoder.h) instead of cv::imdecode: EXIF orientation is
-// applied as before, and libjpeg's warnings on damaged data no longer reach stderr (one line
-// per damaged image a client sends). That the pixels equal imdecode's is checked by the native fuzz target
+// applied as before, libjpeg's warnings on damaged data no longer reach stderr (one line
+// per damaged image a client sends), and face detection decodes a large JPEG only as large as its detector needs. That the pixels equal imdecode's is checked by the native fuzz target
 // (npm run fuzz:native), which decodes every undamaged JPEG both ways.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import jpeg from 'jpeg-js';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
+import { scaledJpeg } from './support/vga-photos.js';
 import { openEngine, photo, ROOT, useTempDirs } from './helpers.js';
 
 const PERSON = photo('darknet/person.jpg'); // 640x424
@@ -70,6 +73,34 @@ describe('JPEG decoding in the addon', () => {
     // Turned half a turn: the person's box is mirrored on both axes (within a few pixels of re-detection).
     expect(Math.abs(h.x - (640 - p.x))).toBeLessThan(12);
     expect(Math.abs(h.y - (424 - p.y))).toBeLessThan(12);
+  });
+
+  it('finds faces in a JPEG decoded at the size the detector needs, in the photo\'s own pixels, turned by EXIF too', async () => {
+    // The same pixels as a 1280x1280 JPEG (decoded at a quarter: the whole-image pass sees 192 px) and as a PNG
+    // (always decoded whole): the same face, in the same place.
+    const raw = jpeg.decode(scaledJpeg(ROOT, 'skimage/astronaut.png', 1280).bytes, { useTArray: true });
+    const asJpeg = Buffer.from(jpeg.encode(raw, 95).data);
+    const png = new PNG({ width: raw.width, height: raw.height });
+    png.data = Buffer.from(raw.data);
+    const asPng = PNG.sync.write(png);
+    const [fromJpeg, fromPng] = [await engine.detectFaces(asJpeg, { tiles: 0 }), await engine.detectFaces(asPng, { tiles: 0 })];
+    expect([fromJpeg.width, fromJpeg.height]).toEqual([1280, 1280]);
+    expect(fromJpeg.faces).toHaveLength(1);
+    expect(fromPng.faces).toHaveLength(1);
+    const [a, b] = [fromJpeg.faces[0]!, fromPng.faces[0]!];
+    const side = b.rect[2] - b.rect[0];
+    expect(side).toBeGreaterThan(200); // in 1280 px coordinates, not the decoded quarter's
+    a.rect.forEach((v, i) => expect(Math.abs(v - b.rect[i]!), `rect[${i}]`).toBeLessThanOrEqual(0.03 * side));
+    a.keypoints.forEach((v, i) => expect(Math.abs(v - b.keypoints[i]!), `keypoint value ${i}`).toBeLessThanOrEqual(0.03 * side));
+    // EXIF orientation 6 (a quarter turn clockwise): the image is 1280 wide still (square) and the face moves to
+    // (height - y, x), within what detecting a face lying on its side moves a box (a wrong scale-back would be off
+    // by hundreds of pixels).
+    const turned = await engine.detectFaces(withOrientation(asJpeg, 6), { tiles: 0 });
+    expect(turned.faces).toHaveLength(1);
+    const [l, t, r, bt] = turned.faces[0]!.rect;
+    const [cx, cy] = [(b.rect[0] + b.rect[2]) / 2, (b.rect[1] + b.rect[3]) / 2];
+    expect(Math.abs((l + r) / 2 - (1280 - cy))).toBeLessThanOrEqual(0.1 * side);
+    expect(Math.abs((t + bt) / 2 - cx)).toBeLessThanOrEqual(0.1 * side);
   });
 
   it('decodes damaged JPEGs without libjpeg printing on stderr, and still refuses undecodable ones', () => {

@@ -72,7 +72,9 @@ describe('embedFace', () => {
     const best = [...detected.faces].sort((x, y) => y.score - x.score)[0]!;
     const r = await engine.embedFace(photo(GROUP));
     expect(r.faces.length).toBe(detected.faces.length);
-    expect(r.face!.rect).toEqual(best.rect);
+    // The same face: detectFaces decodes a JPEG only as large as its detector needs, embedFace at full size for
+    // the crop, so their rects may differ by a pixel or two.
+    r.face!.rect.forEach((v, i) => expect(Math.abs(v - best.rect[i]!)).toBeLessThanOrEqual(2));
     expect(r.faces.map((f) => f.score)).toEqual([...r.faces.map((f) => f.score)].sort((x, y) => y - x));
   });
 

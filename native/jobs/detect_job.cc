@@ -5,13 +5,20 @@
 namespace edgecv {
 namespace {
 
-std::vector<Face> DetectFaces(WorkerContext& ctx, const cv::Mat& image, const DetectOptions& options,
+std::vector<Face> DetectFaces(WorkerContext& ctx, const cv::Mat& image, cv::Size full, const DetectOptions& options,
                               StageTimings* timings) {
   if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
-  return ctx.faceDetector->Detect(image, options, timings);
+  return ctx.faceDetector->Detect(image, options, timings, full);
 }
 
-std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const cv::Mat& image, const ObjectCallOptions& options,
+// The whole-image pass sees the photo at the detector's input size (192 or 256 px): a JPEG is decoded no larger
+// than that needs (640x480 at half size, 1280x720 at a quarter). Tiles look closer and need every pixel.
+int FaceDecodeSide(const WorkerContext& ctx, const DetectOptions& options) {
+  return options.tiles >= 2 || !ctx.faceDetector ? 0 : ctx.faceDetector->inputSize();
+}
+
+// Pose and objects are decoded at full size (`full` is the image's size).
+std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const cv::Mat& image, cv::Size, const ObjectCallOptions& options,
                                           StageTimings* timings) {
   ObjectDetector* detector = options.onPersonDetector ? ctx.personDetector.get() : ctx.objectDetector.get();
   if (!detector) throw JobError(ErrorCode::kInternal, options.onPersonDetector ? "engine has no person detector" : "engine has no object model");
@@ -22,7 +29,7 @@ std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const cv::Mat& ima
 // them are capped by maxPoses).
 constexpr int kMaxPersonObjects = 1000;
 
-std::vector<Pose> DetectPoses(WorkerContext& ctx, const cv::Mat& image, const PoseOptions& options,
+std::vector<Pose> DetectPoses(WorkerContext& ctx, const cv::Mat& image, cv::Size, const PoseOptions& options,
                               StageTimings* timings) {
   if (!ctx.poseEstimator) throw JobError(ErrorCode::kInternal, "engine has no pose model");
   ObjectDetector* finder = ctx.personDetector ? ctx.personDetector.get() : ctx.objectDetector.get();
@@ -70,7 +77,7 @@ Napi::Value FaceToJs(Napi::Env env, const Face& f) {
   return face;
 }
 
-const FaceDetectJob::Kind kFaceDetection{"faces", &DetectFaces, &FaceToJs};
+const FaceDetectJob::Kind kFaceDetection{"faces", &DetectFaces, &FaceToJs, &FaceDecodeSide};
 const PoseDetectJob::Kind kPoseDetection{"poses", &DetectPoses, &PoseToJs};
 const ObjectDetectJob::Kind kObjectDetection{"objects", &DetectObjects, &ObjectToJs};
 

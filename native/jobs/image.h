@@ -10,6 +10,8 @@ namespace edgecv {
 
 // Decodes encoded bytes (read in place, no copy) into an 8-bit BGR image.
 // EXIF orientation is applied. Throws JobError(INVALID_IMAGE) on failure.
-cv::Mat DecodeBgr(const uint8_t* data, size_t size);
+// minLongerSide > 0: a JPEG may come out smaller, its longer side no shorter than that (jobs/jpeg_decoder.h);
+// `fullSize` (optional) receives the image's own size either way.
+cv::Mat DecodeBgr(const uint8_t* data, size_t size, int minLongerSide = 0, cv::Size* fullSize = nullptr);
 
 }  // namespace edgecv

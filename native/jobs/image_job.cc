@@ -8,12 +8,13 @@ ImageJob::ImageJob(Napi::Env env, Napi::Uint8Array bytes) : Job(env), data_(byte
   Pin(bytes);
 }
 
-cv::Mat ImageJob::DecodeImage() {
+cv::Mat ImageJob::DecodeImage(int minLongerSide) {
   const auto t0 = Clock::now();
-  cv::Mat image = DecodeBgr(data_, size_);
+  cv::Size full;
+  cv::Mat image = DecodeBgr(data_, size_, minLongerSide, &full);
   decodeMs_ = MillisBetween(t0, Clock::now());
-  width_ = image.cols;
-  height_ = image.rows;
+  width_ = full.width;
+  height_ = full.height;
   return image;
 }
 

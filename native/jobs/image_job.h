@@ -19,8 +19,9 @@ class ImageJob : public Job {
   ImageJob(Napi::Env env, Napi::Uint8Array bytes);
 
   // Worker thread: decodes to BGR (JobError INVALID_IMAGE on failure) and records
-  // decodeMs(), width() and height().
-  cv::Mat DecodeImage();
+  // decodeMs(), width() and height() (the image's own size). minLongerSide > 0: a JPEG may be decoded smaller,
+  // its longer side no shorter than that (DecodeBgr); what comes back is then smaller than width() x height().
+  cv::Mat DecodeImage(int minLongerSide = 0);
 
   double decodeMs() const { return decodeMs_; }
   int width() const { return width_; }

@@ -1,5 +1,7 @@
 #include "jobs/jpeg_decoder.h"
 
+#include <algorithm>
+
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -49,12 +51,23 @@ struct Decompressor {
 
 int ExifOrientation(const jpeg_decompress_struct& cinfo);
 
-bool ReadHeader(Decompressor& d, const uint8_t* data, size_t size) {
+// The largest of libjpeg's DCT scalings 1/8, 1/4, 1/2 that keeps the longer side at least minLongerSide (1: none).
+unsigned ScaleDenominator(const jpeg_decompress_struct& cinfo, int minLongerSide) {
+  const unsigned longer = std::max(cinfo.image_width, cinfo.image_height);
+  for (unsigned denom = 8; denom > 1; denom /= 2) {
+    if (minLongerSide > 0 && (longer + denom - 1) / denom >= static_cast<unsigned>(minLongerSide)) return denom;
+  }
+  return 1;
+}
+
+bool ReadHeader(Decompressor& d, const uint8_t* data, size_t size, int minLongerSide) {
   if (setjmp(d.err.jump)) return false;
   jpeg_mem_src(&d.cinfo, data, static_cast<unsigned long>(size));
   jpeg_save_markers(&d.cinfo, JPEG_APP0 + 1, 0xFFFF);  // APP1: EXIF, for the orientation
   jpeg_read_header(&d.cinfo, TRUE);
   d.orientation = ExifOrientation(d.cinfo);
+  d.cinfo.scale_num = 1;
+  d.cinfo.scale_denom = ScaleDenominator(d.cinfo, minLongerSide);
   // libjpeg-turbo converts grey and YCbCr straight to BGR; CMYK and YCCK come out as (Adobe-inverted) CMYK.
   const bool cmyk = d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK;
   d.cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_EXT_BGR;
@@ -134,12 +147,17 @@ bool LooksLikeJpeg(const uint8_t* data, size_t size) {
   return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
 }
 
-cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings, uint64_t maxPixels) {
+cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings, uint64_t maxPixels, int minLongerSide,
+                      cv::Size* fullSize) {
   Decompressor d;
-  if (!ReadHeader(d, data, size)) {
+  if (!ReadHeader(d, data, size, minLongerSide)) {
     throw JobError(ErrorCode::kInvalidImage, std::string("image could not be decoded: ") + d.err.message);
   }
-  if (static_cast<uint64_t>(d.cinfo.output_width) * d.cinfo.output_height > maxPixels) {
+  if (fullSize != nullptr) {
+    const int w = static_cast<int>(d.cinfo.image_width), h = static_cast<int>(d.cinfo.image_height);
+    *fullSize = d.orientation >= 5 ? cv::Size(h, w) : cv::Size(w, h);  // 5-8 transpose
+  }
+  if (static_cast<uint64_t>(d.cinfo.image_width) * d.cinfo.image_height > maxPixels) {
     throw JobError(ErrorCode::kInvalidImage, "image could not be decoded: over " + std::to_string(maxPixels) + " pixels");
   }
   const int channels = d.cinfo.out_color_space == JCS_CMYK ? 4 : 3;

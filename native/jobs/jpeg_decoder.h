@@ -19,7 +19,11 @@ bool LooksLikeJpeg(const uint8_t* data, size_t size);
 constexpr uint64_t kMaxJpegPixels = uint64_t{1} << 30;
 
 // 8-bit BGR, EXIF orientation applied (as cv::imdecode with IMREAD_COLOR does). Throws JobError(INVALID_IMAGE),
-// also for more than maxPixels. `warnings` (optional) receives how many corrupt-data warnings libjpeg raised.
-cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings = nullptr, uint64_t maxPixels = kMaxJpegPixels);
+// also for more than maxPixels (counted at full size). `warnings` (optional) receives how many corrupt-data
+// warnings libjpeg raised. minLongerSide > 0: decoded smaller where libjpeg's DCT scaling (1/2, 1/4, 1/8) keeps
+// the longer side at least that long (a downscale as good as an area filter, for a fraction of the decoding);
+// `fullSize` (optional) receives the image's own size, orientation applied.
+cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings = nullptr, uint64_t maxPixels = kMaxJpegPixels,
+                      int minLongerSide = 0, cv::Size* fullSize = nullptr);
 
 }  // namespace edgecv

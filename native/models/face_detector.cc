@@ -89,8 +89,12 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const RuntimeOptions& r
   }
 }
 
-std::vector<Face> FaceDetector::Detect(const cv::Mat& bgr, const DetectOptions& options, StageTimings* timings) {
+std::vector<Face> FaceDetector::Detect(const cv::Mat& bgr, const DetectOptions& options, StageTimings* timings,
+                                       cv::Size full) {
   const cv::Rect whole(0, 0, bgr.cols, bgr.rows);
+  if (full.empty()) full = whole.size();
+  // bgr pixels -> the image's own (bgr decoded smaller): applied after NMS, which is the same at either scale.
+  const float sx = static_cast<float>(full.width) / whole.width, sy = static_cast<float>(full.height) / whole.height;
   const float inf = std::numeric_limits<float>::infinity();
 
   // Pass list: the whole image, plus tiles when asked. Tile candidates that
@@ -127,12 +131,16 @@ std::vector<Face> FaceDetector::Detect(const cv::Mat& bgr, const DetectOptions& 
   std::vector<Face> faces;
   for (const Candidate& c : WeightedNms(std::move(candidates), options.iouThreshold)) {
     Face face;
-    const auto clampX = [&](float v) { return static_cast<int>(std::lround(std::min<float>(std::max(v, 0.f), whole.width))); };
-    const auto clampY = [&](float v) { return static_cast<int>(std::lround(std::min<float>(std::max(v, 0.f), whole.height))); };
+    const auto clampX = [&](float v) { return static_cast<int>(std::lround(std::min<float>(std::max(v * sx, 0.f), full.width))); };
+    const auto clampY = [&](float v) { return static_cast<int>(std::lround(std::min<float>(std::max(v * sy, 0.f), full.height))); };
     face.rect = {clampX(c.x1), clampY(c.y1), clampX(c.x2), clampY(c.y2)};
     if (face.rect[2] <= face.rect[0] || face.rect[3] <= face.rect[1]) continue;  // entirely outside
     face.score = c.score;
     face.keypoints = c.keypoints;
+    for (size_t k = 0; k < face.keypoints.size(); k += 2) {
+      face.keypoints[k] *= sx;
+      face.keypoints[k + 1] *= sy;
+    }
     faces.push_back(face);
   }
   timings->postprocessMs += MillisBetween(t0, Clock::now());

@@ -55,7 +55,12 @@ class FaceDetector {
   // names and anchor counts. Throws std::runtime_error with a clear message.
   FaceDetector(const FaceDetectorSpec& spec, const RuntimeOptions& runtime);
 
-  std::vector<Face> Detect(const cv::Mat& bgr, const DetectOptions& options, StageTimings* timings);
+  // Faces in `bgr`, in the coordinates of an image of size `full` that `bgr` is a scaled copy of (empty: bgr's
+  // own size).
+  std::vector<Face> Detect(const cv::Mat& bgr, const DetectOptions& options, StageTimings* timings, cv::Size full = {});
+
+  // The model's square input side.
+  int inputSize() const { return spec_.inputSize; }
 
  private:
   // A candidate in original-image float coordinates, before NMS.
