@@ -90,17 +90,23 @@ describe('idle cores', () => {
     if (alone.short) expect(alone.lent).toBe(0);
     // The host serves this one request: every run is lent.
     const one = lend.serveRequest();
-    const served = await lentDuring(6);
-    expect(served.lent).toBe(canLend ? 6 : 0);
-    // Another request in flight: back on the worker's thread.
-    const two = lend.serveRequest();
-    const busy = await lentDuring(6);
-    if (busy.short) expect(busy.lent).toBe(0);
-    // Ending is idempotent: the count goes back to one request, not below.
-    two();
-    two();
-    expect((await lentDuring(2)).lent).toBe(canLend ? 2 : 0);
-    one();
+    try {
+      const served = await lentDuring(6);
+      expect(served.lent).toBe(canLend ? 6 : 0);
+      // Another request in flight: back on the worker's thread.
+      const two = lend.serveRequest();
+      try {
+        const busy = await lentDuring(6);
+        if (busy.short) expect(busy.lent).toBe(0);
+      } finally {
+        // Ending is idempotent: the count goes back to one request, not below.
+        two();
+        two();
+      }
+      expect((await lentDuring(2)).lent).toBe(canLend ? 2 : 0);
+    } finally {
+      one();
+    }
     const after = await lentDuring(2);
     if (after.short) expect(after.lent).toBe(0);
   });
