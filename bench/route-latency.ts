@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import jpeg from 'jpeg-js';
 import { Engine } from '../src/index.js';
-import { percentile } from '../src/metrics/percentiles.js';
+import { median, percentile } from '../src/metrics/percentiles.js';
 import { freePort, startServerProcess, writeResult } from '../test/support/server-process.js';
 import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../test/support/vga-photos.js';
 import { table } from './table.js';
@@ -237,7 +237,6 @@ async function engineStages(photos: { face: Buffer; scene: Buffer; region: Buffe
     ['embedFace (recognition), 640x480 face', () => served(() => engine.embedFace(photos.face))],
     ['detectFaces, 640x480 face', () => served(() => engine.detectFaces(photos.face))],
   ];
-  const median = (xs: number[]) => round(percentile([...xs].sort((a, b) => a - b), 50));
   const rows: EngineStageRow[] = [];
   try {
     for (const [call, run] of calls) {
@@ -255,8 +254,8 @@ async function engineStages(photos: { face: Buffer; scene: Buffer; region: Buffe
           stages.set(k, values);
         }
       }
-      const parts = [...stages].map(([k, v]) => `${k.replace(/Ms$/, '')} ${median(v)}`);
-      rows.push({ call, 'total ms': median(totals), 'stage medians (ms)': parts.join(', ') });
+      const parts = [...stages].map(([k, v]) => `${k.replace(/Ms$/, '')} ${round(median(v))}`);
+      rows.push({ call, 'total ms': round(median(totals)), 'stage medians (ms)': parts.join(', ') });
     }
   } finally {
     await engine.close();

@@ -53,9 +53,10 @@ int ExifOrientation(const jpeg_decompress_struct& cinfo);
 
 // The largest of libjpeg's DCT scalings 1/8, 1/4, 1/2 that keeps the longer side at least minLongerSide (1: none).
 unsigned ScaleDenominator(const jpeg_decompress_struct& cinfo, int minLongerSide) {
+  if (minLongerSide <= 0) return 1;
   const unsigned longer = std::max(cinfo.image_width, cinfo.image_height);
   for (unsigned denom = 8; denom > 1; denom /= 2) {
-    if (minLongerSide > 0 && (longer + denom - 1) / denom >= static_cast<unsigned>(minLongerSide)) return denom;
+    if ((longer + denom - 1) / denom >= static_cast<unsigned>(minLongerSide)) return denom;  // libjpeg rounds up
   }
   return 1;
 }

@@ -19,12 +19,14 @@ Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const Le
 
   const auto canvas = [&](int side) { return source.roundTo > 0 ? (side + source.roundTo - 1) / source.roundTo * source.roundTo : size; };
   const int width = canvas(w), height = canvas(h);
+  const int left = (width - w) / 2;
+  const int top = (height - h) / 2;
 
   Letterbox box;
   box.scaleX = static_cast<float>(w) / region.width;
   box.scaleY = static_cast<float>(h) / region.height;
-  box.padX = static_cast<float>((width - w) / 2);
-  box.padY = static_cast<float>((height - h) / 2);
+  box.padX = static_cast<float>(left);
+  box.padY = static_cast<float>(top);
   box.originX = static_cast<float>(region.x);
   box.originY = static_cast<float>(region.y);
 
@@ -33,8 +35,6 @@ Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const Le
   // INTER_AREA when shrinking avoids the aliasing that blurs small faces and objects away.
   cv::resize(bgr(region), resized, cv::Size(w, h), 0, 0, w < region.width ? cv::INTER_AREA : cv::INTER_LINEAR);
   cv::Mat padded = RecyclingMat();
-  const int left = (width - w) / 2;
-  const int top = (height - h) / 2;
   cv::copyMakeBorder(resized, padded, top, height - h - top, left, width - w - left, cv::BORDER_CONSTANT,
                      cv::Scalar::all(source.padValue));
   if (blob->empty()) blob->allocator = RecyclingAllocator();
