@@ -57,7 +57,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   onnxRuntimeMissing_ = available.onnxRuntimeMissing;
   // Only where it can help: onnxruntime on the CPU, with more usable CPUs than one worker's threads.
   if (pool.lendIdleCores && available.onnxRuntime && backend_.kind == BackendKind::kCpu &&
-      LoadedOnnxRuntime()->sharedThreads > pool.threadsPerWorker) {
+      LoadedOnnxRuntime()->usableCpus > pool.threadsPerWorker) {
     idleCores_ = std::make_shared<IdleCores>();
   }
 

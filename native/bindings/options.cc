@@ -93,9 +93,9 @@ ModelSource ReadModelSource(Napi::Object obj, const std::string& where, const Ru
     ThrowInvalid(env, where + ": runtime onnxruntime is not available: " + available.onnxRuntimeMissing);
   }
   if (wanted == "onnxruntime" || (wanted == "auto" && available.onnxRuntime && deviceOk)) {
-    return {ortPath, RuntimeKind::kOnnxRuntime};
+    return {ortPath, RuntimeKind::kOnnxRuntime, {}};
   }
-  return {opencvPath, RuntimeKind::kOpenCv};
+  return {opencvPath, RuntimeKind::kOpenCv, {}};
 }
 
 // What every image model's spec has: file and runtime, input side and input normalization.

@@ -76,11 +76,8 @@ OpenLibrary* Open(const std::string& path) {
   library->info.path = path;
   library->info.version = version;
   // Warnings (e.g. about unused initializers) would repeat for every worker's session: errors only.
-  library->info.sharedThreads = UsableCpus();
-  Ort::ThreadingOptions threading;
-  threading.SetGlobalIntraOpNumThreads(library->info.sharedThreads);
-  threading.SetGlobalInterOpNumThreads(1);
-  library->env = Ort::Env(threading, ORT_LOGGING_LEVEL_ERROR, "edgecv");
+  library->info.usableCpus = UsableCpus();
+  library->env = Ort::Env(ORT_LOGGING_LEVEL_ERROR, "edgecv");
   library->info.cuda = ProbeCuda(library->env);
   return library.release();  // see g_library
 }

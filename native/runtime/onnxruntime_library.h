@@ -18,7 +18,7 @@ struct OnnxRuntimeInfo {
   std::string path;     // the file that was opened
   std::string version;  // the library's own version string, e.g. "1.30.0"
   bool cuda = false;    // its CUDA execution provider is available
-  int sharedThreads = 0;  // size of the process-wide intra-op pool (the CPUs this process may use)
+  int usableCpus = 0;   // the CPUs this process may use: the threads of a wide session (runtime/idle_cores.h)
 };
 
 // Opens the library once per process and initializes the C++ API. Later calls return the library already

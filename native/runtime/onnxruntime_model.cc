@@ -62,14 +62,18 @@ std::vector<int> TimingInputShape(Ort::Session& session, const std::vector<int>&
   return shape;
 }
 
-// A session on onnxruntime's process-wide intra-op pool (every usable CPU), warmed up with one run of `zeros` (the
-// worker session's own warm-up input) fetching `outputs`, so the first job that borrows it does not pay for its
-// allocations.
+// A session with a thread per usable CPU, warmed up with one run of `zeros` (the worker session's own warm-up
+// input) fetching `outputs`, so the first job that borrows it does not pay for its allocations. Its threads stop
+// spinning when a run returns (force_spinning_stop): onnxruntime's process-wide pool, which lent runs used before,
+// kept one thread spinning on a core between requests (a lone face detection cost the process 11.1-13.8 ms of CPU,
+// 9.4 with this; the same latency and 4-connection throughput, 2 interleaved rounds, docs/performance.md).
 std::shared_ptr<Ort::Session> MakeWideSession(const std::string& path, const Ort::MemoryInfo& memory,
                                               const char* inputName, const cv::Mat& zeros,
                                               const std::vector<const char*>& outputs) {
   Ort::SessionOptions so;
-  so.DisablePerSessionThreads();
+  so.SetIntraOpNumThreads(LoadedOnnxRuntime()->usableCpus);
+  so.SetInterOpNumThreads(1);
+  so.AddConfigEntry("session.force_spinning_stop", "1");
   so.SetExecutionMode(ORT_SEQUENTIAL);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
   auto session = std::make_shared<Ort::Session>(OnnxRuntimeEnv(), path.c_str(), so);
