@@ -7,6 +7,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import { getPath } from 'hono/utils/url';
 import type { AuditLog } from '../audit/audit-log.js';
+import { headersBeforeAnswer } from './answer-headers.js';
 import type { AppEnv } from './app-env.js';
 import { observeHttpRequest } from './prometheus.js';
 
@@ -52,8 +53,7 @@ export function requestTrace(opts: { audit?: AuditLog }): MiddlewareHandler<AppE
     const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
     if (incoming) traceIds.set(incoming, tracid);
     const t0 = performance.now();
-    await next();
-    c.header(TRACE_HEADER, tracid);
+    await headersBeforeAnswer(c, next, { [TRACE_HEADER]: tracid });
     const ms = performance.now() - t0;
     const route = routeLabel(c);
     observeHttpRequest(c.req.method, route, c.res.status, ms / 1000);

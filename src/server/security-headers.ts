@@ -2,6 +2,7 @@
 // returns (login tokens, face crops from /trainer/export/, results), unless a route chose its own Cache-Control.
 
 import type { MiddlewareHandler } from 'hono';
+import { headersBeforeAnswer } from './answer-headers.js';
 
 export const SECURITY_HEADERS = {
   'Strict-Transport-Security': 'max-age=31536000',
@@ -10,8 +11,7 @@ export const SECURITY_HEADERS = {
 
 export function securityHeaders(): MiddlewareHandler {
   return async (c, next) => {
-    await next();
-    for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.header(k, v);
-    if (!c.res.headers.has('Cache-Control')) c.header('Cache-Control', 'no-store');
+    // Cache-Control is only a default: a route's own c.header() or response headers replace it.
+    await headersBeforeAnswer(c, next, { ...SECURITY_HEADERS, 'Cache-Control': 'no-store' }, ['Cache-Control']);
   };
 }
