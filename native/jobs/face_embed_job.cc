@@ -10,6 +10,7 @@
 #include "bindings/gallery_match_js.h"
 #include "bindings/js_values.h"
 #include "jobs/detect_job.h"  // FaceToJs
+#include "models/area_resize.h"
 #include "runtime/worker_context.h"
 
 namespace edgecv {
@@ -44,7 +45,7 @@ std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv:
   if (shrink < 1.0) {
     const cv::Size size(std::max(1, static_cast<int>(std::lround(bgr.cols * shrink))),
                         std::max(1, static_cast<int>(std::lround(bgr.rows * shrink))));
-    cv::resize(bgr, source, size, 0, 0, cv::INTER_AREA);
+    ResizeArea(bgr, source, size);
   }
   const int pad = static_cast<int>(std::lround(kTightCropPadding * std::max(source.cols, source.rows)));
   cv::Mat padded;
@@ -72,7 +73,7 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
   if (shrink < 1.0) {
     cv::Mat small;
     const int side = std::max(1, static_cast<int>(std::lround(square.cols * shrink)));
-    cv::resize(square, small, cv::Size(side, side), 0, 0, cv::INTER_AREA);
+    ResizeArea(square, small, cv::Size(side, side));
     square = small;
   }
   StoredCrop crop;

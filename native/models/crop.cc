@@ -5,6 +5,8 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "models/area_resize.h"
+
 namespace edgecv {
 
 cv::Rect SquareAround(const PixelRect& box, double scale) {
@@ -28,7 +30,7 @@ cv::Mat CutPadded(const cv::Mat& bgr, const cv::Rect& region) {
                         cv::Rect(0, 0, out.cols, out.rows);
     if (inside.area() > 0 && to.area() > 0) {
       cv::Mat target = out(to);
-      cv::resize(bgr(inside), target, to.size(), 0, 0, cv::INTER_AREA);
+      ResizeArea(bgr(inside), target, to.size());
     }
     return out;
   }

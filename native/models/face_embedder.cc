@@ -7,6 +7,7 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "models/area_resize.h"
 #include "runtime/error_code.h"
 #include "runtime/recycled_buffers.h"
 #include "runtime/inference_model.h"
@@ -37,8 +38,8 @@ cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, doub
   const int size = spec_.inputSize;
   cv::Mat resized = RecyclingMat();
   // INTER_AREA when shrinking: plain bilinear would alias a large face.
-  const int interpolation = square.cols > size ? cv::INTER_AREA : cv::INTER_LINEAR;
-  cv::resize(square, resized, cv::Size(size, size), 0, 0, interpolation);
+  if (square.cols > size) ResizeArea(square, resized, cv::Size(size, size));
+  else cv::resize(square, resized, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
   cv::Mat blob = RecyclingMat();
   cv::dnn::blobFromImage(resized, blob, spec_.scale, cv::Size(), cv::Scalar::all(spec_.meanValue), spec_.swapRB,
                          false, CV_32F);

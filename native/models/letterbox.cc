@@ -6,6 +6,7 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "models/area_resize.h"
 #include "runtime/recycled_buffers.h"
 
 namespace edgecv {
@@ -33,7 +34,8 @@ Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const Le
   // Buffers from the recycler: the same sizes come back call after call (runtime/recycled_buffers.h).
   cv::Mat resized = RecyclingMat();
   // INTER_AREA when shrinking avoids the aliasing that blurs small faces and objects away.
-  cv::resize(bgr(region), resized, cv::Size(w, h), 0, 0, w < region.width ? cv::INTER_AREA : cv::INTER_LINEAR);
+  if (w < region.width) ResizeArea(bgr(region), resized, cv::Size(w, h));
+  else cv::resize(bgr(region), resized, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
   cv::Mat padded = RecyclingMat();
   cv::copyMakeBorder(resized, padded, top, height - h - top, left, width - w - left, cv::BORDER_CONSTANT,
                      cv::Scalar::all(source.padValue));
