@@ -139,26 +139,33 @@ std::vector<Pose> PoseEstimator::Postprocess(const std::vector<cv::Mat>& outputs
   // 3. Each keypoint snaps to the heatmap cell, inside the person's box, that maximizes
   //    heatmap x exp(-distance^2 to the regressed point / spread). Its score is the best weighted value
   //    any of the k people gives that cell (the graph's Max over people, kept as is).
-  std::vector<float> heat(static_cast<size_t>(cells) * kpts);
-  for (size_t i = 0; i < heat.size(); ++i) heat[i] = Sigmoid(heatLogits[i]);
+  // The heatmap's sigmoid is taken where a cell is weighed, not over the whole grid: only cells inside a kept
+  // person's box are.
   const float spread = kDistanceSpread * side;
   auto weighted = [&](const Candidate& c, int y, int x, int j) {
     if (y < c.ymin || y >= c.ymax || x < c.xmin || x >= c.xmax) return 0.f;
     const float dy = y - c.regressed[2 * j], dx = x - c.regressed[2 * j + 1];
-    return heat[(y * g + x) * kpts + j] * std::exp(-(dy * dy + dx * dx) / spread);
+    return Sigmoid(heatLogits[(y * g + x) * kpts + j]) * std::exp(-(dy * dy + dx * dx) / spread);
   };
 
   std::vector<Pose> poses;
   for (int p = 0; p < k; ++p) {
     const Candidate& c = people[p];
+    // A pose scores its centre times the mean of keypoint scores of at most 1: one whose centre is under the
+    // threshold is dropped below whatever its keypoints, so they are not looked for (it still scores others').
+    if (!(c.centreScore >= options.scoreThreshold) || c.centreScore <= 0) continue;
+    // The cells inside the box, the only ones weighted() does not zero; cell 0 stands when none weighs more than 0,
+    // as it did when every cell of the grid was scanned.
+    const int y0 = std::max(0, static_cast<int>(std::ceil(c.ymin))), y1 = std::min(g, static_cast<int>(std::ceil(c.ymax)));
+    const int x0 = std::max(0, static_cast<int>(std::ceil(c.xmin))), x1 = std::min(g, static_cast<int>(std::ceil(c.xmax)));
     Pose pose;
     float sum = 0;
     int valid = 0;
     for (int j = 0; j < kpts; ++j) {
-      float best = -1;
+      float best = 0;
       int bestCell = 0;
-      for (int y = 0; y < g; ++y) {
-        for (int x = 0; x < g; ++x) {
+      for (int y = y0; y < y1; ++y) {
+        for (int x = x0; x < x1; ++x) {
           const float w = weighted(c, y, x, j);
           if (w > best) {
             best = w;
@@ -178,7 +185,7 @@ std::vector<Pose> PoseEstimator::Postprocess(const std::vector<cv::Mat>& outputs
       }
     }
     pose.score = c.centreScore * sum / std::max(1, valid);
-    if (!(pose.score >= options.scoreThreshold) || c.centreScore <= 0) continue;
+    if (!(pose.score >= options.scoreThreshold)) continue;
     pose.box = {box.ToImageX(c.xmin * 4.f), box.ToImageY(c.ymin * 4.f), box.ToImageX(c.xmax * 4.f),
                 box.ToImageY(c.ymax * 4.f)};
     poses.push_back(pose);
