@@ -1,8 +1,9 @@
 // Lends idle cores to a job that is alone in its engine. Each worker runs its onnxruntime models with its own
 // threads (threadsPerWorker), which is what keeps workers from fighting over cores under load. When only one
 // job is in the engine (nothing else queued or running), the other workers' cores sit idle: the job then runs
-// its next inference on a "wide" session of the same model with one thread per usable CPU. Measured on the 2-core reference machine: yolov5s at 640 px 84 -> 46 ms a pass
-// when alone, while two jobs at once keep their per-worker throughput (docs/performance.md).
+// its next inference on a "wide" session of the same model with one thread per usable CPU. Measured on the
+// 2-core reference machine: yolov5s at 640 px 84 -> 46 ms a pass when alone, while two jobs at once keep their
+// per-worker throughput (docs/performance.md).
 //
 // One wide session per model file for the whole engine, not per worker: at most one job borrows the idle cores
 // at a time, so one copy of the weights (and of its threads) serves every worker.
