@@ -15,6 +15,7 @@
 namespace edgecv {
 namespace {
 
+#if defined(__SSE2__)
 // One source sample's share of one destination sample: dst[di] += src[si] * alpha (indices in channels).
 struct Tap {
   int di, si;
@@ -39,7 +40,6 @@ std::vector<Tap> AreaTaps(int sourceSize, int size, int channels, double scale) 
   return taps;
 }
 
-#if defined(__SSE2__)
 constexpr int kRows = 4;  // source rows per pass, one per float lane
 
 // Source values of kRows rows as floats, lane r = row r: out[x * kRows + r] = rows[r][x].
