@@ -11,10 +11,10 @@ std::vector<Face> DetectFaces(WorkerContext& ctx, const cv::Mat& image, cv::Size
   return ctx.faceDetector->Detect(image, options, timings, full);
 }
 
-// The whole-image pass sees the photo at the detector's input size (192 or 256 px): a JPEG is decoded no larger
-// than that needs (640x480 at half size, 1280x720 at a quarter). Tiles look closer and need every pixel.
+// A JPEG is decoded no larger than the detector needs (FaceDetector::NeededSide): 640x480 at half size, 1280x720
+// at a quarter for a 192 or 256 px whole-image pass.
 int FaceDecodeSide(const WorkerContext& ctx, const DetectOptions& options) {
-  return options.tiles >= 2 || !ctx.faceDetector ? 0 : ctx.faceDetector->inputSize();
+  return ctx.faceDetector ? ctx.faceDetector->NeededSide(options) : 0;
 }
 
 // Pose and objects are decoded at full size (`full` is the image's size).

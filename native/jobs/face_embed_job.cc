@@ -103,7 +103,8 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
   } else {
     if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
     const auto t0 = Clock::now();
-    const cv::Mat detectOn = request_.detect.tiles >= 2 ? image : HalvedFor(image, ctx.faceDetector->inputSize());
+    const int side = ctx.faceDetector->NeededSide(request_.detect);
+    const cv::Mat detectOn = side > 0 ? HalvedFor(image, side) : image;
     detectTimings_.preprocessMs += MillisBetween(t0, Clock::now());
     faces_ = ctx.faceDetector->Detect(detectOn, request_.detect, &detectTimings_, image.size());
     if (faces_.empty()) faces_ = DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_);

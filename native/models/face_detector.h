@@ -59,8 +59,9 @@ class FaceDetector {
   // own size).
   std::vector<Face> Detect(const cv::Mat& bgr, const DetectOptions& options, StageTimings* timings, cv::Size full = {});
 
-  // The model's square input side.
-  int inputSize() const { return spec_.inputSize; }
+  // The shortest longer side Detect needs of the image under `options`: the whole-image pass sees it at the
+  // model's input side; tiles look closer and need every pixel (0).
+  int NeededSide(const DetectOptions& options) const { return options.tiles >= 2 ? 0 : spec_.inputSize; }
 
  private:
   // A candidate in original-image float coordinates, before NMS.

@@ -179,7 +179,7 @@ export interface NativeEngineOptions {
   onnxRuntimeLibrary?: string;
   /** Jobs allowed to wait; more are rejected with OVERLOADED. */
   queueLimit: number;
-  /** 'lend': a job alone in the engine runs its onnxruntime models on a process-wide pool of every CPU. */
+  /** 'lend': a job alone in the engine runs its onnxruntime models on a wide session, a thread per CPU. */
   idleCores: 'lend' | 'keep';
   faceDetector?: NativeFaceDetectorSpec;
   poseEstimator?: NativePoseEstimatorSpec;

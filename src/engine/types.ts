@@ -70,8 +70,8 @@ export interface EngineOptions {
   threadsPerWorker?: number;
   /**
    * 'lend' (default): while a job is the only one in the engine, its long onnxruntime inferences (models whose
-   * fastest run on the worker's threads takes 10 ms or more: yolov5s, movenet) run on one process-wide pool of
-   * every usable CPU instead of its worker's threads (yolov5s: 95 -> 55 ms alone on 2 cores; concurrent jobs keep
+   * fastest run on the worker's threads takes 10 ms or more: yolov5s, movenet) run on a second session of the
+   * model with a thread per usable CPU instead of its worker's threads (yolov5s: 95 -> 55 ms alone on 2 cores; concurrent jobs keep
    * their own threads, so throughput stays); its short ones too while the host marks that one request as the only
    * one it serves (serveRequest(); the HTTP server does). It costs a second session of each model (memory).
    * 'keep': always the worker's threads. No effect on OpenCV models, on CUDA, or when threadsPerWorker covers
