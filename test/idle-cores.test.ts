@@ -1,5 +1,5 @@
-// idleCores 'lend' (native/runtime/idle_cores.h): a long inference whose job is alone in the engine runs on the
-// process-wide pool of every CPU; jobs that overlap keep to their worker's threads, and so do short runs unless the
+// idleCores 'lend' (native/runtime/idle_cores.h): a long inference whose job is alone in the engine runs on a wide
+// session with a thread per CPU; jobs that overlap keep to their worker's threads, and so do short runs unless the
 // host (Engine.serveRequest) serves their request alone. Checked on
 // the real addon: which runs were lent (stats().lentRuns), and that lending changes no answer.
 
