@@ -9,6 +9,7 @@ import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import { parseServerConfig } from '../src/config.js';
 import { engineOptionsFromConfig } from '../src/server/engine-options.js';
+import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, POSE_DEFAULTS, type Precision } from '../src/index.js';
 import { CALIBRATION_PHOTOS } from '../models/calibrate.js';
@@ -25,6 +26,11 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.
 };
 /** The YOLOv5s detectors that ship int8: the objects model and the pose route's person detector. */
 const YOLO_INT8 = ['yolov5s', 'yolov5s-320'] as const;
+/** Their int8 SiLUs (yolov5s-320 keeps its stem, first C3 block and heads fp32: docs/int8.md). */
+const INT8_SILUS: Record<(typeof YOLO_INT8)[number], number> = { yolov5s: 57, 'yolov5s-320': 50 };
+/** The engine fuses each int8 SiLU into one lookup only where it has a vector path for it (silu_lookup_op.h). */
+const HAS_VBMI = /\bavx512vbmi\b/.test(readFileSync('/proc/cpuinfo', 'utf8')) && /\bavx512bw\b/.test(readFileSync('/proc/cpuinfo', 'utf8'));
+const LOOKUP_PHOTOS = ['skimage/astronaut.png', 'skimage/coffee.png', 'skimage/motorcycle_left.png'];
 
 /** sqrt(mean((a-b)^2)) / sqrt(mean(b^2)): the int8 output's error relative to the fp32 output's size. */
 function relativeRms(a: Float32Array, b: Float32Array): number {
@@ -90,6 +96,31 @@ describe('int8 models', () => {
           for (const [i, e] of errors.entries()) expect(e, `${file} output ${i}`).toBeLessThan(0.12);
           // not the fp32 file by another name
           expect(int8.some((o, i) => relativeRms(o, fp32[i]!) > 0)).toBe(true);
+        }
+      });
+
+      it('runs each int8 SiLU as one lookup (AVX-512 VBMI CPUs), with outputs bit for bit those of onnxruntime-node running the int8 file', async () => {
+        expect(engines.int8!.backend().siluLookups['objectDetector']).toBe(HAS_VBMI ? INT8_SILUS[model] : 0);
+        expect(engines.fp32!.backend().siluLookups['objectDetector']).toBe(0);
+        const { shape, mean, scale } = manifest.models[model]!.input;
+        const side = shape[2]!;
+        const session = await ort.InferenceSession.create(join(ROOT, 'models', 'onnx', manifest.models[model]!.int8!.ortFile), { intraOpNumThreads: 2 });
+        try {
+          for (const file of LOOKUP_PHOTOS) {
+            const { nchw } = photoTensor(photo(file), side, side, mean, scale);
+            const ours = await engines.int8!.runModel(model, nchw);
+            const theirs = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', nchw, [1, 3, side, side]) });
+            expect(ours.length).toBe(session.outputNames.length);
+            for (const [i, name] of session.outputNames.entries()) {
+              const reference = theirs[name]!.data as Float32Array;
+              expect(ours[i]!.length).toBe(reference.length);
+              let differing = 0;
+              for (let k = 0; k < reference.length; k++) if (ours[i]![k] !== reference[k]) differing++;
+              expect(differing, `${file} ${name}`).toBe(0);
+            }
+          }
+        } finally {
+          await session.release();
         }
       });
 
@@ -216,6 +247,32 @@ describe('int8 models', () => {
     }
     expect(versions[1]).not.toBe(versions[0]);
     expect(versions[1]).toMatch(/^int8-/);
+  });
+
+  it('opens an int8 model unfused, finding the same objects, where it cannot write onnxruntime\'s optimized graph (no temporary directory)', async () => {
+    const open = () => Engine.open({ workers: 1, precision: 'int8', objectDetector: 'yolov5s', poseModel: null, faceEmbedder: null });
+    const found: { lookups: number; objects: unknown }[] = [];
+    const saved = process.env['TMPDIR'];
+    for (const tmpdir of [saved, join(tempDir(), 'missing')]) {
+      if (tmpdir === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = tmpdir;
+      let engine: Engine;
+      try {
+        engine = await open();
+      } finally {
+        if (saved === undefined) delete process.env['TMPDIR'];
+        else process.env['TMPDIR'] = saved;
+      }
+      try {
+        const { objects } = await engine.detectObjects(photo('skimage/astronaut.png'));
+        found.push({ lookups: engine.backend().siluLookups['objectDetector']!, objects });
+      } finally {
+        await engine.close();
+      }
+    }
+    expect(found.map((f) => f.lookups)).toEqual([HAS_VBMI ? INT8_SILUS.yolov5s : 0, 0]);
+    expect(found[1]!.objects).toEqual(found[0]!.objects);
+    expect((found[0]!.objects as unknown[]).length).toBeGreaterThan(0);
   });
 });
 

@@ -62,17 +62,18 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   }
 
   const ModelSpecs specs = ReadModelSpecs(options, available);
-  if (specs.faceDetector) modelRuntimes_.emplace_back("faceDetector", specs.faceDetector->model.runtime);
-  if (specs.poseEstimator) modelRuntimes_.emplace_back("poseEstimator", specs.poseEstimator->model.runtime);
-  if (specs.objectDetector) modelRuntimes_.emplace_back("objectDetector", ImageSpecOf(*specs.objectDetector).model.runtime);
-  if (specs.personDetector) modelRuntimes_.emplace_back("personDetector", ImageSpecOf(*specs.personDetector).model.runtime);
-  if (specs.faceEmbedder) modelRuntimes_.emplace_back("faceEmbedder", specs.faceEmbedder->model.runtime);
+  if (specs.faceDetector) models_.push_back({"faceDetector", specs.faceDetector->model.runtime, specs.faceDetector->model.path});
+  if (specs.poseEstimator) models_.push_back({"poseEstimator", specs.poseEstimator->model.runtime, specs.poseEstimator->model.path});
+  for (const auto& [key, spec] : {std::pair{"objectDetector", &specs.objectDetector}, std::pair{"personDetector", &specs.personDetector}}) {
+    if (*spec) models_.push_back({key, ImageSpecOf(**spec).model.runtime, ImageSpecOf(**spec).model.path});
+  }
+  if (specs.faceEmbedder) models_.push_back({"faceEmbedder", specs.faceEmbedder->model.runtime, specs.faceEmbedder->model.path});
 
   // Load one copy of every model per worker, here on the JS thread, so a bad
   // model fails createEngine() synchronously with a clear message.
   std::vector<std::unique_ptr<WorkerContext>> contexts;
   try {
-    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_};
+    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_};
     for (int i = 0; i < pool.workers; ++i) {
       auto ctx = std::make_unique<WorkerContext>();
       ctx->runtime = runtime;
@@ -314,8 +315,17 @@ Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
   out.Set("backend", Napi::String::New(env, BackendName(backend_.kind)));
   out.Set("device", Napi::String::New(env, backend_.device));
   Napi::Object runtimes = Napi::Object::New(env);
-  for (const auto& [key, kind] : modelRuntimes_) runtimes.Set(key, Napi::String::New(env, RuntimeName(kind)));
+  Napi::Object lookups = Napi::Object::New(env);
+  {
+    const std::lock_guard<std::mutex> lock(rewrites_->mutex);
+    for (const LoadedModel& model : models_) {
+      runtimes.Set(model.key, Napi::String::New(env, RuntimeName(model.runtime)));
+      const auto found = rewrites_->siluLookups.find(model.path);
+      lookups.Set(model.key, Napi::Number::New(env, found == rewrites_->siluLookups.end() ? 0 : found->second));
+    }
+  }
   out.Set("runtimes", runtimes);
+  out.Set("siluLookups", lookups);
   const OnnxRuntimeInfo* ort = LoadedOnnxRuntime();
   if (ort) {
     Napi::Object info = Napi::Object::New(env);

@@ -69,7 +69,13 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
 
   napi_env env_;
   BackendInfo backend_;
-  std::vector<std::pair<std::string, RuntimeKind>> modelRuntimes_;  // spec key -> runtime that runs it
+  struct LoadedModel {
+    std::string key;  // its spec key (faceDetector, ...)
+    RuntimeKind runtime;
+    std::string path;
+  };
+  std::vector<LoadedModel> models_;
+  std::shared_ptr<GraphRewrites> rewrites_ = std::make_shared<GraphRewrites>();
   std::string onnxRuntimeMissing_;  // why onnxruntime did not load, if it did not
   bool hasFaceDetector_ = false;
   bool hasPoseEstimator_ = false;

@@ -3,7 +3,9 @@
 // blob, call Run(), and decode the named outputs.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,12 +31,21 @@ struct ModelSource {
   std::vector<int> timingShape;
 };
 
+// What loading did to one engine's graphs, by model file: filled as its models load (on the JS thread, and on
+// workers for raw runs), read by the backend report.
+struct GraphRewrites {
+  std::mutex mutex;
+  std::map<std::string, int> siluLookups;  // SiLUs run as one lookup (runtime/silu_lookup_fusion.h)
+};
+
 // How one worker runs its models: the device, and its compute threads per inference.
 struct RuntimeOptions {
   BackendInfo backend;
   int threads = 1;
   // Set when idle cores are lent (runtime/idle_cores.h): onnxruntime models then also get a wide session.
   std::shared_ptr<IdleCores> idleCores;
+  // The engine's record of rewritten graphs (null: none kept).
+  std::shared_ptr<GraphRewrites> rewrites;
 };
 
 // Not thread-safe: one instance per worker thread.

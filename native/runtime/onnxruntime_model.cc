@@ -1,12 +1,20 @@
 #include "runtime/onnxruntime_model.h"
 
+#include <stdlib.h>  // mkstemps
+#include <unistd.h>  // close, unlink
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 
 #include "runtime/onnxruntime_api.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
+#include "runtime/silu_lookup_fusion.h"
+#include "runtime/silu_lookup_op.h"
 #include "runtime/stage_timings.h"  // Clock, MillisBetween
 
 namespace edgecv {
@@ -49,6 +57,68 @@ Ort::SessionOptions MakeSessionOptions(const RuntimeOptions& options) {
   return so;
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A fresh file name in the temporary directory, removed again when this goes.
+class TempFile {
+ public:
+  explicit TempFile(const char* suffix) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "edgecv-XXXXXX").string() + suffix;
+    const int fd = mkstemps(pattern.data(), static_cast<int>(std::char_traits<char>::length(suffix)));
+    if (fd < 0) throw std::runtime_error("cannot create a temporary file in " + pattern);
+    close(fd);
+    path_ = pattern;
+  }
+  ~TempFile() { unlink(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// What a session is made from: the file, or (lookups > 0) onnxruntime's optimized graph of it with its int8
+// SiLUs fused into lookups (runtime/silu_lookup_fusion.h), which is loaded with no further optimization.
+struct SessionGraph {
+  std::string path;
+  std::string fused;
+  int lookups = 0;
+};
+
+// The file's graph with its int8 SiLUs fused, where that applies and works; else the file as it is (a temporary
+// directory that cannot be written, an onnxruntime whose optimized graph has no pairs to fuse).
+SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options) {
+  SessionGraph graph{path, {}, 0};
+  if (options.backend.kind != BackendKind::kCpu || !LookupIsVectorized()) return graph;
+  try {
+    const std::string file = ReadFile(path);
+    if (CountQdqSigmoids(file) == 0) return graph;
+    const TempFile optimized(".onnx");
+    Ort::SessionOptions so = MakeSessionOptions(options);
+    so.SetIntraOpNumThreads(1);  // this session never runs
+    so.SetOptimizedModelFilePath(optimized.path().c_str());
+    Ort::Session(OnnxRuntimeEnv(), file.data(), file.size(), so);  // writes the optimized graph
+    FusedSiluGraph fused = FuseSiluLookups(ReadFile(optimized.path()));
+    graph.fused = std::move(fused.model);
+    graph.lookups = fused.lookups;
+  } catch (const std::exception&) {
+    graph = SessionGraph{path, {}, 0};
+  }
+  return graph;
+}
+
+Ort::Session MakeSession(const SessionGraph& graph, Ort::SessionOptions so) {
+  if (graph.lookups == 0) return Ort::Session(OnnxRuntimeEnv(), graph.path.c_str(), so);
+  so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_DISABLE_ALL);  // optimized already
+  so.Add(SiluLookupOpDomain());
+  return Ort::Session(OnnxRuntimeEnv(), graph.fused.data(), graph.fused.size(), so);
+}
+
 // The shape to time the graph at: its input shape, each open dimension taken from `timingShape` (same rank);
 // empty when a dimension stays unknown.
 std::vector<int> TimingInputShape(Ort::Session& session, const std::vector<int>& timingShape) {
@@ -67,7 +137,7 @@ std::vector<int> TimingInputShape(Ort::Session& session, const std::vector<int>&
 // spinning when a run returns (force_spinning_stop): onnxruntime's process-wide pool, which lent runs used before,
 // kept one thread spinning on a core between requests (a lone face detection cost the process 11.1-13.8 ms of CPU,
 // 9.4 with this; the same latency and 4-connection throughput, 2 interleaved rounds, docs/performance.md).
-std::shared_ptr<Ort::Session> MakeWideSession(const std::string& path, const Ort::MemoryInfo& memory,
+std::shared_ptr<Ort::Session> MakeWideSession(const SessionGraph& graph, const Ort::MemoryInfo& memory,
                                               const char* inputName, const cv::Mat& zeros,
                                               const std::vector<const char*>& outputs) {
   Ort::SessionOptions so;
@@ -76,7 +146,7 @@ std::shared_ptr<Ort::Session> MakeWideSession(const std::string& path, const Ort
   so.AddConfigEntry("session.force_spinning_stop", "1");
   so.SetExecutionMode(ORT_SEQUENTIAL);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
-  auto session = std::make_shared<Ort::Session>(OnnxRuntimeEnv(), path.c_str(), so);
+  auto session = std::make_shared<Ort::Session>(MakeSession(graph, std::move(so)));
   const std::vector<int64_t> dims(zeros.size.p, zeros.size.p + zeros.dims);
   Ort::Value in = Ort::Value::CreateTensor<float>(memory, const_cast<float*>(zeros.ptr<float>()), zeros.total(),
                                                  dims.data(), dims.size());
@@ -107,7 +177,18 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     : session_(std::make_unique<Session>()) {
   Session& s = *session_;
   try {
-    s.session = Ort::Session(OnnxRuntimeEnv(), path.c_str(), MakeSessionOptions(options));
+    SessionGraph graph = GraphFor(path, options);
+    try {
+      s.session = MakeSession(graph, MakeSessionOptions(options));
+    } catch (const Ort::Exception&) {
+      if (graph.lookups == 0) throw;
+      graph = SessionGraph{path, {}, 0};  // the file as it is, rather than no model
+      s.session = MakeSession(graph, MakeSessionOptions(options));
+    }
+    if (options.rewrites) {
+      const std::lock_guard<std::mutex> lock(options.rewrites->mutex);
+      options.rewrites->siluLookups[path] = graph.lookups;
+    }
     s.memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
     Ort::AllocatorWithDefaultOptions allocator;
     if (s.session.GetInputCount() != 1) {
@@ -150,7 +231,7 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
       for (int i = 0; i < 2; ++i) Run(zeros);
       s.idleCores = options.idleCores;
       s.wide = s.idleCores->Session<Ort::Session>(
-          path, [&] { return MakeWideSession(path, s.memory, s.inputName.c_str(), zeros, s.outputNamePtrs); });
+          path, [&] { return MakeWideSession(graph, s.memory, s.inputName.c_str(), zeros, s.outputNamePtrs); });
     }
   } catch (const Ort::Exception& e) {
     throw std::runtime_error(what + "onnxruntime could not load it: " + e.what());

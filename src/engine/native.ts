@@ -228,6 +228,12 @@ export interface NativeBackendInfo {
   device: string;
   /** The runtime that runs each loaded model, by spec key (faceDetector, poseEstimator, objectDetector, personDetector, faceEmbedder). */
   runtimes: Record<string, NativeRuntime>;
+  /**
+   * By the same keys: how many of the model's int8 SiLUs run as one table lookup (onnxruntime's optimized graph
+   * with each QLinearSigmoid + QLinearMul pair fused, native/runtime/silu_lookup_fusion.h); 0 for a model with
+   * none, on CUDA, and on CPUs without AVX-512 VBMI.
+   */
+  siluLookups: Record<string, number>;
   /** The onnxruntime library the process loaded, or null. */
   onnxRuntime: { version: string; path: string; cuda: boolean } | null;
   /** Why onnxruntime is not loaded, when it is not. */

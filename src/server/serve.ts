@@ -127,14 +127,17 @@ export async function runServe(config: ServerConfig): Promise<number> {
   }
   const { persons } = engine.models;
   if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
-  const { backend, device, runtimes, precisions, onnxRuntime, onnxRuntimeMissing } = engine.backend();
+  const { backend, device, runtimes, precisions, siluLookups, onnxRuntime, onnxRuntimeMissing } = engine.backend();
   if (plain) {
     const note = plainListenerNote(config, plain.url);
     console.log(note.log);
     if (note.warning) console.warn(note.warning);
   }
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
-  const models = Object.entries(runtimes).map(([role, runtime]) => `${role} on ${runtime} (${precisions[role] ?? 'fp32'})`);
+  const models = Object.entries(runtimes).map(([role, runtime]) => {
+    const lookups = siluLookups[role] ? `, ${siluLookups[role]} SiLUs as lookups` : '';
+    return `${role} on ${runtime} (${precisions[role] ?? 'fp32'}${lookups})`;
+  });
   console.log(
     `edgecv: models: ${models.join(', ')}; ` +
       (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),

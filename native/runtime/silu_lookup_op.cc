@@ -1,0 +1,164 @@
+#include "runtime/silu_lookup_op.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace edgecv {
+
+namespace {
+
+// onnxruntime's QuantizeLinear for uint8: round half to even (the default rounding mode), add the zero point,
+// saturate.
+uint8_t Quantize(float scaled, uint8_t zeroPoint) {
+  const float q = std::nearbyintf(scaled) + static_cast<float>(zeroPoint);
+  return static_cast<uint8_t>(q < 0.0f ? 0.0f : q > 255.0f ? 255.0f : q);
+}
+
+float Dequantize(uint8_t v, float scale, uint8_t zeroPoint) {
+  return scale * static_cast<float>(static_cast<int>(v) - static_cast<int>(zeroPoint));
+}
+
+#if defined(__x86_64__)
+#define EDGECV_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+// vpermi2b looks up 64 bytes at once in a 128-byte table (an index's 7 low bits); its top bit picks the half.
+EDGECV_VBMI inline __m512i Lookup64(const __m512i table[4], __m512i index) {
+  const __m512i low = _mm512_permutex2var_epi8(table[0], index, table[1]);
+  const __m512i high = _mm512_permutex2var_epi8(table[2], index, table[3]);
+  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high);
+}
+
+EDGECV_VBMI void ApplyLookupVbmi(const LookupTable& table, const uint8_t* in, uint8_t* out, size_t n) {
+  const __m512i t[4] = {_mm512_loadu_si512(table.data()), _mm512_loadu_si512(table.data() + 64),
+                        _mm512_loadu_si512(table.data() + 128), _mm512_loadu_si512(table.data() + 192)};
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) _mm512_storeu_si512(out + i, Lookup64(t, _mm512_loadu_si512(in + i)));
+  if (i < n) {
+    const __mmask64 tail = (uint64_t{1} << (n - i)) - 1;
+    _mm512_mask_storeu_epi8(out + i, tail, Lookup64(t, _mm512_maskz_loadu_epi8(tail, in + i)));
+  }
+}
+#undef EDGECV_VBMI
+#endif
+
+}  // namespace
+
+LookupTable SiluLookupTable(const SiluQuantization& q) {
+  LookupTable table{};
+  for (int v = 0; v < 256; ++v) {
+    const float x = Dequantize(static_cast<uint8_t>(v), q.xScale, q.xZeroPoint);
+    const uint8_t s = Quantize(1.0f / (1.0f + std::exp(-x)) / q.sigmoidScale, q.sigmoidZeroPoint);
+    table[v] = Quantize(x * Dequantize(s, q.sigmoidScale, q.sigmoidZeroPoint) / q.yScale, q.yZeroPoint);
+  }
+  return table;
+}
+
+bool LookupIsVectorized() {
+#if defined(__x86_64__)
+  static const bool vbmi = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+  return vbmi;
+#else
+  return false;
+#endif
+}
+
+void ApplyLookup(const LookupTable& table, const uint8_t* in, uint8_t* out, size_t n) {
+#if defined(__x86_64__)
+  if (LookupIsVectorized()) {
+    ApplyLookupVbmi(table, in, out, n);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; ++i) out[i] = table[in[i]];
+}
+
+const char kSiluLookupDomain[] = "ai.edgecv";
+const char kSiluLookupOp[] = "SiluLookup";
+
+#if EDGECV_WITH_ONNXRUNTIME
+
+namespace {
+
+OrtStatusPtr Failed(const std::string& what) {
+  return Ort::GetApi().CreateStatus(ORT_RUNTIME_EXCEPTION, (std::string("SiluLookup: ") + what).c_str());
+}
+
+class SiluLookupKernel {
+ public:
+  explicit SiluLookupKernel(const LookupTable& table) : table_(table) {}
+
+  OrtStatusPtr ComputeV2(OrtKernelContext* context) const noexcept {
+    try {
+      Ort::KernelContext ctx(context);
+      const Ort::ConstValue x = ctx.GetInput(0);
+      const Ort::TensorTypeAndShapeInfo info = x.GetTensorTypeAndShapeInfo();
+      const std::vector<int64_t> shape = info.GetShape();
+      Ort::UnownedValue y = ctx.GetOutput(0, shape.data(), shape.size());
+      ApplyLookup(table_, x.GetTensorData<uint8_t>(), y.GetTensorMutableData<uint8_t>(), info.GetElementCount());
+      return nullptr;
+    } catch (const std::exception& e) {
+      return Failed(e.what());
+    }
+  }
+
+ private:
+  LookupTable table_;
+};
+
+struct SiluLookupOp : Ort::CustomOpBase<SiluLookupOp, SiluLookupKernel, /*WithStatus=*/true> {
+  // The table is built here, once per node, from the scales and zero points (constant initializers).
+  OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const noexcept {
+    try {
+      const Ort::ConstKernelInfo kernelInfo(info);
+      const auto constant = [&](size_t index) {
+        int isConstant = 0;
+        const Ort::ConstValue value = kernelInfo.GetTensorConstantInput(index, &isConstant);
+        if (!isConstant) throw std::runtime_error("input " + std::to_string(index) + " is not a constant");
+        return value;
+      };
+      const auto scale = [&](size_t index) { return *constant(index).GetTensorData<float>(); };
+      const auto zeroPoint = [&](size_t index) { return *constant(index).GetTensorData<uint8_t>(); };
+      const SiluQuantization q{scale(1), zeroPoint(2), scale(3), zeroPoint(4), scale(5), zeroPoint(6)};
+      // onnxruntime owns the kernel from here and deletes it through CustomOpBase's KernelDestroy.
+      *kernel = std::make_unique<SiluLookupKernel>(SiluLookupTable(q)).release();
+      return nullptr;
+    } catch (const std::exception& e) {
+      return Failed(e.what());
+    }
+  }
+
+  const char* GetName() const { return kSiluLookupOp; }
+  const char* GetExecutionProviderType() const { return "CPUExecutionProvider"; }
+  size_t GetInputTypeCount() const { return 7; }
+  ONNXTensorElementDataType GetInputType(size_t index) const {
+    return index == 1 || index == 3 || index == 5 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+                                                  : ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+  }
+  size_t GetOutputTypeCount() const { return 1; }
+  ONNXTensorElementDataType GetOutputType(size_t /*index*/) const { return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8; }
+};
+
+struct SiluLookupRegistry {
+  SiluLookupOp op;
+  Ort::CustomOpDomain domain{kSiluLookupDomain};
+  SiluLookupRegistry() { domain.Add(&op); }
+};
+
+}  // namespace
+
+Ort::CustomOpDomain& SiluLookupOpDomain() {
+  // Deliberately never destroyed, as the onnxruntime library and env (runtime/onnxruntime_library.cc): sessions
+  // of engines never closed still point at it at exit.
+  static SiluLookupRegistry* const registry = std::make_unique<SiluLookupRegistry>().release();
+  return registry->domain;
+}
+
+#endif
+
+}  // namespace edgecv

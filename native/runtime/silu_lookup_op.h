@@ -1,0 +1,53 @@
+// One int8 SiLU as one 256-entry lookup. An int8 YOLOv5 graph runs each SiLU as onnxruntime's QLinearSigmoid
+// then QLinearMul: two passes over the tensor, the first a scalar lookup that onnxruntime splits over threads
+// only for large tensors. Both are functions of one uint8 input, so their composition is a table of 256 bytes,
+// built once per node from its constant scales with the arithmetic onnxruntime uses, and applied 64 bytes at a
+// time with AVX-512 VBMI (runtime/silu_lookup_fusion.h puts it in the graph).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace edgecv {
+
+// The quantization of a SiLU's input x, of its sigmoid s (QLinearSigmoid's output) and of x * s.
+struct SiluQuantization {
+  float xScale;
+  uint8_t xZeroPoint;
+  float sigmoidScale;
+  uint8_t sigmoidZeroPoint;
+  float yScale;
+  uint8_t yZeroPoint;
+};
+
+using LookupTable = std::array<uint8_t, 256>;
+
+// table[x] = QLinearMul(x, QLinearSigmoid(x)): the same roundings, in the same order, as onnxruntime's kernels.
+LookupTable SiluLookupTable(const SiluQuantization& q);
+
+// out[i] = table[in[i]]; `in` and `out` may be the same.
+void ApplyLookup(const LookupTable& table, const uint8_t* in, uint8_t* out, size_t n);
+
+// True when ApplyLookup has a vector path on this CPU (x86 with AVX-512 VBMI). Without one, a scalar lookup
+// would be no faster than onnxruntime's own two kernels, so the graph is left as it is.
+bool LookupIsVectorized();
+
+// The operator domain and name of the lookup in a fused graph ("ai.edgecv", "SiluLookup"); inputs x, x_scale,
+// x_zero_point, sigmoid_scale, sigmoid_zero_point, y_scale, y_zero_point (all but x constant), output y.
+extern const char kSiluLookupDomain[];
+extern const char kSiluLookupOp[];
+
+}  // namespace edgecv
+
+#if EDGECV_WITH_ONNXRUNTIME
+#include "runtime/onnxruntime_api.h"
+
+namespace edgecv {
+
+// The custom operator domain holding SiluLookup, to add to the options of a session made from a fused graph.
+// Lives as long as the process (onnxruntime keeps pointers to it in every such session).
+Ort::CustomOpDomain& SiluLookupOpDomain();
+
+}  // namespace edgecv
+#endif

@@ -1,0 +1,22 @@
+// ApplyLookup (native/runtime/silu_lookup_op.cc), the int8 SiLU as one table lookup, must give table[x] for every
+// byte whatever the length and alignment: the models' tensors are multiples of 64 bytes, so the vector path's
+// masked tail never runs in the model tests (test/int8-models.test.ts compares whole graphs with onnxruntime's).
+// The check program (native/checks/silu_lookup_check.cc) is built here with the addon's compiler.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { ROOT, useTempDirs } from './helpers.js';
+
+const newTmpDir = useTempDirs();
+
+it('looks up every byte of any length and alignment, in place or not, and writes nothing past the end', () => {
+  const binary = path.join(newTmpDir('edgecv-lookup-'), 'silu_lookup_check');
+  const sources = ['native/checks/silu_lookup_check.cc', 'native/runtime/silu_lookup_op.cc'].map((f) => path.join(ROOT, f));
+  execFileSync('g++', ['-std=c++17', '-O2', `-I${path.join(ROOT, 'native')}`, '-o', binary, ...sources], { stdio: 'pipe' });
+  const run = spawnSync(binary, [], { encoding: 'utf8' });
+  expect(run.stderr).toBe('');
+  expect(run.status).toBe(0);
+  const result = JSON.parse(run.stdout) as { cases: number; mismatches: number; vectorized: boolean };
+  expect(result).toEqual({ cases: 4 * 301 * 4, mismatches: 0, vectorized: /\bavx512vbmi\b/.test(readFileSync('/proc/cpuinfo', 'utf8')) });
+}, 120_000);
