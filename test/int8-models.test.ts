@@ -26,9 +26,13 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.
 };
 /** The YOLOv5s detectors that ship int8: the objects model and the pose route's person detector. */
 const YOLO_INT8 = ['yolov5s', 'yolov5s-320'] as const;
-/** Their int8 SiLUs (yolov5s-320 keeps its stem, first C3 block and heads fp32: docs/int8.md). */
-const INT8_SILUS: Record<(typeof YOLO_INT8)[number], number> = { yolov5s: 57, 'yolov5s-320': 50 };
-/** The engine fuses each int8 SiLU into one lookup only where it has a vector path for it (silu_lookup_op.h). */
+/** Their int8 SiLUs (yolov5s-320 keeps its stem, first C3 block and heads fp32: docs/int8.md) and nearest x2 upsamplings. */
+const INT8_FUSED: Record<(typeof YOLO_INT8)[number], { siluLookups: number; upsamples: number }> = {
+  yolov5s: { siluLookups: 57, upsamples: 2 },
+  'yolov5s-320': { siluLookups: 50, upsamples: 2 },
+};
+const UNFUSED = { siluLookups: 0, upsamples: 0 };
+/** The engine fuses an int8 graph only where the lookup has its vector path (native/runtime/silu_lookup_op.h). */
 const HAS_VBMI = /\bavx512vbmi\b/.test(readFileSync('/proc/cpuinfo', 'utf8')) && /\bavx512bw\b/.test(readFileSync('/proc/cpuinfo', 'utf8'));
 const LOOKUP_PHOTOS = ['skimage/astronaut.png', 'skimage/coffee.png', 'skimage/motorcycle_left.png'];
 
@@ -99,9 +103,9 @@ describe('int8 models', () => {
         }
       });
 
-      it('runs each int8 SiLU as one lookup (AVX-512 VBMI CPUs), with outputs bit for bit those of onnxruntime-node running the int8 file', async () => {
-        expect(engines.int8!.backend().siluLookups['objectDetector']).toBe(HAS_VBMI ? INT8_SILUS[model] : 0);
-        expect(engines.fp32!.backend().siluLookups['objectDetector']).toBe(0);
+      it('runs each int8 SiLU as one lookup and each upsampling as copies (AVX-512 VBMI CPUs), with outputs bit for bit those of onnxruntime-node running the int8 file', async () => {
+        expect(engines.int8!.backend().fusedOps['objectDetector']).toEqual(HAS_VBMI ? INT8_FUSED[model] : UNFUSED);
+        expect(engines.fp32!.backend().fusedOps['objectDetector']).toEqual(UNFUSED);
         const { shape, mean, scale } = manifest.models[model]!.input;
         const side = shape[2]!;
         const session = await ort.InferenceSession.create(join(ROOT, 'models', 'onnx', manifest.models[model]!.int8!.ortFile), { intraOpNumThreads: 2 });
@@ -251,7 +255,7 @@ describe('int8 models', () => {
 
   it('opens an int8 model unfused, finding the same objects, where it cannot write onnxruntime\'s optimized graph (no temporary directory)', async () => {
     const open = () => Engine.open({ workers: 1, precision: 'int8', objectDetector: 'yolov5s', poseModel: null, faceEmbedder: null });
-    const found: { lookups: number; objects: unknown }[] = [];
+    const found: { fused: unknown; objects: unknown }[] = [];
     const saved = process.env['TMPDIR'];
     for (const tmpdir of [saved, join(tempDir(), 'missing')]) {
       if (tmpdir === undefined) delete process.env['TMPDIR'];
@@ -265,12 +269,12 @@ describe('int8 models', () => {
       }
       try {
         const { objects } = await engine.detectObjects(photo('skimage/astronaut.png'));
-        found.push({ lookups: engine.backend().siluLookups['objectDetector']!, objects });
+        found.push({ fused: engine.backend().fusedOps['objectDetector'], objects });
       } finally {
         await engine.close();
       }
     }
-    expect(found.map((f) => f.lookups)).toEqual([HAS_VBMI ? INT8_SILUS.yolov5s : 0, 0]);
+    expect(found.map((f) => f.fused)).toEqual([HAS_VBMI ? INT8_FUSED.yolov5s : UNFUSED, UNFUSED]);
     expect(found[1]!.objects).toEqual(found[0]!.objects);
     expect((found[0]!.objects as unknown[]).length).toBeGreaterThan(0);
   });

@@ -315,17 +315,21 @@ Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
   out.Set("backend", Napi::String::New(env, BackendName(backend_.kind)));
   out.Set("device", Napi::String::New(env, backend_.device));
   Napi::Object runtimes = Napi::Object::New(env);
-  Napi::Object lookups = Napi::Object::New(env);
+  Napi::Object fusedOps = Napi::Object::New(env);
   {
     const std::lock_guard<std::mutex> lock(rewrites_->mutex);
     for (const LoadedModel& model : models_) {
       runtimes.Set(model.key, Napi::String::New(env, RuntimeName(model.runtime)));
-      const auto found = rewrites_->siluLookups.find(model.path);
-      lookups.Set(model.key, Napi::Number::New(env, found == rewrites_->siluLookups.end() ? 0 : found->second));
+      const auto found = rewrites_->fused.find(model.path);
+      const GraphRewrites::Fused counts = found == rewrites_->fused.end() ? GraphRewrites::Fused{} : found->second;
+      Napi::Object ops = Napi::Object::New(env);
+      ops.Set("siluLookups", Napi::Number::New(env, counts.siluLookups));
+      ops.Set("upsamples", Napi::Number::New(env, counts.upsamples));
+      fusedOps.Set(model.key, ops);
     }
   }
   out.Set("runtimes", runtimes);
-  out.Set("siluLookups", lookups);
+  out.Set("fusedOps", fusedOps);
   const OnnxRuntimeInfo* ort = LoadedOnnxRuntime();
   if (ort) {
     Napi::Object info = Napi::Object::New(env);

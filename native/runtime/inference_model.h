@@ -34,8 +34,13 @@ struct ModelSource {
 // What loading did to one engine's graphs, by model file: filled as its models load (on the JS thread, and on
 // workers for raw runs), read by the backend report.
 struct GraphRewrites {
+  // edgecv operators put into an int8 graph (runtime/int8_graph_fusion.h)
+  struct Fused {
+    int siluLookups = 0;
+    int upsamples = 0;
+  };
   std::mutex mutex;
-  std::map<std::string, int> siluLookups;  // SiLUs run as one lookup (runtime/silu_lookup_fusion.h)
+  std::map<std::string, Fused> fused;
 };
 
 // How one worker runs its models: the device, and its compute threads per inference.

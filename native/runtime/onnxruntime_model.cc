@@ -13,8 +13,9 @@
 #include "runtime/onnxruntime_api.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
-#include "runtime/silu_lookup_fusion.h"
-#include "runtime/silu_lookup_op.h"
+#include "runtime/edgecv_ops.h"
+#include "runtime/int8_graph_fusion.h"
+#include "runtime/silu_lookup_op.h"  // LookupIsVectorized
 #include "runtime/stage_timings.h"  // Clock, MillisBetween
 
 namespace edgecv {
@@ -82,18 +83,19 @@ class TempFile {
   std::string path_;
 };
 
-// What a session is made from: the file, or (lookups > 0) onnxruntime's optimized graph of it with its int8
-// SiLUs fused into lookups (runtime/silu_lookup_fusion.h), which is loaded with no further optimization.
+// What a session is made from: the file, or onnxruntime's optimized graph of it with edgecv's operators in it
+// (runtime/int8_graph_fusion.h), which is loaded with no further optimization.
 struct SessionGraph {
   std::string path;
-  std::string fused;
-  int lookups = 0;
+  std::string fused;  // empty: the file as it is
+  GraphRewrites::Fused counts;
 };
 
-// The file's graph with its int8 SiLUs fused, where that applies and works; else the file as it is (a temporary
-// directory that cannot be written, an onnxruntime whose optimized graph has no pairs to fuse).
+// The file's int8 graph fused, where that applies and works: on the CPU, where the lookup has its vector path
+// (without it the fusion would not pay), for a QDQ graph with SiLUs. Else, or when it fails (a temporary
+// directory that cannot be written, an onnxruntime whose optimized graph has nothing to fuse), the file.
 SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options) {
-  SessionGraph graph{path, {}, 0};
+  SessionGraph graph{path, {}, {}};
   if (options.backend.kind != BackendKind::kCpu || !LookupIsVectorized()) return graph;
   try {
     const std::string file = ReadFile(path);
@@ -103,19 +105,19 @@ SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options) {
     so.SetIntraOpNumThreads(1);  // this session never runs
     so.SetOptimizedModelFilePath(optimized.path().c_str());
     Ort::Session(OnnxRuntimeEnv(), file.data(), file.size(), so);  // writes the optimized graph
-    FusedSiluGraph fused = FuseSiluLookups(ReadFile(optimized.path()));
+    FusedInt8Graph fused = FuseInt8Graph(ReadFile(optimized.path()));
     graph.fused = std::move(fused.model);
-    graph.lookups = fused.lookups;
+    graph.counts = {fused.siluLookups, fused.upsamples};
   } catch (const std::exception&) {
-    graph = SessionGraph{path, {}, 0};
+    graph = SessionGraph{path, {}, {}};
   }
   return graph;
 }
 
 Ort::Session MakeSession(const SessionGraph& graph, Ort::SessionOptions so) {
-  if (graph.lookups == 0) return Ort::Session(OnnxRuntimeEnv(), graph.path.c_str(), so);
+  if (graph.fused.empty()) return Ort::Session(OnnxRuntimeEnv(), graph.path.c_str(), so);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_DISABLE_ALL);  // optimized already
-  so.Add(SiluLookupOpDomain());
+  so.Add(EdgecvOpDomain());
   return Ort::Session(OnnxRuntimeEnv(), graph.fused.data(), graph.fused.size(), so);
 }
 
@@ -181,13 +183,13 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     try {
       s.session = MakeSession(graph, MakeSessionOptions(options));
     } catch (const Ort::Exception&) {
-      if (graph.lookups == 0) throw;
-      graph = SessionGraph{path, {}, 0};  // the file as it is, rather than no model
+      if (graph.fused.empty()) throw;
+      graph = SessionGraph{path, {}, {}};  // the file as it is, rather than no model
       s.session = MakeSession(graph, MakeSessionOptions(options));
     }
     if (options.rewrites) {
       const std::lock_guard<std::mutex> lock(options.rewrites->mutex);
-      options.rewrites->siluLookups[path] = graph.lookups;
+      options.rewrites->fused[path] = graph.counts;
     }
     s.memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
     Ort::AllocatorWithDefaultOptions allocator;

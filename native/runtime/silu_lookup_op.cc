@@ -1,5 +1,7 @@
 #include "runtime/silu_lookup_op.h"
 
+#include "runtime/edgecv_ops.h"
+
 #include <cmath>
 #include <memory>
 #include <string>
@@ -78,16 +80,9 @@ void ApplyLookup(const LookupTable& table, const uint8_t* in, uint8_t* out, size
   for (size_t i = 0; i < n; ++i) out[i] = table[in[i]];
 }
 
-const char kSiluLookupDomain[] = "ai.edgecv";
-const char kSiluLookupOp[] = "SiluLookup";
-
 #if EDGECV_WITH_ONNXRUNTIME
 
 namespace {
-
-OrtStatusPtr Failed(const std::string& what) {
-  return Ort::GetApi().CreateStatus(ORT_RUNTIME_EXCEPTION, (std::string("SiluLookup: ") + what).c_str());
-}
 
 class SiluLookupKernel {
  public:
@@ -103,7 +98,7 @@ class SiluLookupKernel {
       ApplyLookup(table_, x.GetTensorData<uint8_t>(), y.GetTensorMutableData<uint8_t>(), info.GetElementCount());
       return nullptr;
     } catch (const std::exception& e) {
-      return Failed(e.what());
+      return OpFailed(kSiluLookupOp, e.what());
     }
   }
 
@@ -111,25 +106,31 @@ class SiluLookupKernel {
   LookupTable table_;
 };
 
-struct SiluLookupOp : Ort::CustomOpBase<SiluLookupOp, SiluLookupKernel, /*WithStatus=*/true> {
+struct SiluLookupOperator : Ort::CustomOpBase<SiluLookupOperator, SiluLookupKernel, /*WithStatus=*/true> {
   // The table is built here, once per node, from the scales and zero points (constant initializers).
   OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const noexcept {
     try {
       const Ort::ConstKernelInfo kernelInfo(info);
-      const auto constant = [&](size_t index) {
-        int isConstant = 0;
-        const Ort::ConstValue value = kernelInfo.GetTensorConstantInput(index, &isConstant);
-        if (!isConstant) throw std::runtime_error("input " + std::to_string(index) + " is not a constant");
-        return value;
-      };
-      const auto scale = [&](size_t index) { return *constant(index).GetTensorData<float>(); };
-      const auto zeroPoint = [&](size_t index) { return *constant(index).GetTensorData<uint8_t>(); };
+      const auto scale = [&](size_t index) { return *ConstantInput(kernelInfo, index).GetTensorData<float>(); };
+      const auto zeroPoint = [&](size_t index) { return *ConstantInput(kernelInfo, index).GetTensorData<uint8_t>(); };
       const SiluQuantization q{scale(1), zeroPoint(2), scale(3), zeroPoint(4), scale(5), zeroPoint(6)};
       // onnxruntime owns the kernel from here and deletes it through CustomOpBase's KernelDestroy.
       *kernel = std::make_unique<SiluLookupKernel>(SiluLookupTable(q)).release();
       return nullptr;
     } catch (const std::exception& e) {
-      return Failed(e.what());
+      return OpFailed(kSiluLookupOp, e.what());
+    }
+  }
+
+  SiluLookupOperator() { InferOutputShapeFn = &InferShape; }
+
+  // The output has the input's shape (later ops' shape inference, and a fixed-size graph's NearestUpsample, read it).
+  static OrtStatusPtr InferShape(const OrtCustomOp* /*op*/, OrtShapeInferContext* raw) noexcept {
+    try {
+      Ort::ShapeInferContext ctx(&Ort::GetApi(), raw);
+      return SetUint8Output(raw, ctx.GetInputShape(0));
+    } catch (const std::exception& e) {
+      return OpFailed(kSiluLookupOp, e.what());
     }
   }
 
@@ -144,19 +145,11 @@ struct SiluLookupOp : Ort::CustomOpBase<SiluLookupOp, SiluLookupKernel, /*WithSt
   ONNXTensorElementDataType GetOutputType(size_t /*index*/) const { return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8; }
 };
 
-struct SiluLookupRegistry {
-  SiluLookupOp op;
-  Ort::CustomOpDomain domain{kSiluLookupDomain};
-  SiluLookupRegistry() { domain.Add(&op); }
-};
-
 }  // namespace
 
-Ort::CustomOpDomain& SiluLookupOpDomain() {
-  // Deliberately never destroyed, as the onnxruntime library and env (runtime/onnxruntime_library.cc): sessions
-  // of engines never closed still point at it at exit.
-  static SiluLookupRegistry* const registry = std::make_unique<SiluLookupRegistry>().release();
-  return registry->domain;
+const OrtCustomOp* SiluLookupOp() {
+  static const SiluLookupOperator* const op = std::make_unique<SiluLookupOperator>().release();  // never destroyed: edgecv_ops.h
+  return op;
 }
 
 #endif

@@ -2,7 +2,7 @@
 // then QLinearMul: two passes over the tensor, the first a scalar lookup that onnxruntime splits over threads
 // only for large tensors. Both are functions of one uint8 input, so their composition is a table of 256 bytes,
 // built once per node from its constant scales with the arithmetic onnxruntime uses, and applied 64 bytes at a
-// time with AVX-512 VBMI (runtime/silu_lookup_fusion.h puts it in the graph).
+// time with AVX-512 VBMI (runtime/int8_graph_fusion.h puts it in the graph).
 #pragma once
 
 #include <array>
@@ -33,11 +33,6 @@ void ApplyLookup(const LookupTable& table, const uint8_t* in, uint8_t* out, size
 // would be no faster than onnxruntime's own two kernels, so the graph is left as it is.
 bool LookupIsVectorized();
 
-// The operator domain and name of the lookup in a fused graph ("ai.edgecv", "SiluLookup"); inputs x, x_scale,
-// x_zero_point, sigmoid_scale, sigmoid_zero_point, y_scale, y_zero_point (all but x constant), output y.
-extern const char kSiluLookupDomain[];
-extern const char kSiluLookupOp[];
-
 }  // namespace edgecv
 
 #if EDGECV_WITH_ONNXRUNTIME
@@ -45,9 +40,9 @@ extern const char kSiluLookupOp[];
 
 namespace edgecv {
 
-// The custom operator domain holding SiluLookup, to add to the options of a session made from a fused graph.
-// Lives as long as the process (onnxruntime keeps pointers to it in every such session).
-Ort::CustomOpDomain& SiluLookupOpDomain();
+// The operator (runtime/edgecv_ops.h): inputs x, x_scale, x_zero_point, sigmoid_scale, sigmoid_zero_point,
+// y_scale, y_zero_point (all but x constant), output y, all uint8 but the float scales.
+const OrtCustomOp* SiluLookupOp();
 
 }  // namespace edgecv
 #endif

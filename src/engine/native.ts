@@ -221,6 +221,14 @@ export interface NativeFaceDetection {
 
 export type NativeRuntime = 'opencv' | 'onnxruntime';
 
+/** What the engine fused in one model's int8 graph. */
+export interface FusedOps {
+  /** QLinearSigmoid + QLinearMul pairs run as one 256-entry lookup. */
+  siluLookups: number;
+  /** Nearest Resizes by whole factors run as copies. */
+  upsamples: number;
+}
+
 export interface NativeBackendInfo {
   /** 'cuda' only if a runtime can drive a CUDA device (OpenCV built with CUDA, or an onnxruntime with its CUDA provider). */
   backend: 'cpu' | 'cuda';
@@ -229,11 +237,11 @@ export interface NativeBackendInfo {
   /** The runtime that runs each loaded model, by spec key (faceDetector, poseEstimator, objectDetector, personDetector, faceEmbedder). */
   runtimes: Record<string, NativeRuntime>;
   /**
-   * By the same keys: how many of the model's int8 SiLUs run as one table lookup (onnxruntime's optimized graph
-   * with each QLinearSigmoid + QLinearMul pair fused, native/runtime/silu_lookup_fusion.h); 0 for a model with
-   * none, on CUDA, and on CPUs without AVX-512 VBMI.
+   * By the same keys: edgecv's own operators in the model's int8 graph (native/runtime/int8_graph_fusion.h):
+   * SiLUs run as one table lookup, nearest upsamplings run as copies. All 0 for a model with nothing to fuse,
+   * on CUDA, and on CPUs without AVX-512 VBMI.
    */
-  siluLookups: Record<string, number>;
+  fusedOps: Record<string, FusedOps>;
   /** The onnxruntime library the process loaded, or null. */
   onnxRuntime: { version: string; path: string; cuda: boolean } | null;
   /** Why onnxruntime is not loaded, when it is not. */

@@ -127,7 +127,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
   }
   const { persons } = engine.models;
   if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
-  const { backend, device, runtimes, precisions, siluLookups, onnxRuntime, onnxRuntimeMissing } = engine.backend();
+  const { backend, device, runtimes, precisions, fusedOps, onnxRuntime, onnxRuntimeMissing } = engine.backend();
   if (plain) {
     const note = plainListenerNote(config, plain.url);
     console.log(note.log);
@@ -135,8 +135,9 @@ export async function runServe(config: ServerConfig): Promise<number> {
   }
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => {
-    const lookups = siluLookups[role] ? `, ${siluLookups[role]} SiLUs as lookups` : '';
-    return `${role} on ${runtime} (${precisions[role] ?? 'fp32'}${lookups})`;
+    const ops = fusedOps[role];
+    const fused = ops?.siluLookups || ops?.upsamples ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings` : '';
+    return `${role} on ${runtime} (${precisions[role] ?? 'fp32'}${fused})`;
   });
   console.log(
     `edgecv: models: ${models.join(', ')}; ` +
