@@ -1,7 +1,9 @@
 // The int8 (QDQ) models against their fp32 files, on real photos with the real addon and onnxruntime: the same
 // model name runs the int8 file on an engine opened with precision 'int8'; its raw outputs stay within measured
 // bounds of fp32's; and on the labelled sets (bench/labels/objects.json) it finds what fp32 finds, within the
-// issue's margins. None of these photos is a calibration photo (models/calibrate.ts CALIBRATION_PHOTOS).
+// issue's margins. Where the CPU has AVX-512 VBMI the engine runs the YOLOs' int8 graphs with its own operators
+// (native/runtime/int8_graph_fusion.h): their outputs must be onnxruntime-node's on the same file, bit for bit.
+// None of these photos is a calibration photo (models/calibrate.ts CALIBRATION_PHOTOS).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Database } from '../src/sqlite.js';

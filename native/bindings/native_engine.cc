@@ -62,12 +62,12 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   }
 
   const ModelSpecs specs = ReadModelSpecs(options, available);
-  if (specs.faceDetector) models_.push_back({"faceDetector", specs.faceDetector->model.runtime, specs.faceDetector->model.path});
-  if (specs.poseEstimator) models_.push_back({"poseEstimator", specs.poseEstimator->model.runtime, specs.poseEstimator->model.path});
-  for (const auto& [key, spec] : {std::pair{"objectDetector", &specs.objectDetector}, std::pair{"personDetector", &specs.personDetector}}) {
-    if (*spec) models_.push_back({key, ImageSpecOf(**spec).model.runtime, ImageSpecOf(**spec).model.path});
-  }
-  if (specs.faceEmbedder) models_.push_back({"faceEmbedder", specs.faceEmbedder->model.runtime, specs.faceEmbedder->model.path});
+  const auto loaded = [&](const char* key, const ModelSource& model) { models_.push_back({key, model.runtime, model.path}); };
+  if (specs.faceDetector) loaded("faceDetector", specs.faceDetector->model);
+  if (specs.poseEstimator) loaded("poseEstimator", specs.poseEstimator->model);
+  if (specs.objectDetector) loaded("objectDetector", ImageSpecOf(*specs.objectDetector).model);
+  if (specs.personDetector) loaded("personDetector", ImageSpecOf(*specs.personDetector).model);
+  if (specs.faceEmbedder) loaded("faceEmbedder", specs.faceEmbedder->model);
 
   // Load one copy of every model per worker, here on the JS thread, so a bad
   // model fails createEngine() synchronously with a clear message.

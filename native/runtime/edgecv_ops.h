@@ -13,9 +13,27 @@ extern const char kNearestUpsampleOp[]; // runtime/nearest_upsample_op.h
 }  // namespace edgecv
 
 #if EDGECV_WITH_ONNXRUNTIME
+#include <memory>
+
 #include "runtime/onnxruntime_api.h"
 
 namespace edgecv {
+
+// What edgecv's operators share: the CPU provider, one uint8 output, and kernels made and run through statuses
+// (an exception must not cross into onnxruntime).
+template <typename TOp, typename TKernel>
+struct Uint8CpuOp : Ort::CustomOpBase<TOp, TKernel, /*WithStatus=*/true> {
+  const char* GetExecutionProviderType() const { return "CPUExecutionProvider"; }
+  size_t GetOutputTypeCount() const { return 1; }
+  ONNXTensorElementDataType GetOutputType(size_t /*index*/) const { return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8; }
+};
+
+// The process's one instance of an operator, never destroyed (see EdgecvOpDomain()).
+template <typename TOp>
+const OrtCustomOp* ProcessOp() {
+  static const TOp* const op = std::make_unique<TOp>().release();
+  return op;
+}
 
 // The domain with every operator above, to add to the options of a session made from a fused graph. Lives as
 // long as the process: onnxruntime keeps pointers to it (and to the operators) in every such session, and

@@ -89,8 +89,7 @@ std::pair<int, int> Factors(const Ort::ConstKernelInfo& info) {
   return {static_cast<int>(sizes[1] / in[1]), static_cast<int>(sizes[2] / in[2])};
 }
 
-struct NearestUpsampleOperator
-    : Ort::CustomOpBase<NearestUpsampleOperator, NearestUpsampleKernel, /*WithStatus=*/true> {
+struct NearestUpsampleOperator : Uint8CpuOp<NearestUpsampleOperator, NearestUpsampleKernel> {
   OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const noexcept {
     try {
       const auto [fy, fx] = Factors(Ort::ConstKernelInfo(info));
@@ -127,19 +126,13 @@ struct NearestUpsampleOperator
   }
 
   const char* GetName() const { return kNearestUpsampleOp; }
-  const char* GetExecutionProviderType() const { return "CPUExecutionProvider"; }
   size_t GetInputTypeCount() const { return 1; }
   ONNXTensorElementDataType GetInputType(size_t /*index*/) const { return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8; }
-  size_t GetOutputTypeCount() const { return 1; }
-  ONNXTensorElementDataType GetOutputType(size_t /*index*/) const { return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8; }
 };
 
 }  // namespace
 
-const OrtCustomOp* NearestUpsampleOp() {
-  static const NearestUpsampleOperator* const op = std::make_unique<NearestUpsampleOperator>().release();  // never destroyed: edgecv_ops.h
-  return op;
-}
+const OrtCustomOp* NearestUpsampleOp() { return ProcessOp<NearestUpsampleOperator>(); }
 
 #endif
 

@@ -10,13 +10,13 @@
 #include <limits>
 #include <stdexcept>
 
+#include "runtime/edgecv_ops.h"
+#include "runtime/int8_graph_fusion.h"
 #include "runtime/onnxruntime_api.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
-#include "runtime/edgecv_ops.h"
-#include "runtime/int8_graph_fusion.h"
 #include "runtime/silu_lookup_op.h"  // LookupIsVectorized
-#include "runtime/stage_timings.h"  // Clock, MillisBetween
+#include "runtime/stage_timings.h"   // Clock, MillisBetween
 
 namespace edgecv {
 

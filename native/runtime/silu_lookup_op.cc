@@ -1,7 +1,5 @@
 #include "runtime/silu_lookup_op.h"
 
-#include "runtime/edgecv_ops.h"
-
 #include <cmath>
 #include <memory>
 #include <string>
@@ -10,6 +8,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+#include "runtime/edgecv_ops.h"
 
 namespace edgecv {
 
@@ -106,7 +106,7 @@ class SiluLookupKernel {
   LookupTable table_;
 };
 
-struct SiluLookupOperator : Ort::CustomOpBase<SiluLookupOperator, SiluLookupKernel, /*WithStatus=*/true> {
+struct SiluLookupOperator : Uint8CpuOp<SiluLookupOperator, SiluLookupKernel> {
   // The table is built here, once per node, from the scales and zero points (constant initializers).
   OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const noexcept {
     try {
@@ -135,22 +135,16 @@ struct SiluLookupOperator : Ort::CustomOpBase<SiluLookupOperator, SiluLookupKern
   }
 
   const char* GetName() const { return kSiluLookupOp; }
-  const char* GetExecutionProviderType() const { return "CPUExecutionProvider"; }
   size_t GetInputTypeCount() const { return 7; }
   ONNXTensorElementDataType GetInputType(size_t index) const {
     return index == 1 || index == 3 || index == 5 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
                                                   : ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
   }
-  size_t GetOutputTypeCount() const { return 1; }
-  ONNXTensorElementDataType GetOutputType(size_t /*index*/) const { return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8; }
 };
 
 }  // namespace
 
-const OrtCustomOp* SiluLookupOp() {
-  static const SiluLookupOperator* const op = std::make_unique<SiluLookupOperator>().release();  // never destroyed: edgecv_ops.h
-  return op;
-}
+const OrtCustomOp* SiluLookupOp() { return ProcessOp<SiluLookupOperator>(); }
 
 #endif
 
