@@ -28,12 +28,12 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.
 };
 /** The YOLOv5s detectors that ship int8: the objects model and the pose route's person detector. */
 const YOLO_INT8 = ['yolov5s', 'yolov5s-320'] as const;
-/** Their int8 SiLUs (yolov5s-320 keeps its stem, first C3 block and heads fp32: docs/int8.md) and nearest x2 upsamplings. */
-const INT8_FUSED: Record<(typeof YOLO_INT8)[number], { siluLookups: number; upsamples: number }> = {
-  yolov5s: { siluLookups: 57, upsamples: 2 },
-  'yolov5s-320': { siluLookups: 50, upsamples: 2 },
+/** Their int8 SiLUs (yolov5s-320 keeps its stem, first C3 block and heads fp32: docs/int8.md), nearest x2 upsamplings and concats. */
+const INT8_FUSED: Record<(typeof YOLO_INT8)[number], { siluLookups: number; upsamples: number; concats: number }> = {
+  yolov5s: { siluLookups: 57, upsamples: 2, concats: 13 },
+  'yolov5s-320': { siluLookups: 50, upsamples: 2, concats: 12 },
 };
-const UNFUSED = { siluLookups: 0, upsamples: 0 };
+const UNFUSED = { siluLookups: 0, upsamples: 0, concats: 0 };
 /** The engine fuses an int8 graph only where the lookup has its vector path (native/runtime/silu_lookup_op.h). */
 const HAS_VBMI = /\bavx512vbmi\b/.test(readFileSync('/proc/cpuinfo', 'utf8')) && /\bavx512bw\b/.test(readFileSync('/proc/cpuinfo', 'utf8'));
 const LOOKUP_PHOTOS = ['skimage/astronaut.png', 'skimage/coffee.png', 'skimage/motorcycle_left.png'];
@@ -105,7 +105,7 @@ describe('int8 models', () => {
         }
       });
 
-      it('runs each int8 SiLU as one lookup and each upsampling as copies (AVX-512 VBMI CPUs), with outputs bit for bit those of onnxruntime-node running the int8 file', async () => {
+      it('runs its own operators in the int8 graph (AVX-512 VBMI CPUs: SiLU lookups, upsampling, concats), with outputs bit for bit those of onnxruntime-node running the int8 file', async () => {
         expect(engines.int8!.backend().fusedOps['objectDetector']).toEqual(HAS_VBMI ? INT8_FUSED[model] : UNFUSED);
         expect(engines.fp32!.backend().fusedOps['objectDetector']).toEqual(UNFUSED);
         const { shape, mean, scale } = manifest.models[model]!.input;

@@ -325,6 +325,7 @@ Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
       Napi::Object ops = Napi::Object::New(env);
       ops.Set("siluLookups", Napi::Number::New(env, counts.siluLookups));
       ops.Set("upsamples", Napi::Number::New(env, counts.upsamples));
+      ops.Set("concats", Napi::Number::New(env, counts.concats));
       fusedOps.Set(model.key, ops);
     }
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/nearest_upsample_op.h"
+#include "runtime/requantize_concat_op.h"
 #include "runtime/silu_lookup_op.h"
 
 namespace edgecv {
@@ -13,6 +14,7 @@ namespace edgecv {
 const char kEdgecvOpDomain[] = "ai.edgecv";
 const char kSiluLookupOp[] = "SiluLookup";
 const char kNearestUpsampleOp[] = "NearestUpsample";
+const char kRequantizeConcatOp[] = "RequantizeConcat";
 
 #if EDGECV_WITH_ONNXRUNTIME
 
@@ -23,6 +25,7 @@ struct EdgecvOps {
   EdgecvOps() {
     domain.Add(SiluLookupOp());
     domain.Add(NearestUpsampleOp());
+    domain.Add(RequantizeConcatOp());
   }
 };
 

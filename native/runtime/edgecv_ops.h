@@ -9,6 +9,7 @@ namespace edgecv {
 extern const char kEdgecvOpDomain[];    // "ai.edgecv"
 extern const char kSiluLookupOp[];      // runtime/silu_lookup_op.h
 extern const char kNearestUpsampleOp[]; // runtime/nearest_upsample_op.h
+extern const char kRequantizeConcatOp[];  // runtime/requantize_concat_op.h
 
 }  // namespace edgecv
 

@@ -38,6 +38,7 @@ struct GraphRewrites {
   struct Fused {
     int siluLookups = 0;
     int upsamples = 0;
+    int concats = 0;
   };
   std::mutex mutex;
   std::map<std::string, Fused> fused;

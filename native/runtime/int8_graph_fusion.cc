@@ -48,16 +48,34 @@ std::string IntsAttribute(std::string_view name, const std::vector<int64_t>& val
   return attribute;
 }
 
+// A NodeProto of edgecv's domain; `attributes` are AttributeProto payloads.
 std::string EdgecvNode(const std::vector<std::string_view>& inputs, std::string_view output, std::string_view name,
-                       const char* opType, const std::string& attribute = {}) {
+                       const char* opType, const std::vector<std::string_view>& attributes = {}) {
   std::string node;
   for (std::string_view input : inputs) PutBytes(node, kNodeInput, input);
   PutBytes(node, kNodeOutput, output);
   PutBytes(node, kNodeName, name);
   PutBytes(node, kNodeOpType, opType);
-  if (!attribute.empty()) PutBytes(node, kNodeAttribute, attribute);
+  for (std::string_view attribute : attributes) PutBytes(node, kNodeAttribute, attribute);
   PutBytes(node, kNodeDomain, kEdgecvOpDomain);
   return node;
+}
+
+// A QLinearConcat (inputs y_scale, y_zero_point, then x, x_scale, x_zero_point per input) whose scales are
+// float initializers and zero points uint8 ones: RequantizeConcat builds its tables from them when it loads.
+bool IsUint8ConstantConcat(const Node& concat, const std::unordered_map<std::string_view, Initializer>& initializers) {
+  if (!IsMicrosoftOp(concat, "QLinearConcat") || concat.outputs.size() != 1) return false;
+  const size_t count = concat.inputs.size();
+  if (count < 5 || (count - 2) % 3 != 0) return false;
+  const auto constant = [&](std::string_view name, uint64_t dataType) {
+    const auto found = initializers.find(name);
+    return found != initializers.end() && found->second.dataType == dataType;
+  };
+  if (!constant(concat.inputs[0], kFloatTensor) || !constant(concat.inputs[1], kUint8Tensor)) return false;
+  for (size_t first = 2; first < count; first += 3) {
+    if (!constant(concat.inputs[first + 1], kFloatTensor) || !constant(concat.inputs[first + 2], kUint8Tensor)) return false;
+  }
+  return true;
 }
 
 // For a Resize whose result is each pixel of x copied, NearestUpsample's attribute: "factors" [fy, fx] from
@@ -155,8 +173,14 @@ FusedInt8Graph FuseInt8Graph(std::string_view optimizedModel) {
     const Node& resize = nodes[i];
     const std::string attribute = UpsampleAttribute(resize, initializers);
     if (attribute.empty() || !lookupOutputs.count(resize.inputs[0])) continue;
-    replaced.emplace(i, EdgecvNode({resize.inputs[0]}, resize.outputs[0], resize.name, kNearestUpsampleOp, attribute));
+    replaced.emplace(i, EdgecvNode({resize.inputs[0]}, resize.outputs[0], resize.name, kNearestUpsampleOp, {attribute}));
     ++fused.upsamples;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& concat = nodes[i];
+    if (!IsUint8ConstantConcat(concat, initializers)) continue;
+    replaced.emplace(i, EdgecvNode(concat.inputs, concat.outputs[0], concat.name, kRequantizeConcatOp, concat.attributes));
+    ++fused.concats;
   }
   if (replaced.empty()) return fused;
 

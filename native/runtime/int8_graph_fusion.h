@@ -4,7 +4,8 @@
 // lets onnxruntime optimize the file first and save that graph; here, in the saved graph:
 // - each QLinearSigmoid + QLinearMul pair computing x * sigmoid(x) becomes one SiluLookup;
 // - each nearest Resize of a SiluLookup's output by whole factors on H and W, whose result is each pixel
-//   copied, becomes one NearestUpsample.
+//   copied, becomes one NearestUpsample;
+// - each QLinearConcat of uint8 tensors with constant scales and zero points becomes one RequantizeConcat.
 // The engine loads the result with no further optimization. The protobuf is handled at the wire level
 // (runtime/onnx_wire.h): only nodes, the value_info entries of removed tensors and one opset import change.
 #pragma once
@@ -22,6 +23,7 @@ struct FusedInt8Graph {
   std::string model;  // the serialized model with the nodes replaced (empty when nothing was)
   int siluLookups = 0;
   int upsamples = 0;
+  int concats = 0;
 };
 
 // Fuses a serialized model onnxruntime optimized (see above). Throws std::runtime_error on malformed bytes.

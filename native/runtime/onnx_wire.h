@@ -59,11 +59,11 @@ std::string_view ValueInfoName(std::string_view valueInfo);
 std::string_view StringAttribute(const Node& node, std::string_view name, std::string_view fallback);
 // A float32 or int64 initializer's values (raw_data, float_data or int64_data); other types keep only their type.
 struct Initializer {
-  uint64_t dataType = 0;  // TensorProto.DataType: 1 float, 7 int64
+  uint64_t dataType = 0;  // TensorProto.DataType: 1 float, 2 uint8, 7 int64
   std::vector<float> floats;
   std::vector<int64_t> int64s;
 };
-constexpr uint64_t kFloatTensor = 1, kInt64Tensor = 7;
+constexpr uint64_t kFloatTensor = 1, kUint8Tensor = 2, kInt64Tensor = 7;
 std::unordered_map<std::string_view, Initializer> Initializers(std::string_view graph);
 
 }  // namespace edgecv::onnx_wire

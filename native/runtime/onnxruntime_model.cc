@@ -15,7 +15,7 @@
 #include "runtime/onnxruntime_api.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
-#include "runtime/silu_lookup_op.h"  // LookupIsVectorized
+#include "runtime/uint8_lookup.h"  // LookupIsVectorized
 #include "runtime/stage_timings.h"   // Clock, MillisBetween
 
 namespace edgecv {
@@ -107,7 +107,7 @@ SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options) {
     Ort::Session(OnnxRuntimeEnv(), file.data(), file.size(), so);  // writes the optimized graph
     FusedInt8Graph fused = FuseInt8Graph(ReadFile(optimized.path()));
     graph.fused = std::move(fused.model);
-    graph.counts = {fused.siluLookups, fused.upsamples};
+    graph.counts = {fused.siluLookups, fused.upsamples, fused.concats};
   } catch (const std::exception&) {
     graph = SessionGraph{path, {}, {}};
   }

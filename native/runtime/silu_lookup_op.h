@@ -1,13 +1,13 @@
 // One int8 SiLU as one 256-entry lookup. An int8 YOLOv5 graph runs each SiLU as onnxruntime's QLinearSigmoid
 // then QLinearMul: two passes over the tensor, the first a scalar lookup that onnxruntime splits over threads
 // only for large tensors. Both are functions of one uint8 input, so their composition is a table of 256 bytes,
-// built once per node from its constant scales with the arithmetic onnxruntime uses, and applied 64 bytes at a
-// time with AVX-512 VBMI (runtime/int8_graph_fusion.h puts it in the graph).
+// built once per node from its constant scales with the arithmetic onnxruntime uses (runtime/uint8_lookup.h);
+// runtime/int8_graph_fusion.h puts it in the graph.
 #pragma once
 
-#include <array>
-#include <cstddef>
 #include <cstdint>
+
+#include "runtime/uint8_lookup.h"
 
 namespace edgecv {
 
@@ -21,17 +21,8 @@ struct SiluQuantization {
   uint8_t yZeroPoint;
 };
 
-using LookupTable = std::array<uint8_t, 256>;
-
 // table[x] = QLinearMul(x, QLinearSigmoid(x)): the same roundings, in the same order, as onnxruntime's kernels.
 LookupTable SiluLookupTable(const SiluQuantization& q);
-
-// out[i] = table[in[i]]; `in` and `out` may be the same.
-void ApplyLookup(const LookupTable& table, const uint8_t* in, uint8_t* out, size_t n);
-
-// True when ApplyLookup has a vector path on this CPU (x86 with AVX-512 VBMI). Without one, a scalar lookup
-// would be no faster than onnxruntime's own two kernels, so the graph is left as it is.
-bool LookupIsVectorized();
 
 }  // namespace edgecv
 

@@ -227,6 +227,8 @@ export interface FusedOps {
   siluLookups: number;
   /** Nearest Resizes by whole factors run as copies. */
   upsamples: number;
+  /** QLinearConcats run as vector lookups and copies over the session's threads. */
+  concats: number;
 }
 
 export interface NativeBackendInfo {
@@ -238,7 +240,7 @@ export interface NativeBackendInfo {
   runtimes: Record<string, NativeRuntime>;
   /**
    * By the same keys: edgecv's own operators in the model's int8 graph (native/runtime/int8_graph_fusion.h):
-   * SiLUs run as one table lookup, nearest upsamplings run as copies. All 0 for a model with nothing to fuse,
+   * SiLUs run as one table lookup, nearest upsamplings as copies, concatenations with vector lookups. All 0 for a model with nothing to fuse,
    * on CUDA, and on CPUs without AVX-512 VBMI.
    */
   fusedOps: Record<string, FusedOps>;

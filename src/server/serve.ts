@@ -136,7 +136,9 @@ export async function runServe(config: ServerConfig): Promise<number> {
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => {
     const ops = fusedOps[role];
-    const fused = ops?.siluLookups || ops?.upsamples ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings` : '';
+    const fused = ops && ops.siluLookups + ops.upsamples + ops.concats > 0
+      ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings, ${ops.concats} concats`
+      : '';
     return `${role} on ${runtime} (${precisions[role] ?? 'fp32'}${fused})`;
   });
   console.log(

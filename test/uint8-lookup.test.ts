@@ -1,7 +1,6 @@
-// ApplyLookup (native/runtime/silu_lookup_op.cc), the int8 SiLU as one table lookup, must give table[x] for every
-// byte whatever the length and alignment: the models' tensors are multiples of 64 bytes, so the vector path's
-// masked tail never runs in the model tests (test/int8-models.test.ts compares whole graphs with onnxruntime's).
-// The check program (native/checks/silu_lookup_check.cc) is built here with the addon's compiler.
+// ApplyLookup (native/runtime/uint8_lookup.cc), behind edgecv's int8 SiLU lookup and requantizing concat, must
+// give table[x] for every byte whatever the length and alignment (test/int8-models.test.ts compares whole graphs
+// with onnxruntime's, but only at the lengths those models happen to have). The check program (native/checks/uint8_lookup_check.cc) is built here with the addon's compiler.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,8 +10,8 @@ import { ROOT, useTempDirs } from './helpers.js';
 const newTmpDir = useTempDirs();
 
 it('looks up every byte of any length and alignment, in place or not, and writes nothing past the end', () => {
-  const binary = path.join(newTmpDir('edgecv-lookup-'), 'silu_lookup_check');
-  const sources = ['native/checks/silu_lookup_check.cc', 'native/runtime/silu_lookup_op.cc'].map((f) => path.join(ROOT, f));
+  const binary = path.join(newTmpDir('edgecv-lookup-'), 'uint8_lookup_check');
+  const sources = ['native/checks/uint8_lookup_check.cc', 'native/runtime/uint8_lookup.cc'].map((f) => path.join(ROOT, f));
   execFileSync('g++', ['-std=c++17', '-O2', `-I${path.join(ROOT, 'native')}`, '-o', binary, ...sources], { stdio: 'pipe' });
   const run = spawnSync(binary, [], { encoding: 'utf8' });
   expect(run.stderr).toBe('');

@@ -1,12 +1,12 @@
 // Compares edgecv::ApplyLookup (its AVX-512 VBMI path where the CPU has one) with a plain table[x] loop: random
 // tables over random bytes, every length from 0 to 300 at unaligned offsets, into another buffer and in place,
 // checking that nothing past the end is written. Prints one JSON line; exits 1 on any difference. Built and run
-// by test/silu-lookup.test.ts (not part of the addon).
+// by test/uint8-lookup.test.ts (not part of the addon).
 #include <cstdio>
 #include <random>
 #include <vector>
 
-#include "runtime/silu_lookup_op.h"
+#include "runtime/uint8_lookup.h"
 
 int main() {
   std::mt19937 random(25);
