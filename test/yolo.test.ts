@@ -1,7 +1,7 @@
 // The YOLO object detector: the C++ decode (native/models/yolo_detector.cc, cut at the head convolutions) against
 // the full original TF.js graph ([1,25200,85], decoded in the graph) on the same real pixels; an operator's
 // own model (the converted full-head export) through --object-model; and the errors for bad files.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
@@ -269,6 +269,12 @@ describe('an own YOLO model (--object-model /path/model.onnx)', () => {
     const text = join(dir, 'text.onnx');
     writeFileSync(text, 'this is not a model, just some text long enough\n');
     await expect(open(text)).rejects.toThrow(/text\.onnx is not an ONNX model/);
+    // An int8 QDQ file cut short: the engine reads it for int8 SiLUs to fuse (native/runtime/int8_graph_fusion.h)
+    // before onnxruntime loads it, and must then fail as plainly as onnxruntime does.
+    const int8 = readFileSync(join(MODEL_DIR, 'yolov5s.int8.ort.onnx'));
+    const cut = join(dir, 'cut.onnx');
+    writeFileSync(cut, int8.subarray(0, Math.floor(int8.length * 0.6)));
+    await expect(open(cut)).rejects.toThrow(/cut\.onnx: onnxruntime could not load it: .*Protobuf parsing failed/);
     // A real (standard) ONNX file, but centernet's two outputs are not the YOLOv5 layout.
     await expect(open(join(MODEL_DIR, 'centernet-320.ort.onnx'))).rejects.toThrow(/has 2 outputs, expected one \[1,N,5\+classes\]/);
     const three = join(dir, 'three.txt');
