@@ -29,24 +29,19 @@ void UpsampleNearest(const uint8_t* in, int64_t n, int64_t h, int64_t w, int64_t
 
 namespace {
 
-class NearestUpsampleKernel {
+class NearestUpsampleKernel : public StatusKernel<NearestUpsampleKernel> {
  public:
+  static constexpr const char* kOp = kNearestUpsampleOp;
   NearestUpsampleKernel(int fy, int fx) : fy_(fy), fx_(fx) {}
 
-  OrtStatusPtr ComputeV2(OrtKernelContext* context) const noexcept {
-    try {
-      Ort::KernelContext ctx(context);
-      const Ort::ConstValue x = ctx.GetInput(0);
-      const std::vector<int64_t> shape = x.GetTensorTypeAndShapeInfo().GetShape();
-      if (shape.size() != 4) throw std::runtime_error("expected an NHWC tensor");
-      const std::vector<int64_t> outShape{shape[0], shape[1] * fy_, shape[2] * fx_, shape[3]};
-      Ort::UnownedValue y = ctx.GetOutput(0, outShape.data(), outShape.size());
-      UpsampleNearest(x.GetTensorData<uint8_t>(), shape[0], shape[1], shape[2], shape[3], fy_, fx_,
-                      y.GetTensorMutableData<uint8_t>());
-      return nullptr;
-    } catch (const std::exception& e) {
-      return OpFailed(kNearestUpsampleOp, e.what());
-    }
+  void Compute(Ort::KernelContext& ctx) const {
+    const Ort::ConstValue x = ctx.GetInput(0);
+    const std::vector<int64_t> shape = x.GetTensorTypeAndShapeInfo().GetShape();
+    if (shape.size() != 4) throw std::runtime_error("expected an NHWC tensor");
+    const std::vector<int64_t> outShape{shape[0], shape[1] * fy_, shape[2] * fx_, shape[3]};
+    Ort::UnownedValue y = ctx.GetOutput(0, outShape.data(), outShape.size());
+    UpsampleNearest(x.GetTensorData<uint8_t>(), shape[0], shape[1], shape[2], shape[3], fy_, fx_,
+                    y.GetTensorMutableData<uint8_t>());
   }
 
  private:
@@ -90,42 +85,27 @@ std::pair<int, int> Factors(const Ort::ConstKernelInfo& info) {
 }
 
 struct NearestUpsampleOperator : Uint8CpuOp<NearestUpsampleOperator, NearestUpsampleKernel> {
-  OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const noexcept {
-    try {
-      const auto [fy, fx] = Factors(Ort::ConstKernelInfo(info));
-      // onnxruntime owns the kernel from here and deletes it through CustomOpBase's KernelDestroy.
-      *kernel = std::make_unique<NearestUpsampleKernel>(fy, fx).release();
-      return nullptr;
-    } catch (const std::exception& e) {
-      return OpFailed(kNearestUpsampleOp, e.what());
-    }
+  static constexpr const char* kName = kNearestUpsampleOp;
+
+  static std::unique_ptr<NearestUpsampleKernel> MakeKernel(const Ort::ConstKernelInfo& info) {
+    const auto [fy, fx] = Factors(info);
+    return std::make_unique<NearestUpsampleKernel>(fy, fx);
   }
 
-  NearestUpsampleOperator() { InferOutputShapeFn = &InferShape; }
-
-  // The output's shape for the ops after it (a fixed-size graph's later upsamplings check theirs when they load).
-  static OrtStatusPtr InferShape(const OrtCustomOp* /*op*/, OrtShapeInferContext* raw) noexcept {
-    try {
-      Ort::ShapeInferContext ctx(&Ort::GetApi(), raw);
-      Ort::ShapeInferContext::Shape shape = ctx.GetInputShape(0);
-      if (shape.size() != 4) throw std::runtime_error("expected an NHWC tensor");
-      const Ort::ShapeInferContext::Ints sizes = IntsAttribute(ctx, "sizes");
-      const Ort::ShapeInferContext::Ints factors = IntsAttribute(ctx, "factors");
-      if (sizes.size() == 4) {
-        shape.assign(sizes.begin(), sizes.end());
-      } else {
-        for (size_t axis : {size_t{1}, size_t{2}}) {
-          const bool known = factors.size() == 2 && shape[axis].IsInt() && shape[axis].AsInt() >= 0;
-          shape[axis] = known ? shape[axis].AsInt() * factors[axis - 1] : int64_t{-1};  // open: unknown
-        }
-      }
-      return SetUint8Output(raw, shape);
-    } catch (const std::exception& e) {
-      return OpFailed(kNearestUpsampleOp, e.what());
+  // For the ops after it (a fixed-size graph's later upsamplings check theirs when they load).
+  static Ort::ShapeInferContext::Shape OutputShape(Ort::ShapeInferContext& ctx) {
+    Ort::ShapeInferContext::Shape shape = ctx.GetInputShape(0);
+    if (shape.size() != 4) throw std::runtime_error("expected an NHWC tensor");
+    const Ort::ShapeInferContext::Ints sizes = IntsAttribute(ctx, "sizes");
+    const Ort::ShapeInferContext::Ints factors = IntsAttribute(ctx, "factors");
+    if (sizes.size() == 4) return Ort::ShapeInferContext::Shape(sizes.begin(), sizes.end());
+    for (size_t axis : {size_t{1}, size_t{2}}) {
+      const bool known = factors.size() == 2 && shape[axis].IsInt() && shape[axis].AsInt() >= 0;
+      shape[axis] = known ? shape[axis].AsInt() * factors[axis - 1] : int64_t{-1};  // open: unknown
     }
+    return shape;
   }
 
-  const char* GetName() const { return kNearestUpsampleOp; }
   size_t GetInputTypeCount() const { return 1; }
   ONNXTensorElementDataType GetInputType(size_t /*index*/) const { return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8; }
 };

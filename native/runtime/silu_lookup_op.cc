@@ -39,28 +39,23 @@ struct Slices {
   }
 };
 
-class SiluLookupKernel {
+class SiluLookupKernel : public StatusKernel<SiluLookupKernel> {
  public:
+  static constexpr const char* kOp = kSiluLookupOp;
   explicit SiluLookupKernel(const LookupTable& table) : table_(table) {}
 
-  OrtStatusPtr ComputeV2(OrtKernelContext* context) const noexcept {
-    try {
-      Ort::KernelContext ctx(context);
-      const Ort::ConstValue x = ctx.GetInput(0);
-      const Ort::TensorTypeAndShapeInfo info = x.GetTensorTypeAndShapeInfo();
-      const std::vector<int64_t> shape = info.GetShape();
-      Ort::UnownedValue y = ctx.GetOutput(0, shape.data(), shape.size());
-      Slices slices{&table_, x.GetTensorData<uint8_t>(), y.GetTensorMutableData<uint8_t>(), info.GetElementCount()};
-      const size_t count = (slices.n + kSlice - 1) / kSlice;
-      if (count < 2) {
-        ApplyLookup(table_, slices.in, slices.out, slices.n);
-      } else {
-        // A large tensor is split over the session's threads (yolov5s at 640x480: 0.2-0.3 ms a run).
-        ctx.ParallelFor(&Slices::Run, count, 0, &slices);
-      }
-      return nullptr;
-    } catch (const std::exception& e) {
-      return OpFailed(kSiluLookupOp, e.what());
+  void Compute(Ort::KernelContext& ctx) const {
+    const Ort::ConstValue x = ctx.GetInput(0);
+    const Ort::TensorTypeAndShapeInfo info = x.GetTensorTypeAndShapeInfo();
+    const std::vector<int64_t> shape = info.GetShape();
+    Ort::UnownedValue y = ctx.GetOutput(0, shape.data(), shape.size());
+    Slices slices{&table_, x.GetTensorData<uint8_t>(), y.GetTensorMutableData<uint8_t>(), info.GetElementCount()};
+    const size_t count = (slices.n + kSlice - 1) / kSlice;
+    if (count < 2) {
+      ApplyLookup(table_, slices.in, slices.out, slices.n);
+    } else {
+      // A large tensor is split over the session's threads (yolov5s at 640x480: 0.2-0.3 ms a run).
+      ctx.ParallelFor(&Slices::Run, count, 0, &slices);
     }
   }
 
@@ -69,34 +64,19 @@ class SiluLookupKernel {
 };
 
 struct SiluLookupOperator : Uint8CpuOp<SiluLookupOperator, SiluLookupKernel> {
-  // The table is built here, once per node, from the scales and zero points (constant initializers).
-  OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const noexcept {
-    try {
-      const Ort::ConstKernelInfo kernelInfo(info);
-      const auto scale = [&](size_t index) { return *ConstantInput(kernelInfo, index).GetTensorData<float>(); };
-      const auto zeroPoint = [&](size_t index) { return *ConstantInput(kernelInfo, index).GetTensorData<uint8_t>(); };
-      const SiluQuantization q{scale(1), zeroPoint(2), scale(3), zeroPoint(4), scale(5), zeroPoint(6)};
-      // onnxruntime owns the kernel from here and deletes it through CustomOpBase's KernelDestroy.
-      *kernel = std::make_unique<SiluLookupKernel>(SiluLookupTable(q)).release();
-      return nullptr;
-    } catch (const std::exception& e) {
-      return OpFailed(kSiluLookupOp, e.what());
-    }
+  static constexpr const char* kName = kSiluLookupOp;
+
+  // The table, built once per node from its scales and zero points (constant initializers).
+  static std::unique_ptr<SiluLookupKernel> MakeKernel(const Ort::ConstKernelInfo& info) {
+    const auto scale = [&](size_t index) { return *ConstantInput(info, index).GetTensorData<float>(); };
+    const auto zeroPoint = [&](size_t index) { return *ConstantInput(info, index).GetTensorData<uint8_t>(); };
+    return std::make_unique<SiluLookupKernel>(
+        SiluLookupTable({scale(1), zeroPoint(2), scale(3), zeroPoint(4), scale(5), zeroPoint(6)}));
   }
 
-  SiluLookupOperator() { InferOutputShapeFn = &InferShape; }
+  // The input's shape (later ops' shape inference, and a fixed-size graph's NearestUpsample, read it).
+  static Ort::ShapeInferContext::Shape OutputShape(Ort::ShapeInferContext& ctx) { return ctx.GetInputShape(0); }
 
-  // The output has the input's shape (later ops' shape inference, and a fixed-size graph's NearestUpsample, read it).
-  static OrtStatusPtr InferShape(const OrtCustomOp* /*op*/, OrtShapeInferContext* raw) noexcept {
-    try {
-      Ort::ShapeInferContext ctx(&Ort::GetApi(), raw);
-      return SetUint8Output(raw, ctx.GetInputShape(0));
-    } catch (const std::exception& e) {
-      return OpFailed(kSiluLookupOp, e.what());
-    }
-  }
-
-  const char* GetName() const { return kSiluLookupOp; }
   size_t GetInputTypeCount() const { return 7; }
   ONNXTensorElementDataType GetInputType(size_t index) const {
     return index == 1 || index == 3 || index == 5 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
