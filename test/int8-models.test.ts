@@ -280,6 +280,24 @@ describe('int8 models', () => {
     expect(found[1]!.objects).toEqual(found[0]!.objects);
     expect((found[0]!.objects as unknown[]).length).toBeGreaterThan(0);
   });
+
+  it('gives every worker the fused graph the engine made once: two workers at once find what one finds', async () => {
+    const open = (workers: number) => Engine.open({ workers, threadsPerWorker: 1, precision: 'int8', objectDetector: 'yolov5s', poseModel: null, faceEmbedder: null });
+    const image = photo('darknet/person.jpg');
+    const one = await open(1);
+    const two = await open(2);
+    try {
+      const expected = (await one.detectObjects(image)).objects;
+      expect(expected.length).toBeGreaterThan(0);
+      expect(two.backend().fusedOps['objectDetector']).toEqual(HAS_VBMI ? INT8_FUSED.yolov5s : UNFUSED);
+      // two calls at once: each worker runs one, the second on the graph the first worker's load left for it
+      const both = await Promise.all([two.detectObjects(image), two.detectObjects(image)]);
+      for (const r of both) expect(r.objects).toEqual(expected);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
 });
 
 const tempDir = useTempDirs();

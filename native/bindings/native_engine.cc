@@ -90,6 +90,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   } catch (const std::exception& e) {  // includes cv::Exception
     throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }
+  rewrites_->LoadingDone();  // the fused graphs kept for the workers' copies are no longer needed
   hasFaceDetector_ = static_cast<bool>(specs.faceDetector);
   hasPoseEstimator_ = static_cast<bool>(specs.poseEstimator);
   hasObjectDetector_ = specs.objectDetector.has_value();
@@ -320,8 +321,8 @@ Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
     const std::lock_guard<std::mutex> lock(rewrites_->mutex);
     for (const LoadedModel& model : models_) {
       runtimes.Set(model.key, Napi::String::New(env, RuntimeName(model.runtime)));
-      const auto found = rewrites_->fused.find(model.path);
-      const GraphRewrites::Fused counts = found == rewrites_->fused.end() ? GraphRewrites::Fused{} : found->second;
+      const auto found = rewrites_->files.find(model.path);
+      const GraphRewrites::Fused counts = found == rewrites_->files.end() ? GraphRewrites::Fused{} : found->second.fused;
       Napi::Object ops = Napi::Object::New(env);
       ops.Set("siluLookups", Napi::Number::New(env, counts.siluLookups));
       ops.Set("upsamples", Napi::Number::New(env, counts.upsamples));

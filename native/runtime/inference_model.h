@@ -39,9 +39,23 @@ struct GraphRewrites {
     int siluLookups = 0;
     int upsamples = 0;
     int concats = 0;
+    bool any() const { return siluLookups + upsamples + concats > 0; }
+  };
+  struct File {
+    Fused fused;
+    // The fused graph itself while the engine loads its workers' copies, so that a file is optimized and fused
+    // once rather than once per worker; dropped when loading ends (LoadingDone).
+    std::shared_ptr<const std::string> graph;
   };
   std::mutex mutex;
-  std::map<std::string, Fused> fused;
+  std::map<std::string, File> files;
+  bool loading = true;
+
+  void LoadingDone() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    loading = false;
+    for (auto& [path, file] : files) file.graph.reset();
+  }
 };
 
 // How one worker runs its models: the device, and its compute threads per inference.

@@ -87,16 +87,14 @@ class TempFile {
 // (runtime/int8_graph_fusion.h), which is loaded with no further optimization.
 struct SessionGraph {
   std::string path;
-  std::string fused;  // empty: the file as it is
+  std::shared_ptr<const std::string> fused;  // null: the file as it is
   GraphRewrites::Fused counts;
 };
 
-// The file's int8 graph fused, where that applies and works: on the CPU, where the lookup has its vector path
-// (without it the fusion would not pay), for a QDQ graph with SiLUs. Else, or when it fails (a temporary
-// directory that cannot be written, an onnxruntime whose optimized graph has nothing to fuse), the file.
-SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options) {
-  SessionGraph graph{path, {}, {}};
-  if (options.backend.kind != BackendKind::kCpu || !LookupIsVectorized()) return graph;
+// The file's int8 graph fused, for a QDQ graph with SiLUs. Else, or when it fails (a temporary directory that
+// cannot be written, an onnxruntime whose optimized graph has nothing to fuse), the file.
+SessionGraph FuseFile(const std::string& path, const RuntimeOptions& options) {
+  SessionGraph graph{path, nullptr, {}};
   try {
     const std::string file = ReadFile(path);
     if (CountQdqSigmoids(file) == 0) return graph;
@@ -106,19 +104,40 @@ SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options) {
     so.SetOptimizedModelFilePath(optimized.path().c_str());
     Ort::Session(OnnxRuntimeEnv(), file.data(), file.size(), so);  // writes the optimized graph
     FusedInt8Graph fused = FuseInt8Graph(ReadFile(optimized.path()));
-    graph.fused = std::move(fused.model);
+    if (!fused.model.empty()) graph.fused = std::make_shared<const std::string>(std::move(fused.model));
     graph.counts = {fused.siluLookups, fused.upsamples, fused.concats};
   } catch (const std::exception&) {
-    graph = SessionGraph{path, {}, {}};
+    graph = SessionGraph{path, nullptr, {}};
   }
   return graph;
 }
 
+// On the CPU, where the lookup has its vector path (without it the fusion would not pay), FuseFile's answer:
+// while the engine loads (each worker its own copy of every model), the one another worker already got.
+SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options) {
+  if (options.backend.kind != BackendKind::kCpu || !LookupIsVectorized()) return SessionGraph{path, nullptr, {}};
+  if (options.rewrites) {
+    const std::lock_guard<std::mutex> lock(options.rewrites->mutex);
+    const auto known = options.rewrites->files.find(path);
+    if (known != options.rewrites->files.end() && (known->second.graph || !known->second.fused.any())) {
+      return SessionGraph{path, known->second.graph, known->second.fused};
+    }
+  }
+  return FuseFile(path, options);
+}
+
+// Records what a session was made from: for the backend report, and while the engine loads, for its other workers.
+void Remember(const SessionGraph& graph, const RuntimeOptions& options) {
+  if (!options.rewrites) return;
+  const std::lock_guard<std::mutex> lock(options.rewrites->mutex);
+  options.rewrites->files[graph.path] = {graph.counts, options.rewrites->loading ? graph.fused : nullptr};
+}
+
 Ort::Session MakeSession(const SessionGraph& graph, Ort::SessionOptions so) {
-  if (graph.fused.empty()) return Ort::Session(OnnxRuntimeEnv(), graph.path.c_str(), so);
+  if (!graph.fused) return Ort::Session(OnnxRuntimeEnv(), graph.path.c_str(), so);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_DISABLE_ALL);  // optimized already
   so.Add(EdgecvOpDomain());
-  return Ort::Session(OnnxRuntimeEnv(), graph.fused.data(), graph.fused.size(), so);
+  return Ort::Session(OnnxRuntimeEnv(), graph.fused->data(), graph.fused->size(), so);
 }
 
 // The shape to time the graph at: its input shape, each open dimension taken from `timingShape` (same rank);
@@ -183,14 +202,11 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     try {
       s.session = MakeSession(graph, MakeSessionOptions(options));
     } catch (const Ort::Exception&) {
-      if (graph.fused.empty()) throw;
-      graph = SessionGraph{path, {}, {}};  // the file as it is, rather than no model
+      if (!graph.fused) throw;
+      graph = SessionGraph{path, nullptr, {}};  // the file as it is, rather than no model
       s.session = MakeSession(graph, MakeSessionOptions(options));
     }
-    if (options.rewrites) {
-      const std::lock_guard<std::mutex> lock(options.rewrites->mutex);
-      options.rewrites->fused[path] = graph.counts;
-    }
+    Remember(graph, options);
     s.memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
     Ort::AllocatorWithDefaultOptions allocator;
     if (s.session.GetInputCount() != 1) {
