@@ -8,6 +8,7 @@ import type { ConvertedManifest } from '../models/model-manifest.js';
 import { calibratedDistance, Engine, POSE_DEFAULTS } from '../src/index.js';
 import { cosine, embedAll, equalErrorRate, loadJohns, pairDistances } from '../test/support/face-verification.js';
 import { labelsSummary, loadObjectLabels, scorePhoto, sumScores } from '../test/support/object-labels.js';
+import { ORT_EXACT_INT8 } from '../test/support/cpu-int8.js';
 import { scorePoses } from '../test/support/pose-scoring.js';
 import { timeInterleaved } from './engine-speed.js';
 import type { BenchContext } from './pose-objects.js';
@@ -31,7 +32,9 @@ export async function benchInt8Forward(ctx: BenchContext, manifest: ConvertedMan
       const input = new Float32Array(size).map((_, i) => Math.sin(i) * 0.9);
       const options = { intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential' as const };
       const fp32 = await ort.InferenceSession.create(join(ctx.root, 'models', 'onnx', model.ortFile), options);
-      const int8 = await ort.InferenceSession.create(join(ctx.root, 'models', 'onnx', model.int8.ortFile), options);
+      // On a CPU without VNNI, onnxruntime's default int8 kernels saturate (docs/int8.md): the int8 file runs
+      // exactly, as in the engine, so that both sides compute the same answer.
+      const int8 = await ort.InferenceSession.create(join(ctx.root, 'models', 'onnx', model.int8.ortFile), { ...options, ...ORT_EXACT_INT8 });
       const feeds = { [model.input.name]: new ort.Tensor('float32', input, model.input.shape) };
       const runs = {
         'edgecv int8': () => engine.runModel(name, input, { runtime: 'onnxruntime' }),

@@ -24,6 +24,7 @@ import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchMetricsPlatform, printMetricsPlatform } from './metrics-platform.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
+import { HAS_INT8_DOT_PRODUCT } from '../test/support/cpu-int8.js';
 import { benchInt8Accuracy, benchInt8Forward } from './int8-speed.js';
 import { benchObjectAccuracy } from './object-accuracy.js';
 import { benchPoseAccuracy } from './pose-accuracy.js';
@@ -202,7 +203,8 @@ async function main(): Promise<void> {
   const ctx = { root, iterations: ITER, quick, timeIt, stats };
 
   const int8 = onlyPoseObjects || onlyAlternatives ? null : await benchInt8Forward(ctx, manifest);
-  if (int8) table('int8 models: edgecv running the int8 file vs onnxruntime-node running the fp32 and the int8 file, same input, 2 threads, interleaved (docs/int8.md)', int8);
+  const int8Cpu = HAS_INT8_DOT_PRODUCT ? 'CPU with int8 dot products (VNNI)' : "CPU without VNNI: onnxruntime's exact int8 kernels on both sides";
+  if (int8) table(`int8 models: edgecv running the int8 file vs onnxruntime-node running the fp32 and the int8 file, same input, 2 threads, interleaved; ${int8Cpu} (docs/int8.md)`, int8);
   const int8Accuracy = onlyPoseObjects || onlyAlternatives || onlyEngineSpeed ? [] : await benchInt8Accuracy(root);
   table('int8 and fp32 accuracy from the same run (each precision at its default thresholds; docs/int8.md)', int8Accuracy);
   const forward = onlyPoseObjects || onlyAlternatives || onlyInt8 ? null : await benchForwardVsOnnxRuntime(ctx, manifest);

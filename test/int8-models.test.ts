@@ -3,6 +3,7 @@
 // bounds of fp32's; and on the labelled sets (bench/labels/objects.json) it finds what fp32 finds, within the
 // issue's margins. Where the CPU has AVX-512 VBMI the engine runs the YOLOs' int8 graphs with its own operators
 // (native/runtime/int8_graph_fusion.h): their outputs must be onnxruntime-node's on the same file, bit for bit.
+// Where it has no VNNI, both run onnxruntime's exact int8 kernels (its fast ones saturate there): the same check.
 // None of these photos is a calibration photo (models/calibrate.ts CALIBRATION_PHOTOS).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, POSE_DEFAULTS, type Precision } from '../src/index.js';
 import { CALIBRATION_PHOTOS } from '../models/calibrate.js';
 import { loadObjectLabels, scorePhoto, sumScores, type PhotoScore } from './support/object-labels.js';
+import { HAS_INT8_DOT_PRODUCT, HAS_VBMI, ORT_EXACT_INT8 } from './support/cpu-int8.js';
 import { photoTensor } from './support/photo-tensor.js';
 import { scorePoses } from './support/pose-scoring.js';
 import { cosine, equalErrorRate, loadJohns, pairDistances, type EmbeddedPhoto } from './support/face-verification.js';
@@ -34,8 +36,6 @@ const INT8_FUSED: Record<(typeof YOLO_INT8)[number], { siluLookups: number; upsa
   'yolov5s-320': { siluLookups: 50, upsamples: 2, concats: 12 },
 };
 const UNFUSED = { siluLookups: 0, upsamples: 0, concats: 0 };
-/** The engine fuses an int8 graph only where the lookup has its vector path (native/runtime/silu_lookup_op.h). */
-const HAS_VBMI = /\bavx512vbmi\b/.test(readFileSync('/proc/cpuinfo', 'utf8')) && /\bavx512bw\b/.test(readFileSync('/proc/cpuinfo', 'utf8'));
 const LOOKUP_PHOTOS = ['skimage/astronaut.png', 'skimage/coffee.png', 'skimage/motorcycle_left.png'];
 
 /** sqrt(mean((a-b)^2)) / sqrt(mean(b^2)): the int8 output's error relative to the fp32 output's size. */
@@ -105,12 +105,14 @@ describe('int8 models', () => {
         }
       });
 
-      it('runs its own operators in the int8 graph (AVX-512 VBMI CPUs: SiLU lookups, upsampling, concats), with outputs bit for bit those of onnxruntime-node running the int8 file', async () => {
+      it('runs its own operators in the int8 graph (AVX-512 VBMI CPUs: SiLU lookups, upsampling, concats) and exact int8 products (CPUs without VNNI), with outputs bit for bit those of onnxruntime-node running the int8 file', async () => {
+        // The engine fuses an int8 graph only where the lookup has its vector path (native/runtime/silu_lookup_op.h).
         expect(engines.int8!.backend().fusedOps['objectDetector']).toEqual(HAS_VBMI ? INT8_FUSED[model] : UNFUSED);
+        expect(engines.int8!.backend().onnxRuntime?.int8DotProduct).toBe(HAS_INT8_DOT_PRODUCT);
         expect(engines.fp32!.backend().fusedOps['objectDetector']).toEqual(UNFUSED);
         const { shape, mean, scale } = manifest.models[model]!.input;
         const side = shape[2]!;
-        const session = await ort.InferenceSession.create(join(ROOT, 'models', 'onnx', manifest.models[model]!.int8!.ortFile), { intraOpNumThreads: 2 });
+        const session = await ort.InferenceSession.create(join(ROOT, 'models', 'onnx', manifest.models[model]!.int8!.ortFile), { intraOpNumThreads: 2, ...ORT_EXACT_INT8 });
         try {
           for (const file of LOOKUP_PHOTOS) {
             const { nchw } = photoTensor(photo(file), side, side, mean, scale);

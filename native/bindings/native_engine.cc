@@ -338,6 +338,7 @@ Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
     info.Set("version", Napi::String::New(env, ort->version));
     info.Set("path", Napi::String::New(env, ort->path));
     info.Set("cuda", Napi::Boolean::New(env, ort->cuda));
+    info.Set("int8DotProduct", Napi::Boolean::New(env, ort->int8DotProduct));
     out.Set("onnxRuntime", info);
   } else {
     out.Set("onnxRuntime", env.Null());

@@ -48,6 +48,14 @@ bool ProbeCuda(Ort::Env& env) {
   return ok;
 }
 
+bool HasInt8DotProduct() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+#else
+  return true;
+#endif
+}
+
 int UsableCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -77,6 +85,7 @@ OpenLibrary* Open(const std::string& path) {
   library->info.version = version;
   // Warnings (e.g. about unused initializers) would repeat for every worker's session: errors only.
   library->info.usableCpus = UsableCpus();
+  library->info.int8DotProduct = HasInt8DotProduct();
   library->env = Ort::Env(ORT_LOGGING_LEVEL_ERROR, "edgecv");
   library->info.cuda = ProbeCuda(library->env);
   return library.release();  // see g_library

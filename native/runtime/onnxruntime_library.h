@@ -19,6 +19,11 @@ struct OnnxRuntimeInfo {
   std::string version;  // the library's own version string, e.g. "1.30.0"
   bool cuda = false;    // its CUDA execution provider is available
   int usableCpus = 0;   // the CPUs this process may use: the threads of a wide session (runtime/idle_cores.h)
+  // The CPU multiplies uint8 activations by int8 weights with 32-bit sums (x86: AVX-512 VNNI or AVX-VNNI; every
+  // other architecture onnxruntime runs on). Where false (x86 with AVX2 or AVX-512 but no VNNI), onnxruntime's fast
+  // int8 kernels add pairs of products into 16 bits and saturate: every session then runs in its precision mode
+  // (ExactInt8Products in onnxruntime_model.cc).
+  bool int8DotProduct = true;
 };
 
 // Opens the library once per process and initializes the C++ API. Later calls return the library already

@@ -244,8 +244,12 @@ export interface NativeBackendInfo {
    * on CUDA, and on CPUs without AVX-512 VBMI.
    */
   fusedOps: Record<string, FusedOps>;
-  /** The onnxruntime library the process loaded, or null. */
-  onnxRuntime: { version: string; path: string; cuda: boolean } | null;
+  /**
+   * The onnxruntime library the process loaded, or null. int8DotProduct: the CPU sums uint8 x int8 products in
+   * 32 bits (x86 VNNI, or not x86); where false, int8 models run onnxruntime's exact (slower) kernels instead of
+   * its fast ones, which saturate there (docs/int8.md, "CPUs without VNNI").
+   */
+  onnxRuntime: { version: string; path: string; cuda: boolean; int8DotProduct: boolean } | null;
   /** Why onnxruntime is not loaded, when it is not. */
   onnxRuntimeMissing?: string;
 }
