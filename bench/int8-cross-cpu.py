@@ -1,0 +1,31 @@
+# The other half of bench/int8-cross-cpu.ts, run on another machine with onnxruntime's Python package (the same
+# version as onnxruntime-node): each int8 file on the written inputs, with onnxruntime's default kernels and with its
+# precision mode, against the outputs written on the first machine. Prints the CPU's int8 features and, per output,
+# how many floats differ.   python3 int8-cross-cpu.py <folder>
+import json, os, re, sys
+
+import numpy as np
+import onnxruntime as ort
+
+folder = sys.argv[1]
+cpuinfo = open('/proc/cpuinfo').read()
+flags = set(re.search(r'^flags\s*:(.*)$', cpuinfo, re.M).group(1).split())
+name = re.search(r'^model name\s*:(.*)$', cpuinfo, re.M).group(1).strip()
+print(f'cpu {name}, {os.cpu_count()} cores;', ', '.join(f'{f} {f in flags}' for f in ['avx512_vnni', 'avx_vnni', 'avx512vbmi']))
+print('onnxruntime', ort.__version__)
+cases = json.load(open(os.path.join(folder, 'cases.json')))
+for model, m in cases['models'].items():
+    for mode in ['default', 'precision']:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 2
+        if mode == 'precision':
+            so.add_session_config_entry('session.x64quantprecision', '1')
+        session = ort.InferenceSession(os.path.join(folder, m['file']), so, providers=['CPUExecutionProvider'])
+        for i, case in enumerate(m['cases']):
+            x = np.fromfile(os.path.join(folder, case['input']), dtype=np.float32).reshape(case['shape'])
+            got = session.run([o['name'] for o in case['outputs']], {case['inputName']: x})
+            for o, g in zip(case['outputs'], got):
+                want = np.fromfile(os.path.join(folder, o['file']), dtype=np.float32)
+                g = g.reshape(-1)
+                rel = float(np.sqrt(np.mean((g - want) ** 2)) / max(1e-12, float(np.sqrt(np.mean(want ** 2)))))
+                print(f'{model} {mode} {cases["photos"][i]} {o["name"].split("/")[-1]}: {int(np.sum(g != want))} of {want.size} differ, relative RMS {rel:.1e}')
