@@ -43,7 +43,9 @@ function quantizeConverted(root: string, name: string, model: SourceModel, squar
   }
   const keepFloat = model.int8?.keepFloat ?? [];
   const keepOutputConvs = model.int8?.keepOutputConvs ?? false;
-  const bytes = encodeOnnxModel(quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs }));
+  const weightBits = model.int8?.weightBits ?? 8;
+  if (weightBits !== 7 && weightBits !== 8) throw new Error(`model "${name}": int8.weightBits must be 7 or 8`);
+  const bytes = encodeOnnxModel(quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs, weightBits }));
   const ortFile = `${name}.int8.ort.onnx`;
   writeAtomic(join(outDir, ortFile), bytes);
   const { scoreThreshold, personThreshold } = model.int8 ?? {};
@@ -51,6 +53,7 @@ function quantizeConverted(root: string, name: string, model: SourceModel, squar
     ortFile,
     sha256: sha256(bytes),
     calibration: { method: calibration.method, photos: calibration.photos, inputs: calibration.inputs },
+    weightBits,
     keepFloat,
     ...(keepOutputConvs ? { keepOutputConvs } : {}),
     ...(scoreThreshold === undefined ? {} : { scoreThreshold }),

@@ -24,9 +24,10 @@ export interface SourceModel {
   outputs: { node: string; name: string }[];
   /**
    * Build an int8 (QDQ) onnxruntime file too, from models/calibration/<name>.json. keepFloat: node names (or scope
-   * prefixes ending in '/') left fp32; scoreThreshold: a detector's default threshold at int8 (docs/int8.md).
+   * prefixes ending in '/') left fp32; scoreThreshold: a detector's default threshold at int8 (docs/int8.md);
+   * weightBits: 8 (default) or 7, whose products never saturate onnxruntime's fast kernels on CPUs without VNNI.
    */
-  int8?: { keepFloat?: string[]; keepOutputConvs?: boolean; scoreThreshold?: number; personThreshold?: number };
+  int8?: { keepFloat?: string[]; keepOutputConvs?: boolean; scoreThreshold?: number; personThreshold?: number; weightBits?: WeightBits };
   /**
    * The onnxruntime files (fp32 and int8) take any input height and width, each a multiple of the largest stride
    * (models/convert/open-input-size.ts): a YOLO detector then runs a photo on its own aspect, not a padded square.
@@ -66,11 +67,15 @@ export interface CalibrationFile {
   ranges: Record<string, { min: number; max: number }>;
 }
 
+/** Bits of a quantized weight: symmetric, -127..127 or -63..63 (models/convert/quantize.ts). */
+export type WeightBits = 7 | 8;
+
 /** The int8 (QDQ) onnxruntime file of a converted model. */
 export interface Int8Entry {
   ortFile: string;
   sha256: string;
   calibration: { method: string; photos: string[]; inputs: number };
+  weightBits: WeightBits;
   keepFloat: string[];
   keepOutputConvs?: boolean;
   scoreThreshold?: number;

@@ -1,7 +1,8 @@
 // Static post-training quantization of a converted ONNX graph into QDQ form: QuantizeLinear/DequantizeLinear pairs
 // that onnxruntime's CPU provider fuses into integer kernels (QLinearConv, QLinearAdd/Mul/Sigmoid/Concat, int8
-// MaxPool/Resize). Weights: per-output-channel symmetric int8; biases: int32 at input scale x weight scale;
+// MaxPool/Resize). Weights: per-output-channel symmetric int8 (8 or 7 bits); biases: int32 at input scale x weight scale;
 // activations: uint8 with a scale and zero point from calibrated ranges (models/calibration/*.json).
+import type { WeightBits } from '../model-manifest.js';
 import { OnnxDataType, type OnnxAttributeValue, type OnnxModel, type OnnxNode, type OnnxTensor } from './onnx-writer.js';
 
 /** Ops whose float inputs and outputs get Q/DQ pairs, so onnxruntime can run them on 8-bit data. */
@@ -30,6 +31,11 @@ export interface QuantizeOptions {
   ops?: ReadonlySet<string>;
   /** Keep in fp32 each Conv whose output is a graph output (directly or through a layout Transpose): the heads. */
   keepOutputConvs?: boolean;
+  /**
+   * 8 (default): weights in -127..127. 7: in -63..63, so that two uint8 x int8 products always add up within 16 bits
+   * (2 x 255 x 63 = 32130): onnxruntime's fast int8 kernels on CPUs without VNNI then cannot saturate (docs/int8.md).
+   */
+  weightBits?: WeightBits;
 }
 
 export interface UInt8Params {
@@ -55,19 +61,18 @@ function tensor(name: string, dataType: OnnxDataType, dims: number[], data: Floa
   return { name, dataType, dims, raw: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
 }
 
-/** Symmetric int8 weights use -127..127 (not -128: the range stays symmetric around the zero point 0). */
-const WEIGHT_MAX = 127;
-/** Per-output-channel (axis 0) symmetric int8 weights: scale = max|w| / 127 per channel. */
-export function quantizeWeights(w: Float32Array, channels: number): { q: Int8Array; scales: Float32Array } {
+/** Per-output-channel (axis 0) symmetric int8 weights: scale = max|w| / m per channel, with m = 2^(bits-1) - 1 (127 or 63: not -128, the range stays symmetric around the zero point 0). */
+export function quantizeWeights(w: Float32Array, channels: number, bits: WeightBits = 8): { q: Int8Array; scales: Float32Array } {
+  const max = 2 ** (bits - 1) - 1;
   const per = w.length / channels;
   const q = new Int8Array(w.length);
   const scales = new Float32Array(channels);
   for (let c = 0; c < channels; c++) {
     let amax = 0;
     for (let i = c * per; i < (c + 1) * per; i++) amax = Math.max(amax, Math.abs(w[i]!));
-    const s = amax > 0 ? amax / WEIGHT_MAX : 1;
+    const s = amax > 0 ? amax / max : 1;
     scales[c] = s;
-    for (let i = c * per; i < (c + 1) * per; i++) q[i] = Math.max(-WEIGHT_MAX, Math.min(WEIGHT_MAX, Math.round(w[i]! / s)));
+    for (let i = c * per; i < (c + 1) * per; i++) q[i] = Math.max(-max, Math.min(max, Math.round(w[i]! / s)));
   }
   return { q, scales };
 }
@@ -271,7 +276,7 @@ export function quantizeModel(source: OnnxModel, options: QuantizeOptions): Onnx
       // Conv weight [M, C/group, kh, kw]: per-output-channel int8; bias int32 at input scale x weight scale.
       const w = inits.get(n.inputs[1]!)!;
       const channels = w.dims[0]!;
-      const { q, scales } = quantizeWeights(floatData(w), channels);
+      const { q, scales } = quantizeWeights(floatData(w), channels, options.weightBits);
       const wName = `${n.name}/weight`;
       newInits.push(
         tensor(`${wName}_q`, OnnxDataType.INT8, w.dims, q),

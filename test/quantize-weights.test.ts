@@ -1,0 +1,71 @@
+// Weight bits of the converter's int8 files (models/convert/quantize.ts): 8-bit weights (-127..127) are the default;
+// 7-bit ones (-63..63, yolov5s: models/manifest.json) keep every pair of uint8 x int8 products within 16 bits, so
+// onnxruntime's fast int8 kernels cannot saturate on a CPU without VNNI and its precision mode leaves them alone
+// (docs/int8.md, "CPUs without VNNI"). A one-convolution QDQ model made by the converter shows both, in
+// onnxruntime-node, with inputs at the top of their range.
+import * as ort from 'onnxruntime-node';
+import { describe, expect, it } from 'vitest';
+import { encodeOnnxModel, OnnxDataType, type OnnxModel } from '../models/convert/onnx-writer.js';
+import { quantizeModel, quantizeWeights } from '../models/convert/quantize.js';
+import { HAS_INT8_DOT_PRODUCT } from './support/cpu-int8.js';
+
+describe('quantizeWeights', () => {
+  for (const [bits, max] of [[8, 127], [7, 63]] as const) {
+    it(`${bits} bits: per channel, the largest weight at ±${max}, every weight within ±${max} and half a step of its value`, () => {
+      const w = Float32Array.from({ length: 4 * 50 }, (_, i) => Math.sin(i * 1.7) * (1 + (i % 4)));
+      const { q, scales } = quantizeWeights(w, 4, bits);
+      for (let c = 0; c < 4; c++) {
+        const channel = Array.from(q.subarray(c * 50, (c + 1) * 50));
+        expect(Math.max(...channel.map(Math.abs))).toBe(max);
+        for (let i = 0; i < 50; i++) expect(Math.abs(channel[i]! * scales[c]! - w[c * 50 + i]!)).toBeLessThanOrEqual(scales[c]! / 2 + 1e-6);
+      }
+    });
+  }
+});
+
+/** One 1x1 Conv over 64 channels, every weight of the same sign, in QDQ form with its input calibrated to 0..6. */
+function oneConv(weightBits: 7 | 8): Uint8Array {
+  const channels = 64;
+  const f32 = (name: string, dims: number[], values: number[]) => ({ name, dataType: OnnxDataType.FLOAT, dims, raw: new Uint8Array(Float32Array.from(values).buffer) });
+  const model: OnnxModel = {
+    producer: 'test',
+    opset: 13,
+    graphName: 'one_conv',
+    nodes: [{ name: 'conv', opType: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['y'], attributes: {} }],
+    initializers: [f32('w', [1, channels, 1, 1], Array.from({ length: channels }, (_, i) => 0.5 + (i % 3) * 0.25)), f32('b', [1], [0])],
+    inputs: [{ name: 'x', dataType: OnnxDataType.FLOAT, shape: [1, channels, 4, 4] }],
+    outputs: [{ name: 'z', dataType: OnnxDataType.FLOAT, shape: [1, 1, 4, 4] }],
+  };
+  // a Relu after the conv, so that the conv's output is quantized too (graph outputs stay float)
+  model.nodes.push({ name: 'relu', opType: 'Relu', inputs: ['y'], outputs: ['r'], attributes: {} });
+  model.nodes.push({ name: 'out', opType: 'Identity', inputs: ['r'], outputs: ['z'], attributes: {} });
+  return encodeOnnxModel(quantizeModel(model, { ranges: { x: { min: 0, max: 6 }, r: { min: 0, max: 300 } }, weightBits }));
+}
+
+async function run(bytes: Uint8Array, exact: boolean): Promise<Float32Array> {
+  const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, ...(exact ? { extra: { session: { x64quantprecision: '1' } } } : {}) });
+  try {
+    const x = new ort.Tensor('float32', new Float32Array(64 * 16).fill(6), [1, 64, 4, 4]); // uint8 255 everywhere
+    return (await session.run({ x }))['z']!.data as Float32Array;
+  } finally {
+    await session.release();
+  }
+}
+
+describe('a QDQ convolution at the top of its input range', () => {
+  it('7-bit weights: the same outputs from onnxruntime\'s fast and exact int8 kernels, on any CPU', async () => {
+    const bytes = oneConv(7);
+    const fast = await run(bytes, false);
+    expect(Array.from(fast)).toEqual(Array.from(await run(bytes, true)));
+    // sum over 64 channels of 6 x w: about 6 x 64 x 0.75 = 288
+    expect(fast[0]).toBeGreaterThan(270);
+  });
+
+  it(`8-bit weights: the fast kernels ${HAS_INT8_DOT_PRODUCT ? 'give the exact outputs (VNNI)' : 'saturate here (no VNNI), the exact ones do not'}`, async () => {
+    const bytes = oneConv(8);
+    const [fast, exact] = [await run(bytes, false), await run(bytes, true)];
+    expect(exact[0]).toBeGreaterThan(270);
+    if (HAS_INT8_DOT_PRODUCT) expect(Array.from(fast)).toEqual(Array.from(exact));
+    else expect(fast[0]).toBeLessThan(exact[0]! - 10);
+  });
+});
