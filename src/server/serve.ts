@@ -146,7 +146,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
       (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
   );
   if (onnxRuntime && !onnxRuntime.int8DotProduct && Object.values(precisions).includes('int8')) {
-    console.log("edgecv: this CPU has no VNNI: int8 models run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)");
+    console.log("edgecv: this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)");
   }
 
   return new Promise<number>((resolve) => {
