@@ -21,8 +21,8 @@ struct OnnxRuntimeInfo {
   int usableCpus = 0;   // the CPUs this process may use: the threads of a wide session (runtime/idle_cores.h)
   // The CPU multiplies uint8 activations by int8 weights with 32-bit sums (x86: AVX-512 VNNI or AVX-VNNI; every
   // other architecture onnxruntime runs on). Where false (x86 with AVX2 or AVX-512 but no VNNI), onnxruntime's fast
-  // int8 kernels add pairs of products into 16 bits and saturate: every session then runs in its precision mode
-  // (ExactInt8Products in onnxruntime_model.cc).
+  // int8 kernels add pairs of products into 16 bits and can saturate: every session then runs in its precision
+  // mode, which gives 8-bit weight tensors exact kernels (ExactInt8Products in onnxruntime_model.cc).
   bool int8DotProduct = true;
 };
 

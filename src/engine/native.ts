@@ -246,8 +246,8 @@ export interface NativeBackendInfo {
   fusedOps: Record<string, FusedOps>;
   /**
    * The onnxruntime library the process loaded, or null. int8DotProduct: the CPU sums uint8 x int8 products in
-   * 32 bits (x86 VNNI, or not x86); where false, int8 models run onnxruntime's exact (slower) kernels instead of
-   * its fast ones, which saturate there (docs/int8.md, "CPUs without VNNI").
+   * 32 bits (x86 VNNI, or not x86); where false, int8 models with 8-bit weights run onnxruntime's exact (slower)
+   * kernels instead of its fast ones, which saturate there (docs/int8.md, "CPUs without VNNI").
    */
   onnxRuntime: { version: string; path: string; cuda: boolean; int8DotProduct: boolean } | null;
   /** Why onnxruntime is not loaded, when it is not. */
