@@ -12,6 +12,7 @@ import { loadNative, type NativeYoloDetectorSpec } from '../src/engine/native.js
 import { findOnnxRuntimeLibrary } from '../src/engine/onnxruntime-library.js';
 import { Engine, type DetectedObject } from '../src/index.js';
 import { encodeOnnxModel, OnnxDataType, type OnnxTensor } from '../models/convert/onnx-writer.js';
+import { HAS_INT8_DOT_PRODUCT } from './support/cpu-int8.js';
 import { photoTensor } from './support/photo-tensor.js';
 import { httpsRequest, photo, ROOT, useTempDirs } from './helpers.js';
 import { startServerProcess } from './support/server-process.js';
@@ -309,6 +310,10 @@ describe('edgecv serve --object-model', () => {
       const body = JSON.parse(res.text) as { success: string; objects: { class: string; confidence: string }[] };
       expect(res.status).toBe(200);
       expect(body.objects[0]).toMatchObject({ class: 'dog' });
+      // printed just after the listening line, so here by now: on a CPU without VNNI, int8 models with 8-bit weights
+      // run onnxruntime's exact kernels, and the log says so
+      expect(server.output()).toMatch(/edgecv: models: .*objectDetector on onnxruntime \(int8\)/);
+      expect(/this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels/.test(server.output())).toBe(!HAS_INT8_DOT_PRODUCT);
     } finally {
       await server.stop();
     }
