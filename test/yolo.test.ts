@@ -312,7 +312,7 @@ describe('edgecv serve --object-model', () => {
       expect(body.objects[0]).toMatchObject({ class: 'dog' });
       // printed just after the listening line, so here by now: on a CPU without VNNI, int8 models with 8-bit weights
       // run onnxruntime's exact kernels, and the log says so
-      expect(server.output()).toMatch(/edgecv: models: .*objectDetector on onnxruntime \(int8\)/);
+      expect(server.output()).toMatch(/edgecv: models: .*objectDetector on onnxruntime \(int8[,)]/); // ', fused: ...' on AVX-512 VBMI CPUs
       expect(/this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels/.test(server.output())).toBe(!HAS_INT8_DOT_PRODUCT);
     } finally {
       await server.stop();
