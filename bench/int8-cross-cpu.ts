@@ -2,8 +2,8 @@
 // outputs onnxruntime-node gives here with exact int8 products (its precision mode, as the engine runs on a CPU
 // without VNNI), into a folder to take to the other machine, where bench/int8-cross-cpu.py runs the same files
 // with onnxruntime's Python package (its default kernels and its precision mode) and counts the floats that differ.
-// The fp32 file of yolov5s-320, whose int8 file keeps fp32 layers, goes too (on the first photo: the device tool
-// carries 64 MiB): how far fp32 alone moves between CPUs.
+// The fp32 file of yolov5s-320, whose int8 file keeps fp32 layers, goes too (on the first photo only, to keep the
+// folder under 64 MiB): how far fp32 alone moves between CPUs.
 //   node dist/bench/int8-cross-cpu.js <folder>        then, there: python3 int8-cross-cpu.py <folder>
 // docs/int8.md ("CPUs without VNNI") reports a run.
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,7 +21,7 @@ const MODELS: { name: string; precision: 'int8' | 'fp32'; photos?: number }[] = 
   { name: 'yolov5s-320', precision: 'fp32', photos: 1 },
 ];
 
-export interface CrossCpuCase {
+interface CrossCpuCase {
   input: string;
   shape: number[];
   inputName: string;
