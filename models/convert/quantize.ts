@@ -1,7 +1,7 @@
 // Static post-training quantization of a converted ONNX graph into QDQ form: QuantizeLinear/DequantizeLinear pairs
 // that onnxruntime's CPU provider fuses into integer kernels (QLinearConv, QLinearAdd/Mul/Sigmoid/Concat, int8
-// MaxPool/Resize). Weights: per-output-channel symmetric int8 (8 or 7 bits); biases: int32 at input scale x weight scale;
-// activations: uint8 with a scale and zero point from calibrated ranges (models/calibration/*.json).
+// MaxPool/Resize). Weights: per-output-channel symmetric int8 (8 or 7 bits); biases: int32 at input scale x weight
+// scale; activations: uint8 with a scale and zero point from calibrated ranges (models/calibration/*.json).
 import type { WeightBits } from '../model-manifest.js';
 import { OnnxDataType, type OnnxAttributeValue, type OnnxModel, type OnnxNode, type OnnxTensor } from './onnx-writer.js';
 
@@ -61,7 +61,10 @@ function tensor(name: string, dataType: OnnxDataType, dims: number[], data: Floa
   return { name, dataType, dims, raw: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
 }
 
-/** Per-output-channel (axis 0) symmetric int8 weights: scale = max|w| / m per channel, with m = 2^(bits-1) - 1 (127 or 63: not -128, the range stays symmetric around the zero point 0). */
+/**
+ * Per-output-channel (axis 0) symmetric int8 weights: scale = max|w| / m per channel, m = 2^(bits-1) - 1 (127 or
+ * 63; not -128: the range stays symmetric around the zero point 0).
+ */
 export function quantizeWeights(w: Float32Array, channels: number, bits: WeightBits = 8): { q: Int8Array; scales: Float32Array } {
   const max = 2 ** (bits - 1) - 1;
   const per = w.length / channels;
