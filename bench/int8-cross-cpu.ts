@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { findRoot } from '../models/model-packages.js';
+import { ORT_PRECISION_MODE } from '../test/support/cpu-int8.js';
 import { photoTensor } from '../test/support/photo-tensor.js';
 
 const PHOTOS = ['skimage/astronaut.png', 'skimage/motorcycle_left.png'];
@@ -39,7 +40,7 @@ async function writeCases(out: string): Promise<void> {
     const file = precision === 'int8' ? entry.int8!.ortFile : entry.ortFile;
     const key = `${name} ${precision}`;
     copyFileSync(join(onnxDir, file), join(out, file));
-    const session = await ort.InferenceSession.create(join(onnxDir, file), { intraOpNumThreads: 2, extra: { session: { x64quantprecision: '1' } } });
+    const session = await ort.InferenceSession.create(join(onnxDir, file), { intraOpNumThreads: 2, ...ORT_PRECISION_MODE });
     const [, , height, width] = entry.input.shape as [number, number, number, number];
     const cases: CrossCpuCase[] = [];
     for (const [i, photo] of PHOTOS.slice(0, photos).entries()) {

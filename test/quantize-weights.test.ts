@@ -7,7 +7,7 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { encodeOnnxModel, OnnxDataType, type OnnxModel } from '../models/convert/onnx-writer.js';
 import { quantizeModel, quantizeWeights } from '../models/convert/quantize.js';
-import { HAS_INT8_DOT_PRODUCT } from './support/cpu-int8.js';
+import { HAS_INT8_DOT_PRODUCT, ORT_PRECISION_MODE } from './support/cpu-int8.js';
 
 describe('quantizeWeights', () => {
   for (const [bits, max] of [[8, 127], [7, 63]] as const) {
@@ -43,7 +43,7 @@ function oneConv(weightBits: 7 | 8): Uint8Array {
 }
 
 async function run(bytes: Uint8Array, exact: boolean): Promise<Float32Array> {
-  const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, ...(exact ? { extra: { session: { x64quantprecision: '1' } } } : {}) });
+  const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, ...(exact ? ORT_PRECISION_MODE : {}) });
   try {
     const x = new ort.Tensor('float32', new Float32Array(64 * 16).fill(6), [1, 64, 4, 4]); // uint8 255 everywhere
     return (await session.run({ x }))['z']!.data as Float32Array;

@@ -17,7 +17,13 @@ export const HAS_VBMI = FLAGS.has('avx512vbmi') && FLAGS.has('avx512bw');
 export const HAS_INT8_DOT_PRODUCT = process.arch !== 'x64' || FLAGS.has('avx512_vnni') || FLAGS.has('avx_vnni');
 
 /**
- * onnxruntime-node session options that run an int8 file's products exactly here, as the engine does: its
- * precision mode (uint8 weights, 32-bit sums) where the CPU has no VNNI, its default elsewhere.
+ * onnxruntime's precision mode (`session.x64quantprecision`): int8 weight tensors that could saturate its fast
+ * kernels become uint8 and run kernels that sum in 32 bits, on any x86 CPU.
  */
-export const ORT_EXACT_INT8: InferenceSession.SessionOptions = HAS_INT8_DOT_PRODUCT ? {} : { extra: { session: { x64quantprecision: '1' } } };
+export const ORT_PRECISION_MODE: InferenceSession.SessionOptions = { extra: { session: { x64quantprecision: '1' } } };
+
+/**
+ * onnxruntime-node session options that run an int8 file's products exactly here, as the engine does: its
+ * precision mode where the CPU has no VNNI, its default elsewhere.
+ */
+export const ORT_EXACT_INT8: InferenceSession.SessionOptions = HAS_INT8_DOT_PRODUCT ? {} : ORT_PRECISION_MODE;
