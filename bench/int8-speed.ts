@@ -69,14 +69,22 @@ export async function benchInt8Forward(ctx: BenchContext, manifest: ConvertedMan
  * recognition on dlib's johns (faceres: rank-1 by nearest other photo, EER and its calibrated distance). The
  * pose models stay fp32 at precision int8 (docs/int8.md): the pose row shows the default engine is unchanged.
  */
-export async function benchInt8Accuracy(root: string): Promise<Row[]> {
+/** Which sets benchInt8Accuracy scores, and from which folder of converted models (default: the engine's). */
+export interface Int8AccuracyOptions {
+  sets?: readonly ('objects' | 'pose' | 'recognition')[];
+  modelDir?: string;
+}
+
+export async function benchInt8Accuracy(root: string, options: Int8AccuracyOptions = {}): Promise<Row[]> {
+  const sets = new Set(options.sets ?? ['objects', 'pose', 'recognition']);
+  const modelDir = options.modelDir === undefined ? {} : { modelDir: options.modelDir };
   const labels = loadObjectLabels(root);
   const photos = Object.entries(labels.photos).map(([file, photo]) => ({ file, photo, bytes: readFileSync(join(root, 'test', 'data', file)) }));
   const rows: Row[] = [];
-  for (const model of ['yolov5s'] as const) {
+  for (const model of sets.has('objects') ? (['yolov5s'] as const) : []) {
     const row: Row = { set: `objects (${labelsSummary(labels)})`, model };
     for (const precision of ['fp32', 'int8'] as const) {
-      const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, objectDetector: model, poseModel: null, faceEmbedder: null });
+      const engine = await Engine.open({ ...modelDir, workers: 1, threadsPerWorker: 2, precision, objectDetector: model, poseModel: null, faceEmbedder: null });
       try {
         const scores = [];
         for (const p of photos) scores.push(scorePhoto(p.photo, (await engine.detectObjects(p.bytes, { maxObjects: 1000 })).objects, 0));
@@ -90,8 +98,8 @@ export async function benchInt8Accuracy(root: string): Promise<Row[]> {
   }
   const posePhotos = photos.filter((p) => p.photo.personsComplete);
   const pose: Row = { set: 'pose (persons mode, photos with every person boxed)', model: 'movenet-multipose + yolov5s-320' };
-  for (const precision of ['fp32', 'int8'] as const) {
-    const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, objectDetector: null, personDetector: 'yolov5s-320', faceEmbedder: null });
+  for (const precision of sets.has('pose') ? (['fp32', 'int8'] as const) : []) {
+    const engine = await Engine.open({ ...modelDir, workers: 1, threadsPerWorker: 2, precision, objectDetector: null, personDetector: 'yolov5s-320', faceEmbedder: null });
     try {
       const scores = [];
       for (const p of posePhotos) scores.push(scorePoses(p.photo, (await engine.detectPoses(p.bytes, { mode: 'persons' })).poses, POSE_DEFAULTS.maxPosesPersons));
@@ -102,11 +110,12 @@ export async function benchInt8Accuracy(root: string): Promise<Row[]> {
       await engine.close();
     }
   }
-  rows.push(pose);
+  if (sets.has('pose')) rows.push(pose);
+  if (!sets.has('recognition')) return rows;
   const johns = loadJohns(join(root, 'test', 'data'));
   const recognition: Row = { set: "recognition (dlib johns, 5 people x 11 photos)", model: 'faceres' };
   for (const precision of ['fp32', 'int8'] as const) {
-    const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, poseModel: null, objectDetector: null });
+    const engine = await Engine.open({ ...modelDir, workers: 1, threadsPerWorker: 2, precision, poseModel: null, objectDetector: null });
     try {
       const { embedded } = await embedAll(engine, johns);
       const { genuine, impostor } = pairDistances(embedded);

@@ -45,7 +45,8 @@ function quantizeConverted(root: string, name: string, model: SourceModel, squar
   const keepOutputConvs = model.int8?.keepOutputConvs ?? false;
   const weightBits = model.int8?.weightBits ?? 8;
   if (weightBits !== 7 && weightBits !== 8) throw new Error(`model "${name}": int8.weightBits must be 7 or 8`);
-  const bytes = encodeOnnxModel(quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs, weightBits }));
+  const sevenBitWeights = model.int8?.sevenBitWeights ?? [];
+  const bytes = encodeOnnxModel(quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs, weightBits, sevenBitWeights }));
   const ortFile = `${name}.int8.ort.onnx`;
   writeAtomic(join(outDir, ortFile), bytes);
   const { scoreThreshold, personThreshold } = model.int8 ?? {};
@@ -54,6 +55,7 @@ function quantizeConverted(root: string, name: string, model: SourceModel, squar
     sha256: sha256(bytes),
     calibration: { method: calibration.method, photos: calibration.photos, inputs: calibration.inputs },
     weightBits,
+    ...(sevenBitWeights.length > 0 ? { sevenBitWeights } : {}),
     keepFloat,
     ...(keepOutputConvs ? { keepOutputConvs } : {}),
     ...(scoreThreshold === undefined ? {} : { scoreThreshold }),

@@ -190,7 +190,15 @@ function inputSpec(model: SourceModel): { side: number; pad: number; mean: numbe
   return { side, pad, mean: model.input.mean, scale: model.input.scale };
 }
 
-export async function calibrate(root: string, name: string, method: CalibrationMethod): Promise<CalibrationFile> {
+/** A source model's converted fp32 graph (onnxruntime's, square input) and its calibration inputs. */
+export interface CalibrationSubject {
+  model: SourceModel;
+  /** The converted graph and its encoded bytes (whose sha256 the calibration file records). */
+  converted: { model: OnnxModel; bytes: Uint8Array };
+  inputs: Float32Array[];
+}
+
+export async function calibrationSubject(root: string, name: string): Promise<CalibrationSubject> {
   const manifest = readSourceManifest(root);
   const model = manifest.models[name];
   if (!model) throw new Error(`unknown model ${name}`);
@@ -203,6 +211,11 @@ export async function calibrate(root: string, name: string, method: CalibrationM
     model.task === 'face-embedding'
       ? await faceCalibrationInputs(root, spec.side, recognition?.cropScale ?? 1, spec.mean, spec.scale)
       : calibrationInputs(root, spec.side, spec.pad, spec.mean, spec.scale);
+  return { model, converted, inputs };
+}
+
+export async function calibrate(root: string, name: string, method: CalibrationMethod): Promise<CalibrationFile> {
+  const { converted, inputs } = await calibrationSubject(root, name);
   // the quantizer folds Pads, batch norms and activation chains into the convolutions first: calibrate that graph
   const graphToQuantize = foldIntoConvs(converted.model);
   const ranges = await measureRanges(graphToQuantize, calibrationTensors(graphToQuantize), inputs, method);

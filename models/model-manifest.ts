@@ -25,9 +25,10 @@ export interface SourceModel {
   /**
    * Build an int8 (QDQ) onnxruntime file too, from models/calibration/<name>.json. keepFloat: node names (or scope
    * prefixes ending in '/') left fp32; scoreThreshold: a detector's default threshold at int8 (docs/int8.md);
-   * weightBits: 8 (default) or 7, whose products never saturate onnxruntime's fast kernels on CPUs without VNNI.
+   * weightBits: 8 (default) or 7, whose products never saturate onnxruntime's fast kernels on CPUs without VNNI;
+   * sevenBitWeights: convolutions (names or scope prefixes) with 7-bit weights whatever weightBits says.
    */
-  int8?: { keepFloat?: string[]; keepOutputConvs?: boolean; scoreThreshold?: number; personThreshold?: number; weightBits?: WeightBits };
+  int8?: { keepFloat?: string[]; keepOutputConvs?: boolean; scoreThreshold?: number; personThreshold?: number; weightBits?: WeightBits; sevenBitWeights?: string[] };
   /**
    * The onnxruntime files (fp32 and int8) take any input height and width, each a multiple of the largest stride
    * (models/convert/open-input-size.ts): a YOLO detector then runs a photo on its own aspect, not a padded square.
@@ -76,6 +77,8 @@ export interface Int8Entry {
   sha256: string;
   calibration: { method: string; photos: string[]; inputs: number };
   weightBits: WeightBits;
+  /** Convolutions with 7-bit weights where weightBits is 8 (absent: none). */
+  sevenBitWeights?: string[];
   keepFloat: string[];
   keepOutputConvs?: boolean;
   scoreThreshold?: number;

@@ -26,7 +26,7 @@ import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
 
 const labels = loadObjectLabels(ROOT);
 const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as {
-  models: Record<string, { input: { shape: number[]; mean: number; scale: number }; int8?: { ortFile: string; weightBits: 7 | 8 } }>;
+  models: Record<string, { input: { shape: number[]; mean: number; scale: number }; int8?: { ortFile: string; weightBits: 7 | 8; sevenBitWeights?: string[] } }>;
 };
 /** The YOLOv5s detectors that ship int8: the objects model and the pose route's person detector. */
 const YOLO_INT8 = ['yolov5s', 'yolov5s-320'] as const;
@@ -109,9 +109,11 @@ describe('int8 models', () => {
         // The engine fuses an int8 graph only where the lookup has its vector path (native/runtime/silu_lookup_op.h).
         expect(engines.int8!.backend().fusedOps['objectDetector']).toEqual(HAS_VBMI ? INT8_FUSED[model] : UNFUSED);
         expect(engines.int8!.backend().onnxRuntime?.int8DotProduct).toBe(HAS_INT8_DOT_PRODUCT);
-        // yolov5s' weights are 7-bit: on a CPU without VNNI onnxruntime keeps its fast kernels for them (they cannot
-        // saturate), and their outputs must still be the exact ones below
+        // yolov5s' weights are 7-bit, and most of yolov5s-320's convolutions (sevenBitWeights): on a CPU without VNNI
+        // onnxruntime keeps its fast kernels for them (they cannot saturate), and the outputs must still be the exact
+        // ones below
         expect(manifest.models[model]!.int8!.weightBits).toBe(model === 'yolov5s' ? 7 : 8);
+        expect(manifest.models[model]!.int8!.sevenBitWeights?.length ?? 0).toBe(model === 'yolov5s' ? 0 : 46);
         expect(engines.fp32!.backend().fusedOps['objectDetector']).toEqual(UNFUSED);
         const { shape, mean, scale } = manifest.models[model]!.input;
         const side = shape[2]!;

@@ -60,7 +60,8 @@ describe('pose and object detection (real photos)', () => {
   it('gives keypoints in image pixels, inside the letterbox of a wide and a tall photo', async () => {
     for (const name of ['darknet/person.jpg', 'dlib/faces/Tom_Cruise_avp_2014_4.jpg']) {
       const { poses, width, height } = await engine.detectPoses(photo(name));
-      const seen = poses[0]!.body25.filter((p) => p[2] > 0);
+      // every pose's seen keypoints (the close-up's best pose has 3 to 7 of them, by model and precision)
+      const seen = poses.flatMap((pose) => pose.body25.filter((p) => p[2] > 0));
       expect(seen.length).toBeGreaterThanOrEqual(4);
       for (const [x, y] of seen) {
         expect(x).toBeGreaterThanOrEqual(-1);

@@ -23,6 +23,41 @@ describe('quantizeWeights', () => {
   }
 });
 
+describe('sevenBitWeights: 7-bit weights for the named convolutions only', () => {
+  // two 1x1 convolutions in a row, 'stem/conv' and 'head/conv' (the converter names a node after its output)
+  const f32 = (name: string, dims: number[], values: number[]) => ({ name, dataType: OnnxDataType.FLOAT, dims, raw: new Uint8Array(Float32Array.from(values).buffer) });
+  const conv = (scope: string, input: string) => [
+    { name: `${scope}/conv`, opType: 'Conv', inputs: [input, `${scope}/w`], outputs: [`${scope}/conv`], attributes: {} },
+    { name: `${scope}/r`, opType: 'Relu', inputs: [`${scope}/conv`], outputs: [`${scope}/r`], attributes: {} },
+  ];
+  const model: OnnxModel = {
+    producer: 'test',
+    opset: 13,
+    graphName: 'two_convs',
+    nodes: [...conv('stem', 'x'), ...conv('head', 'stem/r'), { name: 'z', opType: 'Identity', inputs: ['head/r'], outputs: ['z'], attributes: {} }],
+    initializers: [f32('stem/w', [4, 4, 1, 1], Array.from({ length: 16 }, (_, i) => i - 7.5)), f32('head/w', [4, 4, 1, 1], Array.from({ length: 16 }, (_, i) => 7.5 - i))],
+    inputs: [{ name: 'x', dataType: OnnxDataType.FLOAT, shape: [1, 4, 2, 2] }],
+    outputs: [{ name: 'z', dataType: OnnxDataType.FLOAT, shape: [1, 4, 2, 2] }],
+  };
+  const ranges = { x: { min: 0, max: 1 }, 'stem/r': { min: 0, max: 30 }, 'head/r': { min: 0, max: 300 } };
+  const largestWeight = (q: OnnxModel, conv: string): number => {
+    const t = q.initializers.find((i) => i.name === `${conv}/weight_q`)!;
+    return Math.max(...Array.from(new Int8Array(t.raw.buffer, t.raw.byteOffset, t.raw.byteLength), Math.abs));
+  };
+
+  for (const [weightBits, sevenBitWeights, stem, head] of [
+    [8, ['head/conv'], 127, 63],
+    [8, ['stem/'], 63, 127],
+    [8, [], 127, 127],
+    [7, ['head/conv'], 63, 63],
+  ] as const) {
+    it(`weightBits ${weightBits}, sevenBitWeights ${JSON.stringify(sevenBitWeights)}: largest weight ${stem} in stem/conv, ${head} in head/conv`, () => {
+      const q = quantizeModel(model, { ranges, weightBits, sevenBitWeights });
+      expect([largestWeight(q, 'stem/conv'), largestWeight(q, 'head/conv')]).toEqual([stem, head]);
+    });
+  }
+});
+
 /** One 1x1 Conv over 64 channels, every weight of the same sign, in QDQ form with its input calibrated to 0..6. */
 function oneConv(weightBits: 7 | 8): Uint8Array {
   const channels = 64;

@@ -36,6 +36,16 @@ export interface QuantizeOptions {
    * (2 x 255 x 63 = 32130): onnxruntime's fast int8 kernels on CPUs without VNNI then cannot saturate (docs/int8.md).
    */
   weightBits?: WeightBits;
+  /**
+   * Convolutions with 7-bit weights whatever `weightBits` says, by name or name prefix as in keepFloat: a model can
+   * run its layers that lose nothing at 7 bits on the fast kernels and keep 8 bits where accuracy needs them.
+   */
+  sevenBitWeights?: readonly string[];
+}
+
+/** Whether a node's name is one of `names` or lies under one of them that ends in '/' (a layer's scope). */
+function named(names: readonly string[], node: string): boolean {
+  return names.some((p) => node === p || (p.endsWith('/') && node.startsWith(p)));
 }
 
 export interface UInt8Params {
@@ -218,7 +228,8 @@ export function foldIntoConvs(source: OnnxModel): OnnxModel {
 export function quantizeModel(source: OnnxModel, options: QuantizeOptions): OnnxModel {
   const model = foldIntoConvs(source);
   const prefixes = options.keepFloat ?? [];
-  const kept = new Set(model.nodes.filter((n) => prefixes.some((p) => n.name === p || (p.endsWith('/') && n.name.startsWith(p)))).map((n) => n.name));
+  const kept = new Set(model.nodes.filter((n) => named(prefixes, n.name)).map((n) => n.name));
+  const weightBitsOf = (node: string): WeightBits => (named(options.sevenBitWeights ?? [], node) ? 7 : (options.weightBits ?? 8));
   if (options.keepOutputConvs) {
     const outs = new Set(model.outputs.map((o) => o.name));
     const toOutput = new Set(model.nodes.filter((n) => n.opType === 'Transpose' && outs.has(n.outputs[0]!)).map((n) => n.inputs[0]!));
@@ -279,7 +290,7 @@ export function quantizeModel(source: OnnxModel, options: QuantizeOptions): Onnx
       // Conv weight [M, C/group, kh, kw]: per-output-channel int8; bias int32 at input scale x weight scale.
       const w = inits.get(n.inputs[1]!)!;
       const channels = w.dims[0]!;
-      const { q, scales } = quantizeWeights(floatData(w), channels, options.weightBits);
+      const { q, scales } = quantizeWeights(floatData(w), channels, weightBitsOf(n.name));
       const wName = `${n.name}/weight`;
       newInits.push(
         tensor(`${wName}_q`, OnnxDataType.INT8, w.dims, q),
