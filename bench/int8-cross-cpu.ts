@@ -2,9 +2,11 @@
 // outputs onnxruntime-node gives here with exact int8 products (its precision mode, as the engine runs on a CPU
 // without VNNI), into a folder to take to the other machine, where bench/int8-cross-cpu.py runs the same files
 // with onnxruntime's Python package (its default kernels and its precision mode) and counts the floats that differ.
-// The fp32 file of yolov5s-320, whose int8 file keeps fp32 layers, goes too (on the first photo only, to keep the
-// folder under 64 MiB): how far fp32 alone moves between CPUs.
-//   node dist/bench/int8-cross-cpu.js <folder>        then, there: python3 int8-cross-cpu.py <folder>
+// With --fp32-yolo the fp32 file of yolov5s-320, whose int8 file keeps fp32 layers, goes too (on the first photo
+// only): how far fp32 alone moves between CPUs. With --speed the fp32 files of faceres and movenet-multipose go
+// too, and the other machine times each against its int8 file (onnxruntime's default kernels, 2 threads). Either
+// keeps the folder under the 64 MiB the device tool carries; both would not.
+//   node dist/bench/int8-cross-cpu.js <folder> [--fp32-yolo | --speed]   then, there: python3 int8-cross-cpu.py <folder>
 // docs/int8.md ("CPUs without VNNI") reports a run.
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -19,8 +21,10 @@ const MODELS: { name: string; precision: 'int8' | 'fp32'; photos?: number }[] = 
   { name: 'faceres', precision: 'int8' },
   { name: 'movenet-multipose', precision: 'int8' },
   { name: 'yolov5s-320', precision: 'int8' },
-  { name: 'yolov5s-320', precision: 'fp32', photos: 1 },
 ];
+const FP32_YOLO = { name: 'yolov5s-320', precision: 'fp32', photos: 1 } as const;
+/** Models whose fp32 file goes along with --speed, to be timed against the int8 file there. */
+const SPEED_MODELS = ['faceres', 'movenet-multipose'];
 
 interface CrossCpuCase {
   input: string;
@@ -29,13 +33,13 @@ interface CrossCpuCase {
   outputs: { name: string; file: string }[];
 }
 
-async function writeCases(out: string): Promise<void> {
+async function writeCases(out: string, options: { fp32Yolo: boolean; speed: boolean }): Promise<void> {
   const root = findRoot();
   const onnxDir = join(root, 'models', 'onnx');
   const manifest = JSON.parse(readFileSync(join(onnxDir, 'manifest.json'), 'utf8')) as ConvertedManifest;
   mkdirSync(out, { recursive: true });
   const models: Record<string, { file: string; cases: CrossCpuCase[] }> = {};
-  for (const { name, precision, photos = PHOTOS.length } of MODELS) {
+  for (const { name, precision, photos = PHOTOS.length } of options.fp32Yolo ? [...MODELS, FP32_YOLO] : MODELS) {
     const entry = manifest.models[name]!;
     const file = precision === 'int8' ? entry.int8!.ortFile : entry.ortFile;
     const key = `${name} ${precision}`;
@@ -58,13 +62,22 @@ async function writeCases(out: string): Promise<void> {
     await session.release();
     models[key] = { file, cases };
   }
-  writeFileSync(join(out, 'cases.json'), `${JSON.stringify({ photos: PHOTOS, models }, null, 1)}\n`);
+  const speed: Record<string, { fp32: string; int8: string; shape: number[] }> = {};
+  for (const name of options.speed ? SPEED_MODELS : []) {
+    const entry = manifest.models[name]!;
+    copyFileSync(join(onnxDir, entry.ortFile), join(out, entry.ortFile));
+    speed[name] = { fp32: entry.ortFile, int8: entry.int8!.ortFile, shape: entry.input.shape };
+  }
+  writeFileSync(join(out, 'cases.json'), `${JSON.stringify({ photos: PHOTOS, models, speed }, null, 1)}\n`);
   console.log(`wrote ${Object.keys(models).length} models' cases to ${out}`);
 }
 
-const folder = process.argv[2];
-if (!folder) {
-  console.error('usage: node dist/bench/int8-cross-cpu.js <folder>');
+const args = process.argv.slice(2);
+const folder = args.find((a) => !a.startsWith('--'));
+const fp32Yolo = args.includes('--fp32-yolo');
+const speed = args.includes('--speed');
+if (!folder || (fp32Yolo && speed)) {
+  console.error('usage: node dist/bench/int8-cross-cpu.js <folder> [--fp32-yolo | --speed]');
   process.exit(2);
 }
-await writeCases(resolve(folder));
+await writeCases(resolve(folder), { fp32Yolo, speed });
