@@ -63,17 +63,18 @@ export async function benchInt8Forward(ctx: BenchContext, manifest: ConvertedMan
   return rows;
 }
 
-/**
- * fp32 and int8 side by side on the labelled sets, in one run: the object set with yolov5s (each
- * precision at its default threshold), the pose set (persons mode: movenet-multipose behind yolov5s-320), and
- * recognition on dlib's johns (faceres: rank-1 by nearest other photo, EER and its calibrated distance). The
- * pose models stay fp32 at precision int8 (docs/int8.md): the pose row shows the default engine is unchanged.
- */
 /** Which sets benchInt8Accuracy scores, and from which folder of converted models (default: the engine's). */
 export interface Int8AccuracyOptions {
   sets?: readonly ('objects' | 'pose' | 'recognition')[];
   modelDir?: string;
 }
+
+/**
+ * fp32 and int8 side by side on the labelled sets, in one run: the object set with yolov5s (each
+ * precision at its default threshold), the pose set (persons mode: movenet-multipose behind yolov5s-320, both int8
+ * at precision int8), and recognition on dlib's johns (faceres: rank-1 by nearest other photo, EER and its
+ * calibrated distance).
+ */
 
 export async function benchInt8Accuracy(root: string, options: Int8AccuracyOptions = {}): Promise<Row[]> {
   const sets = new Set(options.sets ?? ['objects', 'pose', 'recognition']);

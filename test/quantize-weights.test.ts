@@ -56,6 +56,10 @@ describe('sevenBitWeights: 7-bit weights for the named convolutions only', () =>
       expect([largestWeight(q, 'stem/conv'), largestWeight(q, 'head/conv')]).toEqual([stem, head]);
     });
   }
+
+  it('a name that matches no convolution is an error, not a silent 8-bit layer', () => {
+    expect(() => quantizeModel(model, { ranges, sevenBitWeights: ['head/conv', 'neck/conv', 'stem/r'] })).toThrow(/no convolution named "neck\/conv", "stem\/r"/);
+  });
 });
 
 /** One 1x1 Conv over 64 channels, every weight of the same sign, in QDQ form with its input calibrated to 0..6. */

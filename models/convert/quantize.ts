@@ -229,7 +229,11 @@ export function quantizeModel(source: OnnxModel, options: QuantizeOptions): Onnx
   const model = foldIntoConvs(source);
   const prefixes = options.keepFloat ?? [];
   const kept = new Set(model.nodes.filter((n) => named(prefixes, n.name)).map((n) => n.name));
-  const weightBitsOf = (node: string): WeightBits => (named(options.sevenBitWeights ?? [], node) ? 7 : (options.weightBits ?? 8));
+  const sevenBit = options.sevenBitWeights ?? [];
+  // a name that matches no convolution is a typo or a stale list (the graph changed): say so, not quantize otherwise
+  const unmatched = sevenBit.filter((name) => !model.nodes.some((n) => n.opType === 'Conv' && named([name], n.name)));
+  if (unmatched.length > 0) throw new Error(`sevenBitWeights: no convolution named ${unmatched.map((n) => JSON.stringify(n)).join(', ')}`);
+  const weightBitsOf = (node: string): WeightBits => (named(sevenBit, node) ? 7 : (options.weightBits ?? 8));
   if (options.keepOutputConvs) {
     const outs = new Set(model.outputs.map((o) => o.name));
     const toOutput = new Set(model.nodes.filter((n) => n.opType === 'Transpose' && outs.has(n.outputs[0]!)).map((n) => n.inputs[0]!));
