@@ -3,7 +3,7 @@
 // convolution the quantizer quantizes, the int8 model with that one convolution at 7 bits (the others at 8) runs on
 // the calibration inputs, exactly (onnxruntime's precision mode, so the answer is the same on every CPU), and its
 // outputs are compared with the fp32 model's: damage = its mean relative RMS error minus the all-8-bit model's.
-// Depthwise convolutions are left out: they run the same kernels at either width.
+// Depthwise convolutions are left out: onnxruntime's depthwise kernels never saturate (test/quantize-weights.test.ts).
 //
 //   node dist/models/weight-sensitivity.js <model> [--max-damage=0.001]
 //

@@ -62,23 +62,31 @@ describe('sevenBitWeights: 7-bit weights for the named convolutions only', () =>
   });
 });
 
-/** One 1x1 Conv over 64 channels, every weight of the same sign, in QDQ form with its input calibrated to 0..6. */
-function oneConv(weightBits: 7 | 8): Uint8Array {
+/**
+ * One Conv over 64 channels, every weight of the same sign, in QDQ form with its input calibrated to 0..6: 1x1 into
+ * one channel, or depthwise 3x3 (each channel its own).
+ */
+function oneConv(weightBits: 7 | 8, kind: 'pointwise' | 'depthwise' = 'pointwise'): Uint8Array {
   const channels = 64;
+  const depthwise = kind === 'depthwise';
   const f32 = (name: string, dims: number[], values: number[]) => ({ name, dataType: OnnxDataType.FLOAT, dims, raw: new Uint8Array(Float32Array.from(values).buffer) });
+  const weights = depthwise ? [channels, 1, 3, 3] : [1, channels, 1, 1];
+  const count = weights.reduce((a, b) => a * b, 1);
+  const outChannels = depthwise ? channels : 1;
+  const attributes: OnnxModel['nodes'][number]['attributes'] = depthwise ? { group: { kind: 'int', value: channels }, pads: { kind: 'ints', value: [1, 1, 1, 1] } } : {};
   const model: OnnxModel = {
     producer: 'test',
     opset: 13,
     graphName: 'one_conv',
-    nodes: [{ name: 'conv', opType: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['y'], attributes: {} }],
-    initializers: [f32('w', [1, channels, 1, 1], Array.from({ length: channels }, (_, i) => 0.5 + (i % 3) * 0.25)), f32('b', [1], [0])],
+    nodes: [{ name: 'conv', opType: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['y'], attributes }],
+    initializers: [f32('w', weights, Array.from({ length: count }, (_, i) => 0.5 + (i % 3) * 0.25)), f32('b', [outChannels], new Array<number>(outChannels).fill(0))],
     inputs: [{ name: 'x', dataType: OnnxDataType.FLOAT, shape: [1, channels, 4, 4] }],
-    outputs: [{ name: 'z', dataType: OnnxDataType.FLOAT, shape: [1, 1, 4, 4] }],
+    outputs: [{ name: 'z', dataType: OnnxDataType.FLOAT, shape: [1, outChannels, 4, 4] }],
   };
   // a Relu after the conv, so that the conv's output is quantized too (graph outputs stay float)
   model.nodes.push({ name: 'relu', opType: 'Relu', inputs: ['y'], outputs: ['r'], attributes: {} });
   model.nodes.push({ name: 'out', opType: 'Identity', inputs: ['r'], outputs: ['z'], attributes: {} });
-  return encodeOnnxModel(quantizeModel(model, { ranges: { x: { min: 0, max: 6 }, r: { min: 0, max: 300 } }, weightBits }));
+  return encodeOnnxModel(quantizeModel(model, { ranges: { x: { min: 0, max: 6 }, r: { min: 0, max: depthwise ? 60 : 300 } }, weightBits }));
 }
 
 async function run(bytes: Uint8Array, exact: boolean): Promise<Float32Array> {
@@ -106,5 +114,13 @@ describe('a QDQ convolution at the top of its input range', () => {
     expect(exact[0]).toBeGreaterThan(270);
     if (HAS_INT8_DOT_PRODUCT) expect(Array.from(fast)).toEqual(Array.from(exact));
     else expect(fast[0]).toBeLessThan(exact[0]! - 10);
+  });
+
+  it('8-bit weights in a depthwise convolution: the fast kernels give the exact outputs on any CPU (so sevenBitWeights leaves depthwise ones at 8 bits)', async () => {
+    const bytes = oneConv(8, 'depthwise');
+    const [fast, exact] = [await run(bytes, false), await run(bytes, true)];
+    // the centre pixel of channel 0: 9 taps of 6 x w, about 6 x (0.5 + 0.75 + 1.0) x 3 = 40.5
+    expect(exact[5]).toBeGreaterThan(35);
+    expect(Array.from(fast)).toEqual(Array.from(exact));
   });
 });
