@@ -192,7 +192,6 @@ function inputSpec(model: SourceModel): { side: number; pad: number; mean: numbe
 
 /** A source model's converted fp32 graph (onnxruntime's, square input) and its calibration inputs. */
 export interface CalibrationSubject {
-  model: SourceModel;
   /** The converted graph and its encoded bytes (whose sha256 the calibration file records). */
   converted: { model: OnnxModel; bytes: Uint8Array };
   inputs: Float32Array[];
@@ -211,7 +210,7 @@ export async function calibrationSubject(root: string, name: string): Promise<Ca
     model.task === 'face-embedding'
       ? await faceCalibrationInputs(root, spec.side, recognition?.cropScale ?? 1, spec.mean, spec.scale)
       : calibrationInputs(root, spec.side, spec.pad, spec.mean, spec.scale);
-  return { model, converted, inputs };
+  return { converted, inputs };
 }
 
 export async function calibrate(root: string, name: string, method: CalibrationMethod): Promise<CalibrationFile> {
