@@ -75,7 +75,6 @@ export interface Int8AccuracyOptions {
  * at precision int8), and recognition on dlib's johns (faceres: rank-1 by nearest other photo, EER and its
  * calibrated distance).
  */
-
 export async function benchInt8Accuracy(root: string, options: Int8AccuracyOptions = {}): Promise<Row[]> {
   const sets = new Set(options.sets ?? ['objects', 'pose', 'recognition']);
   const modelDir = options.modelDir === undefined ? {} : { modelDir: options.modelDir };

@@ -17,7 +17,7 @@ import { calibrationSubject } from './calibrate.js';
 import { encodeOnnxModel, OnnxDataType, type OnnxModel, type OnnxNode } from './convert/onnx-writer.js';
 import { foldIntoConvs, quantizeModel, type QuantizeOptions } from './convert/quantize.js';
 import type { CalibrationFile } from './model-manifest.js';
-import { findRoot } from './model-packages.js';
+import { findRoot, readSourceManifest } from './model-packages.js';
 
 export interface ConvSensitivity {
   name: string;
@@ -115,8 +115,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     console.error('usage: node dist/models/weight-sensitivity.js <model> [--max-damage=0.001]');
     process.exit(2);
   }
-  const source = JSON.parse(readFileSync(join(root, 'models', 'manifest.json'), 'utf8')) as { models: Record<string, { int8?: { keepFloat?: string[]; keepOutputConvs?: boolean } }> };
-  const int8 = source.models[name]?.int8;
+  const int8 = readSourceManifest(root).models[name]?.int8;
   if (!int8) {
     console.error(`weight-sensitivity: ${name} has no int8 entry in models/manifest.json`);
     process.exit(2);

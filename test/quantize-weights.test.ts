@@ -5,9 +5,14 @@
 // onnxruntime-node, with inputs at the top of their range.
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { encodeOnnxModel, OnnxDataType, type OnnxModel } from '../models/convert/onnx-writer.js';
+import { encodeOnnxModel, OnnxDataType, type OnnxModel, type OnnxTensor } from '../models/convert/onnx-writer.js';
 import { quantizeModel, quantizeWeights } from '../models/convert/quantize.js';
 import { HAS_INT8_DOT_PRODUCT, ORT_PRECISION_MODE } from './support/cpu-int8.js';
+
+/** A float initializer of the test models. */
+function f32(name: string, dims: number[], values: number[]): OnnxTensor {
+  return { name, dataType: OnnxDataType.FLOAT, dims, raw: new Uint8Array(Float32Array.from(values).buffer) };
+}
 
 describe('quantizeWeights', () => {
   for (const [bits, max] of [[8, 127], [7, 63]] as const) {
@@ -25,7 +30,6 @@ describe('quantizeWeights', () => {
 
 describe('sevenBitWeights: 7-bit weights for the named convolutions only', () => {
   // two 1x1 convolutions in a row, 'stem/conv' and 'head/conv' (the converter names a node after its output)
-  const f32 = (name: string, dims: number[], values: number[]) => ({ name, dataType: OnnxDataType.FLOAT, dims, raw: new Uint8Array(Float32Array.from(values).buffer) });
   const conv = (scope: string, input: string) => [
     { name: `${scope}/conv`, opType: 'Conv', inputs: [input, `${scope}/w`], outputs: [`${scope}/conv`], attributes: {} },
     { name: `${scope}/r`, opType: 'Relu', inputs: [`${scope}/conv`], outputs: [`${scope}/r`], attributes: {} },
@@ -69,7 +73,6 @@ describe('sevenBitWeights: 7-bit weights for the named convolutions only', () =>
 function oneConv(weightBits: 7 | 8, kind: 'pointwise' | 'depthwise' = 'pointwise'): Uint8Array {
   const channels = 64;
   const depthwise = kind === 'depthwise';
-  const f32 = (name: string, dims: number[], values: number[]) => ({ name, dataType: OnnxDataType.FLOAT, dims, raw: new Uint8Array(Float32Array.from(values).buffer) });
   const weights = depthwise ? [channels, 1, 3, 3] : [1, channels, 1, 1];
   const count = weights.reduce((a, b) => a * b, 1);
   const outChannels = depthwise ? channels : 1;

@@ -1,15 +1,12 @@
 // models/weight-sensitivity.ts on faceres (the quickest of the three models it chose 7-bit weights for): it measures
 // every regular convolution and no depthwise one, 7 bits cost more than 8 overall, and the manifest's
 // sevenBitWeights for faceres are what it finds under the limit docs/int8.md names (0.02: every regular one).
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readSourceManifest } from '../models/model-packages.js';
 import { weightSensitivity } from '../models/weight-sensitivity.js';
 import { ROOT } from './helpers.js';
 
-const source = JSON.parse(readFileSync(join(ROOT, 'models', 'manifest.json'), 'utf8')) as {
-  models: Record<string, { int8?: { keepFloat?: string[]; keepOutputConvs?: boolean; sevenBitWeights?: string[] } }>;
-};
+const source = readSourceManifest(ROOT);
 
 describe('weight sensitivity (faceres)', () => {
   it('measures each regular convolution, exactly, and the manifest lists those under 0.02', async () => {

@@ -47,8 +47,8 @@ namespace {
 // with this), the labelled pose set posed 0 of 58 persons and faceres' EER rose to 1.74%. Its precision mode
 // turns each int8 weight tensor that could saturate into uint8 (w + 128, the zero point moved with it: the same
 // products) and runs kernels that sum in 32 bits, as VNNI does, about 1.3x slower here. A tensor within -64..64
-// (7-bit weights: yolov5s', models/convert/quantize.ts) cannot saturate and keeps the fast kernels. onnxruntime
-// applies it only on x86; it changes no fp32 graph.
+// (7-bit weights: yolov5s' and each convolution in a model's int8.sevenBitWeights, models/convert/quantize.ts)
+// cannot saturate and keeps the fast kernels. onnxruntime applies it only on x86; it changes no fp32 graph.
 void ExactInt8Products(Ort::SessionOptions& so) {
   const OnnxRuntimeInfo* library = LoadedOnnxRuntime();
   if (library && !library->int8DotProduct) so.AddConfigEntry("session.x64quantprecision", "1");
