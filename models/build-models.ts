@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { floatBeforeQuantize } from './convert/integer-path.js';
 import { encodeOnnxModel, type OnnxModel } from './convert/onnx-writer.js';
 import { openInputSize } from './convert/open-input-size.js';
 import { quantizeModel } from './convert/quantize.js';
@@ -46,7 +47,15 @@ function quantizeConverted(root: string, name: string, model: SourceModel, squar
   const weightBits = model.int8?.weightBits ?? 8;
   if (weightBits !== 7 && weightBits !== 8) throw new Error(`model "${name}": int8.weightBits must be 7 or 8`);
   const sevenBitWeights = model.int8?.sevenBitWeights ?? [];
-  const bytes = encodeOnnxModel(quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs, weightBits, sevenBitWeights }));
+  const quantized = quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs, weightBits, sevenBitWeights });
+  const float = floatBeforeQuantize(quantized);
+  if (float.length > 0) {
+    throw new Error(
+      `model "${name}": its int8 graph computes in float before quantizing (${float.length} nodes: ${float.slice(0, 3).map((n) => n.name).join(', ')}, ...), ` +
+        'so its answers would depend on the CPU: keep fp32 only layers after the last quantized one (docs/int8.md, "The same answers on every CPU")',
+    );
+  }
+  const bytes = encodeOnnxModel(quantized);
   const ortFile = `${name}.int8.ort.onnx`;
   writeAtomic(join(outDir, ortFile), bytes);
   const { scoreThreshold, personThreshold } = model.int8 ?? {};

@@ -197,13 +197,18 @@ export interface CalibrationSubject {
   inputs: Float32Array[];
 }
 
-export async function calibrationSubject(root: string, name: string): Promise<CalibrationSubject> {
+/** A model of models/manifest.json converted as set-up converts it for onnxruntime (the graph its int8 file quantizes). */
+export function convertForOnnxRuntime(root: string, name: string): { model: SourceModel; converted: ReturnType<typeof convertTfjsToOnnx> } {
   const manifest = readSourceManifest(root);
   const model = manifest.models[name];
   if (!model) throw new Error(`unknown model ${name}`);
   const pkg = modelPackage(root, manifest, model.package);
   const graph = loadTfjsGraph(join(pkg.dir, model.source));
-  const converted = convertTfjsToOnnx(graph, { input: model.input, outputs: model.outputs, target: 'ort', graphName: name });
+  return { model, converted: convertTfjsToOnnx(graph, { input: model.input, outputs: model.outputs, target: 'ort', graphName: name }) };
+}
+
+export async function calibrationSubject(root: string, name: string): Promise<CalibrationSubject> {
+  const { model, converted } = convertForOnnxRuntime(root, name);
   const spec = inputSpec(model);
   const recognition = model['recognition'] as { cropScale?: number } | undefined;
   const inputs =

@@ -118,7 +118,11 @@ export function buildPrivateSourceList(suite) {
 }
 
 export class PrivateApt {
-  /** @param {string} cacheDir  @param {{suite?: string, log?: (msg: string) => void}} [opts] */
+  /**
+   * @param {string} cacheDir
+   * @param {{suite?: string, arch?: string, log?: (msg: string) => void}} [opts]  arch: a Debian architecture
+   *   other than the host's (e.g. 'arm64'), for packages of that architecture only
+   */
   constructor(cacheDir, opts = {}) {
     this.log = opts.log ?? console.log;
     this.label = `apt-get [private state in ${path.relative(process.cwd(), cacheDir) || cacheDir}]`;
@@ -148,6 +152,7 @@ export class PrivateApt {
       '-o', 'Dir::Cache::pkgcache=',
       '-o', 'Dir::Cache::srcpkgcache=',
     ];
+    if (opts.arch) this.opts.push('-o', `APT::Architecture=${opts.arch}`, '-o', `APT::Architectures=${opts.arch}`);
     if (process.getuid?.() === 0) this.opts.push('-o', 'APT::Sandbox::User=root');
   }
 

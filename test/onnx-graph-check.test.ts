@@ -36,6 +36,6 @@ it('reads the int8 graphs and damaged copies of them without a sanitizer report,
   expect(result.found).toEqual([
     { qdqSigmoids: 57, siluLookups: 0, upsamples: 0, concats: 0 }, // the QDQ file: onnxruntime has not fused yet
     { qdqSigmoids: 0, siluLookups: 57, upsamples: 2, concats: 13 },
-    { qdqSigmoids: 0, siluLookups: 50, upsamples: 2, concats: 12 },
+    { qdqSigmoids: 0, siluLookups: 57, upsamples: 2, concats: 13 }, // yolov5s-320: integer from its input too
   ]);
 }, 180_000);

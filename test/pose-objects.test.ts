@@ -251,9 +251,10 @@ describe('pose for every person: crops around the object detector\'s persons', (
     expect(persons.posed).toBeGreaterThan(whole.posed);
     expect(persons.posed / persons.persons).toBeGreaterThanOrEqual(0.8);
     expect(persons.smallPosed).toBeGreaterThan(whole.smallPosed);
-    // On the 22 photos: 3 poses outside the labelled persons with yolov5s-320 finding people (the default), 2 with
-    // yolov5s at 640 (docs/models.md, "Pose for every person").
-    expect(persons.extra).toBeLessThanOrEqual(3);
+    // On the 22 photos: 4 poses outside the labelled persons with yolov5s-320 int8 finding people (the default; 3 at
+    // fp32: int8's margin is one more, test/int8-models.test.ts), 2 with yolov5s at 640 (docs/models.md, "Pose for
+    // every person"). The int8 file computes in integers from its input, so this count is the same on every CPU.
+    expect(persons.extra).toBeLessThanOrEqual(4);
   });
 
   it("is the default where the object model has a person class; 'whole' keeps the model's own limit of 6", async () => {
