@@ -9,6 +9,7 @@ import { DEFAULT_TOKEN_TTL_MS } from './auth/tokens.js';
 import { DEFAULT_ANN_THRESHOLD, DEFAULT_EXPANSION_SEARCH, LARGE_GALLERY, LARGE_GALLERY_EXPANSION } from './gallery/ann-defaults.js';
 import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from './metrics/collector.js';
 import { IDENTITY_DEFAULTS } from './metrics/identity.js';
+import { unstorableTagValue } from './metrics/influx-line.js';
 import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS } from './server/drain.js';
 import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
@@ -324,6 +325,18 @@ export function parseServerConfig(
   return checkCombinations(config as unknown as ServerConfig);
 }
 
+/** The identity is written as InfluxDB tags with --metrics-sink: a value InfluxDB cannot store is refused here, not at every send. */
+function checkSinkTags(config: ServerConfig): void {
+  for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
+    const value = config[key];
+    const why = value === undefined ? null : unstorableTagValue(value);
+    if (why !== null) {
+      const spec = SERVER_OPTIONS[key];
+      throw new ConfigError(`--${spec.flag} (${spec.env}) ${JSON.stringify(value)} ${why}: InfluxDB (--metrics-sink) cannot store it as a tag`);
+    }
+  }
+}
+
 /** Rules that join two options. */
 function checkCombinations(config: ServerConfig): ServerConfig {
   if ((config.objectLabels !== undefined || config.objectInputSize !== undefined) && !isModelPath(config.objectModel ?? '')) {
@@ -335,6 +348,7 @@ function checkCombinations(config: ServerConfig): ServerConfig {
     } catch (e) {
       throw new ConfigError(`invalid --metrics-sink: ${(e as Error).message}`);
     }
+    checkSinkTags(config);
   } else if (config.metricsSinkCredentials !== undefined || config.metricsSinkCa !== undefined) {
     throw new ConfigError('--metrics-sink-credentials and --metrics-sink-ca go with --metrics-sink');
   }
@@ -350,6 +364,11 @@ function checkCombinations(config: ServerConfig): ServerConfig {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }
   return config;
+}
+
+/** A duration flag of another command (e.g. the console's --drain-timeout), read as the server's are. */
+export function parseDurationMs(raw: string, origin: string): number {
+  return parseValue(SERVER_OPTIONS.drainTimeout, raw, origin) as number;
 }
 
 /** Help text for the server flags. */

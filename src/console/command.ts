@@ -5,8 +5,9 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { AuthService } from '../auth/auth-service.js';
-import { ConfigError } from '../config.js';
+import { ConfigError, parseDurationMs } from '../config.js';
 import { InfluxClient, InfluxUrlError, parseInfluxUrl } from '../metrics/influx-client.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '../server/drain.js';
 import { startServer } from '../server/server.js';
 import { loadTls, TlsError } from '../server/tls.js';
 import { createConsoleApp } from './app.js';
@@ -22,6 +23,8 @@ interface ConsoleConfig {
   regions: Map<string, string>;
   influxCredentials?: string;
   influxCa?: string;
+  /** On SIGTERM/SIGINT: ms the requests in flight get before every connection and region query is ended. */
+  drainTimeoutMs: number;
 }
 
 const REGION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -40,6 +43,7 @@ export function parseConsoleArgs(args: string[], env: NodeJS.ProcessEnv = proces
         region: { type: 'string', multiple: true },
         'influx-credentials': { type: 'string' },
         'influx-ca': { type: 'string' },
+        'drain-timeout': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -61,6 +65,8 @@ export function parseConsoleArgs(args: string[], env: NodeJS.ProcessEnv = proces
   if (regions.size === 0) throw new ConfigError('give at least one --region NAME=URL');
   if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
   const resolve = (p: string | undefined) => (p === undefined ? undefined : path.resolve(p));
+  const drainText = values['drain-timeout'] ?? env['EDGECV_CONSOLE_DRAIN_TIMEOUT'];
+  const drainTimeoutMs = drainText === undefined || drainText === '' ? DEFAULT_DRAIN_TIMEOUT_MS : parseDurationMs(drainText, '--drain-timeout');
   return {
     port: Number(portText),
     host: values.host ?? env['EDGECV_CONSOLE_HOST'] ?? '0.0.0.0',
@@ -70,6 +76,7 @@ export function parseConsoleArgs(args: string[], env: NodeJS.ProcessEnv = proces
     regions,
     influxCredentials: resolve(values['influx-credentials']),
     influxCa: resolve(values['influx-ca']),
+    drainTimeoutMs,
   };
 }
 
@@ -108,9 +115,11 @@ export async function runConsole(args: string[]): Promise<number> {
     const stop = (signal: NodeJS.Signals) => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      console.log(`edgecv console: ${signal}, shutting down`);
-      void running.close().then(() => {
+      console.log(`edgecv console: ${signal}, shutting down (requests in flight get up to ${config.drainTimeoutMs} ms)`);
+      // at the drain timeout every connection is closed, then every region query still waiting is ended
+      void running.close(config.drainTimeoutMs).then(() => {
         metrics.close();
+        console.log('edgecv console: stopped');
         resolve(0);
       });
     };

@@ -11,7 +11,7 @@
 
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { InfluxClient, InfluxError, quoteIdent, quoteString, type InfluxTarget } from './influx-client.js';
+import { InfluxClient, InfluxError, InfluxPointsRefused, quoteIdent, quoteString, type InfluxTarget } from './influx-client.js';
 import { INFLUX_TAG_VALUES, lineOf } from './influx-line.js';
 import { SELECTORS, seriesName, TAG_COLUMNS, VALUE_COLUMNS, type Selector, type TagColumn } from './selectors.js';
 import type { MetricsStore, SinkRow } from './store.js';
@@ -37,6 +37,13 @@ export interface SinkStatus {
   ackedUpTo: string | null;
   /** Points InfluxDB acknowledged since start. */
   pointsWritten: number;
+  /**
+   * Points InfluxDB refused for good since start (400 partial write, e.g. beyond its retention policy, or
+   * unable to parse): their batch counts as sent, its other points are stored, none is sent again.
+   */
+  pointsRefused: number;
+  /** InfluxDB's answer to the last batch it refused in part, or null. */
+  lastRefusal: string | null;
 }
 
 export interface SinkOptions {
@@ -46,6 +53,8 @@ export interface SinkOptions {
   batchSamples?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /** ms one exchange with InfluxDB may take in all, the answer included (default: the client's, 10 s). */
+  timeoutMs?: number;
   /** Called after each acknowledged batch with its sample times (the bench measures lag with it). */
   onAcknowledged?: (times: bigint[]) => void;
   /** Where errors are told (once per new message); default console.error. */
@@ -67,11 +76,13 @@ export class InfluxSink {
   #errors = 0;
   #lastError: string | null = null;
   #points = 0;
+  #refused = 0;
+  #lastRefusal: string | null = null;
 
   constructor(opts: SinkOptions) {
     this.#opts = opts;
     this.#store = opts.store;
-    this.#client = new InfluxClient(opts.target);
+    this.#client = new InfluxClient(opts.target, { timeoutMs: opts.timeoutMs });
     this.#key = opts.target.redacted;
   }
 
@@ -152,6 +163,10 @@ export class InfluxSink {
     try {
       await this.#client.writeGzip(body);
     } catch (e) {
+      if (e instanceof InfluxPointsRefused) {
+        this.#refusedInPart(e, rows, upTo);
+        return;
+      }
       // refused before sending, or refused whole by InfluxDB: nothing of it was written, no check needed
       if (e instanceof InfluxError && !e.maybeDelivered) this.#store.setSinkCursor(this.#key, { acked: after, inflight: null });
       throw e;
@@ -159,9 +174,21 @@ export class InfluxSink {
     this.#acknowledge(rows, upTo);
   }
 
-  #acknowledge(rows: SinkRow[], upTo: bigint): void {
+  /**
+   * InfluxDB stored what it could of the batch and will never take the rest (as Telegraf does: told, counted,
+   * passed): the batch is done, so that newer samples do not wait behind it.
+   */
+  #refusedInPart(e: InfluxPointsRefused, rows: SinkRow[], upTo: bigint): void {
+    const dropped = Math.min(e.dropped ?? rows.length, rows.length);
+    this.#acknowledge(rows, upTo, rows.length - dropped);
+    this.#refused += dropped;
+    this.#lastRefusal = e.message;
+    this.#log(`[edgecv] metrics sink ${this.#key}: InfluxDB refused ${dropped} of ${rows.length} points up to ${formatRfc3339Nano(upTo)} (${e.message}); not sent again`);
+  }
+
+  #acknowledge(rows: SinkRow[], upTo: bigint, stored = rows.length): void {
     this.#store.setSinkCursor(this.#key, { acked: upTo, inflight: null });
-    this.#points += rows.length;
+    this.#points += stored;
     if (this.#lastError !== null) this.#log(`[edgecv] metrics sink ${this.#key}: sending again`);
     this.#lastError = null;
     const onAck = this.#opts.onAcknowledged;
@@ -221,15 +248,26 @@ export class InfluxSink {
       lastError: this.#lastError,
       ackedUpTo: cursor.acked > 0n ? formatRfc3339Nano(cursor.acked) : null,
       pointsWritten: this.#points,
+      pointsRefused: this.#refused,
+      lastRefusal: this.#lastRefusal,
     };
   }
 
-  /** Stops sending (a send in progress finishes or fails first); the cursor stays where it is. */
-  async stop(): Promise<void> {
+  /**
+   * Stops sending; the cursor stays where it is. A send in progress gets up to `waitMs` to finish (the
+   * drain's time left), then is ended: its batch is checked in InfluxDB at the next start.
+   */
+  async stop(waitMs = Infinity): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
-    await this.#running;
+    if (this.#running && waitMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const waited = Number.isFinite(waitMs) ? new Promise<void>((r) => (timer = setTimeout(r, waitMs))) : new Promise<void>(() => undefined);
+      await Promise.race([this.#running, waited]);
+      clearTimeout(timer);
+    }
     this.#client.close();
+    await this.#running;
   }
 }

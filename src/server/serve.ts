@@ -175,7 +175,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
           await Promise.all([running.close(graceMs), plain?.close(graceMs)]);
           unwatchGallery(recognition);
           await recognition.close();
-          await ops.close();
+          // the sink's last send gets what is left of the drain timeout, then is ended
+          await ops.close(Math.max(timeoutMs - (Date.now() - startedAt), 0));
           unwatchEngine(engine);
           await engine.close();
         } catch (e) {
