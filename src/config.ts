@@ -12,6 +12,7 @@ import { IDENTITY_DEFAULTS } from './metrics/identity.js';
 import { unstorableTagValue } from './metrics/influx-line.js';
 import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS } from './server/drain.js';
 import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
+import { parseAllowedHosts } from './server/host-check.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from './server/websocket-limits.js';
 import { BACKENDS, IDLE_CORES, POSE_MODES, PRECISIONS, RUNTIMES, type BackendChoice, type IdleCoresChoice, type PoseMode, type Precision, type RuntimeChoice } from './engine/types.js';
@@ -98,6 +99,8 @@ export interface ServerConfig {
   deepstackEnrolmentKey?: 'api' | 'admin';
   /** Comma-separated origins whose browser pages may send non-GET requests (origin-check.ts); own origin always. */
   allowedOrigins?: string;
+  /** Comma-separated Host names served besides localhost, the server's addresses and host name, or * (src/server/host-check.ts). */
+  allowedHosts?: string;
   /** Port of a plain-HTTP listener serving only the DeepStack-compatible routes; none by default. */
   httpPort?: number;
   /** What the plain-HTTP listener serves: 'deepstack' (/v1/vision/* and /health, default) or 'all' (every route, WebSockets too). */
@@ -213,6 +216,7 @@ export const SERVER_OPTIONS = {
   apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
   deepstackEnrolmentKey: { flag: 'deepstack-enrolment-key', env: 'EDGECV_DEEPSTACK_ENROLMENT_KEY', kind: 'choice', choices: ['api', 'admin'], help: "key for /v1/vision/face/register and /face/delete: 'api' (the API key, as DeepStack; default) or 'admin' (the admin key)" },
   allowedOrigins: { flag: 'allowed-origins', env: 'EDGECV_ALLOWED_ORIGINS', kind: 'string', help: "comma-separated origins (https://host:port) whose web pages may POST here; the server's own always may (default: none)" },
+  allowedHosts: { flag: 'allowed-hosts', env: 'EDGECV_ALLOWED_HOSTS', kind: 'string', help: 'comma-separated host names clients reach this server by, besides localhost, its addresses and host name: any other Host is refused with 421 (DNS rebinding); * for any (default: none)' },
   httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   httpRoutes: { flag: 'http-routes', env: 'EDGECV_HTTP_ROUTES', kind: 'choice', choices: ['deepstack', 'all'], help: "what --http-port serves: 'deepstack' (/v1/vision/*, default) or 'all' (every route and /ws/*, for the original clients' http:// and ws://; no TLS: keep it on loopback or behind a TLS balancer)" },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
@@ -354,6 +358,7 @@ function checkCombinations(config: ServerConfig): ServerConfig {
   }
   try {
     parseAllowedOrigins(config.allowedOrigins);
+    parseAllowedHosts(config.allowedHosts);
   } catch (e) {
     throw new ConfigError((e as Error).message);
   }
