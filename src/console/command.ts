@@ -4,6 +4,7 @@
 
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { AuditLog } from '../audit/audit-log.js';
 import { AuthService } from '../auth/auth-service.js';
 import { ConfigError, parseDurationMs } from '../config.js';
 import { InfluxClient, InfluxUrlError, parseInfluxUrl } from '../metrics/influx-client.js';
@@ -100,13 +101,15 @@ export async function runConsole(args: string[]): Promise<number> {
     return 1;
   }
   const metrics = new FleetMetrics(clients);
-  const app = createConsoleApp({ auth: new AuthService(config.dataDir), metrics });
+  const audit = new AuditLog(config.dataDir);
+  const app = createConsoleApp({ auth: new AuthService(config.dataDir), metrics, audit });
   let running;
   try {
     running = await startServer({ app, tls, port: config.port, host: config.host });
   } catch (e) {
     console.error(`edgecv console: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
     metrics.close();
+    audit.close();
     return 1;
   }
   const regions = [...clients].map(([name, c]) => `${name} -> ${c.target.redacted}`).join(', ');
@@ -119,6 +122,7 @@ export async function runConsole(args: string[]): Promise<number> {
       // at the drain timeout every connection is closed, then every region query still waiting is ended
       void running.close(config.drainTimeoutMs).then(() => {
         metrics.close();
+        audit.close();
         console.log('edgecv console: stopped');
         resolve(0);
       });

@@ -55,7 +55,7 @@ export interface AppDeps {
  * strict: false serves every route with and without a trailing slash. `page`: served outside the 405 handling.
  * The fleet console (src/console/app.ts) serves its routes through it too.
  */
-export function serverApp(deps: Pick<AppDeps, 'config' | 'ops' | 'hosts'> & { engine?: FaceEngine }, api: Hono, page?: Hono): Hono {
+export function serverApp(deps: Pick<AppDeps, 'config' | 'hosts'> & { ops?: Pick<OpsDeps, 'audit'>; engine?: FaceEngine }, api: Hono, page?: Hono): Hono {
   const app = new Hono({ strict: false });
   const limit = deps.config.bodyLimit;
 
