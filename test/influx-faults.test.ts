@@ -273,6 +273,15 @@ describe('URLs (items 12 and 13)', () => {
     expect(parseInfluxUrl('http://s3cr3tT0ken@127.0.0.1:8086/db').redacted).toBe('http://***@127.0.0.1:8086/db');
     expect(parseInfluxUrl('http://bob:pw@127.0.0.1:8086/db').redacted).toBe('http://bob:***@127.0.0.1:8086/db');
   });
+
+  it('the sink status (/server/usage/, /metrics labels) shows no user part at all', () => {
+    const store = storeWith([]);
+    for (const url of ['http://s3cr3tT0ken@127.0.0.1:9/db', 'http://bob:pw@127.0.0.1:9/db']) {
+      const sink = new InfluxSink({ store, target: parseInfluxUrl(url), log: () => {} });
+      expect(sink.status().url).toBe('http://127.0.0.1:9/db');
+    }
+    store.close();
+  });
 });
 
 describe('the drain (item 3)', () => {

@@ -63,6 +63,8 @@ export interface InfluxTarget {
   ca?: string;
   /** The URL with any password or token replaced by ***: the only form that may be printed. */
   redacted: string;
+  /** The URL without any user part: what unauthenticated readers (/server/usage/, /metrics) are shown. */
+  address: string;
 }
 
 export class InfluxUrlError extends Error {
@@ -121,7 +123,14 @@ export function parseInfluxUrl(raw: string, files: { credentials?: string; ca?: 
   }
   // a user part alone is a token (InfluxDB 2's style): hidden whole, as a password is
   const userinfo = url.username === '' ? '' : url.password === '' ? '***@' : `${url.username}:***@`;
-  return { origin: url.origin, database, auth, ca, redacted: `${url.protocol}//${userinfo}${url.host}/${segments[0]}` };
+  return {
+    origin: url.origin,
+    database,
+    auth,
+    ca,
+    redacted: `${url.protocol}//${userinfo}${url.host}/${segments[0]}`,
+    address: `${url.protocol}//${url.host}/${segments[0]}`,
+  };
 }
 
 /** One statement's answer in InfluxDB's JSON. */
@@ -242,28 +251,28 @@ export class InfluxClient {
           answer.on('data', (d: Buffer) => {
             bytes += d.length;
             if (bytes > this.#maxAnswerBytes) {
-              abort(new InfluxAnswerTooLarge(`InfluxDB ${this.target.redacted} answered more than ${this.#maxAnswerBytes} bytes`, this.#maxAnswerBytes));
+              abort(new InfluxAnswerTooLarge(`InfluxDB ${this.target.address} answered more than ${this.#maxAnswerBytes} bytes`, this.#maxAnswerBytes));
               return;
             }
             if (onData && answer.statusCode === 200) onData(d);
             else chunks.push(d);
           });
           answer.on('end', () => finish(undefined, { status: answer.statusCode ?? 0, body: Buffer.concat(chunks) }));
-          answer.on('error', (e) => finish(new InfluxError(`InfluxDB ${this.target.redacted}: ${e.message}`, 0, true)));
+          answer.on('error', (e) => finish(new InfluxError(`InfluxDB ${this.target.address}: ${e.message}`, 0, true)));
           answer.on('close', () => {
-            if (!answer.complete) finish(new InfluxError(`InfluxDB ${this.target.redacted}: the answer was cut off`, 0, true));
+            if (!answer.complete) finish(new InfluxError(`InfluxDB ${this.target.address}: the answer was cut off`, 0, true));
           });
         },
       );
       const deadline = setTimeout(
-        () => abort(new InfluxError(`InfluxDB ${this.target.redacted}: no complete answer within ${this.#timeoutMs} ms`, 0, true)),
+        () => abort(new InfluxError(`InfluxDB ${this.target.address}: no complete answer within ${this.#timeoutMs} ms`, 0, true)),
         this.#timeoutMs,
       );
       this.#inFlight.add(abort);
       req.on('error', (e: NodeJS.ErrnoException) => {
         // refused/unreachable: the request never left, so nothing can have been written
         const notSent = e.code === 'ECONNREFUSED' || e.code === 'ENOTFOUND' || e.code === 'EHOSTUNREACH' || e.code === 'ENETUNREACH';
-        finish(new InfluxError(`InfluxDB ${this.target.redacted} unreachable: ${e.message}`, 0, !notSent));
+        finish(new InfluxError(`InfluxDB ${this.target.address} unreachable: ${e.message}`, 0, !notSent));
       });
       req.end(body);
     });
@@ -286,7 +295,7 @@ export class InfluxClient {
     const res = await this.#request('POST', path, gzipped, { 'Content-Encoding': 'gzip', 'Content-Type': 'text/plain; charset=utf-8' });
     if (res.status === 204) return;
     const text = InfluxClient.#errorText(res.body);
-    const message = `InfluxDB ${this.target.redacted} /write answered ${res.status}: ${text}`;
+    const message = `InfluxDB ${this.target.address} /write answered ${res.status}: ${text}`;
     // 400 partial write / unable to parse: what InfluxDB could store it stored, the rest it will never take
     if (res.status === 400 && /partial write|unable to parse/i.test(text)) {
       const dropped = /dropped=(\d+)/.exec(text);
@@ -319,9 +328,9 @@ export class InfluxClient {
     const take = (line: string) => {
       if (line.trim() === '') return;
       const parsed = JSON.parse(line) as { results?: InfluxStatementResult[]; error?: string };
-      if (parsed.error) throw new InfluxError(`InfluxDB ${this.target.redacted}: ${parsed.error}`, 400, false);
+      if (parsed.error) throw new InfluxError(`InfluxDB ${this.target.address}: ${parsed.error}`, 400, false);
       for (const r of parsed.results ?? []) {
-        if (!isStatementResult(r)) throw new InfluxError(`InfluxDB ${this.target.redacted}: an answer that is not InfluxDB's (a series without name, columns or values)`, 0, false);
+        if (!isStatementResult(r)) throw new InfluxError(`InfluxDB ${this.target.address}: an answer that is not InfluxDB's (a series without name, columns or values)`, 0, false);
         const into = results.get(r.statement_id) ?? { statement_id: r.statement_id };
         results.set(r.statement_id, into);
         if (r.error) into.error = r.error;
@@ -349,7 +358,7 @@ export class InfluxClient {
             if (text !== '') pending.push(text);
             // a chunk of chunk_size points is a few MB: parsing much more at once would stall the event loop
             pendingLength += text.length;
-            if (pendingLength > MAX_CHUNK_CHARS) throw new InfluxError(`InfluxDB ${this.target.redacted}: an answer chunk longer than ${MAX_CHUNK_CHARS} characters`, 0, false);
+            if (pendingLength > MAX_CHUNK_CHARS) throw new InfluxError(`InfluxDB ${this.target.address}: an answer chunk longer than ${MAX_CHUNK_CHARS} characters`, 0, false);
           } catch (e) {
             broken = e; // thrown after the answer ended, not from inside the socket's handler
           }
@@ -361,14 +370,14 @@ export class InfluxClient {
         ? await this.#request('GET', `/query?${params}`, undefined, {}, onData)
         : await this.#request('POST', '/query', Buffer.from(params.toString()), { 'Content-Type': 'application/x-www-form-urlencoded' }, onData);
     if (res.status !== 200) {
-      throw new InfluxError(`InfluxDB ${this.target.redacted} /query answered ${res.status}: ${InfluxClient.#errorText(res.body)}`, res.status, false);
+      throw new InfluxError(`InfluxDB ${this.target.address} /query answered ${res.status}: ${InfluxClient.#errorText(res.body)}`, res.status, false);
     }
     if (broken !== undefined) throw broken;
     if (tooMany) throw new InfluxError(`the answer holds more than ${opts.maxRows} rows`, 413, false);
     if (chunked) take(pending.join(''));
     else take(res.body.toString('utf8'));
     const out = [...results.values()].sort((a, b) => a.statement_id - b.statement_id);
-    for (const r of out) if (r.error) throw new InfluxError(`InfluxDB ${this.target.redacted}: ${r.error}`, 400, false);
+    for (const r of out) if (r.error) throw new InfluxError(`InfluxDB ${this.target.address}: ${r.error}`, 400, false);
     return out;
   }
 
@@ -379,7 +388,7 @@ export class InfluxClient {
 
   /** Ends every exchange still running (each rejects with InfluxError status 0) and the kept connections. */
   close(): void {
-    for (const abort of [...this.#inFlight]) abort(new InfluxError(`InfluxDB ${this.target.redacted}: closed while waiting for an answer`, 0, true));
+    for (const abort of [...this.#inFlight]) abort(new InfluxError(`InfluxDB ${this.target.address}: closed while waiting for an answer`, 0, true));
     this.#agent.destroy();
   }
 }

@@ -24,7 +24,7 @@ export const SINK_BACKOFF_BASE_MS = 500;
 export const SINK_BACKOFF_MAX_MS = 30_000;
 
 export interface SinkStatus {
-  /** The InfluxDB URL, credentials hidden. */
+  /** The InfluxDB URL without its user part (it is shown to unauthenticated readers). */
   url: string;
   /** Seconds since the oldest sample InfluxDB has not acknowledged; 0 when caught up. */
   lagSeconds: number;
@@ -86,8 +86,9 @@ export class InfluxSink {
     this.#key = opts.target.redacted;
   }
 
+  /** The InfluxDB URL without its user part. */
   get url(): string {
-    return this.#key;
+    return this.#opts.target.address;
   }
 
   /** Sends what the store holds now and after every kick(). */
@@ -241,7 +242,7 @@ export class InfluxSink {
     const backlog = this.#store.backlog(cursor.acked);
     const lagNs = backlog.oldest === null ? 0n : nowNs() - backlog.oldest;
     return {
-      url: this.#key,
+      url: this.#opts.target.address,
       lagSeconds: Math.max(0, Number(lagNs) / 1e9),
       backlogSamples: backlog.samples,
       errors: this.#errors,
