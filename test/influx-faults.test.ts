@@ -20,6 +20,7 @@ import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { Hono } from 'hono';
 import { useTempDirs } from './helpers.js';
+import { fuzzConsoleQueries, fuzzSinkAnswers } from './support/fuzz/influx-fuzz.js';
 import { emptyQueryAnswer, startFakeInflux, trickle, type FakeInflux } from './support/fake-influx.js';
 import { influxQuery, startInfluxd, type Influxd } from './support/influxd.js';
 
@@ -281,6 +282,22 @@ describe('URLs (items 12 and 13)', () => {
       expect(sink.status().url).toBe('http://127.0.0.1:9/db');
     }
     store.close();
+  });
+});
+
+describe('seeded hostile input (the short run of npm run fuzz)', () => {
+  it('hostile console query fields against a healthy InfluxDB: JSON every time, never a 5xx', async () => {
+    await influxQuery(influx.origin, 'fuzz', 'CREATE DATABASE "fuzz"');
+    const report = await fuzzConsoleQueries({ influxUrl: `${influx.origin}/fuzz`, seed: 37, cases: 300 });
+    expect(report.failures).toEqual([]);
+    expect(report.statuses['400']).toBeGreaterThan(0);
+    expect(report.statuses['200']).toBeGreaterThan(0);
+  });
+
+  it("hostile sink answers: no refused batch sent again, caught up once InfluxDB answers well", async () => {
+    const report = await fuzzSinkAnswers({ seed: 37, answers: 120, timeoutMs: 40_000 });
+    expect(report).toMatchObject({ resentRefused: 0, caughtUp: true });
+    expect(report.pointsRefused).toBeGreaterThan(0);
   });
 });
 
