@@ -13,6 +13,7 @@ import { METRICS_DB_FILE, MetricsStore } from '../src/metrics/store.js';
 import { nowNs } from '../src/metrics/time.js';
 import { httpsRequest, useTempDirs } from './helpers.js';
 import { emptyQueryAnswer, startFakeInflux, trickle, type FakeInflux } from './support/fake-influx.js';
+import { influxQuery, startInfluxd } from './support/influxd.js';
 import { eventually, REPO_ROOT, startServerProcess } from './support/server-process.js';
 
 const tmpDir = useTempDirs();
@@ -59,6 +60,29 @@ describe('the drain ends within --drain-timeout + 1 s', () => {
     const store = MetricsStore.openReadOnly(path.join(dataDir, METRICS_DB_FILE));
     expect(store.sampleTimesAfter(signalledAt, 10).length).toBeGreaterThan(0);
     store.close();
+  });
+
+  it("serve with a healthy InfluxDB: the drain's last sample reaches InfluxDB before the exit", async () => {
+    const influx = await startInfluxd(tmpDir('edgecv-drain-influxd-'));
+    try {
+      const server = await startServerProcess([
+        '--data-dir', tmpDir('edgecv-drain-ok-'), '--workers', '1', '--drain-timeout', '5s',
+        '--metrics-sink', `${influx.origin}/edgecv`, '--metrics-interval', '1h',
+      ]);
+      // its signal handlers are in place once it has printed its models (the line after "listening on")
+      expect(await eventually(async () => /edgecv: models:/.test(server.output()), 10_000)).toBe(true);
+      const signalledAt = nowNs();
+      const { code, ms } = await terminate(server.child, server.exited, 15_000);
+      console.log(`serve drain with a healthy InfluxDB, --drain-timeout 5s: exit ${code} after ${ms} ms`);
+      expect(code, server.output()).toBe(0);
+      // the only sample is the drain's (the periodic one is an hour away)
+      const cpu = await influxQuery(influx.origin, 'edgecv', 'SELECT "cpu" FROM "appinst-cpu"');
+      const times = (cpu.results[0]!.series?.[0]?.values ?? []).map((v) => String(v[0]));
+      expect(times).toHaveLength(1);
+      expect(BigInt(Date.parse(times[0]!)) * 1_000_000n).toBeGreaterThanOrEqual((signalledAt / 1_000_000n - 1000n) * 1_000_000n);
+    } finally {
+      await influx.stop();
+    }
   });
 
   it('console: a request waiting on a trickling region is ended at the drain timeout; exit 0', async () => {

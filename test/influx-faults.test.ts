@@ -189,6 +189,25 @@ describe('an answer that trickles (items 2 and 5)', () => {
     store.close();
   });
 
+  it('stop() makes a last flush: a sink waiting out its backoff sends what the store holds when InfluxDB is back', async () => {
+    let writes = 0;
+    const server = await fake((req, res) => {
+      if (!req.url?.startsWith('/write')) return emptyQueryAnswer(res);
+      // the first send fails (InfluxDB restarting); the next one, at stop(), is stored
+      res.writeHead(++writes === 1 ? 503 : 204);
+      res.end();
+    });
+    const store = storeWith([nowNs() - 2n * SECOND, nowNs() - SECOND]);
+    const sink = new InfluxSink({ store, target: parseInfluxUrl(`${server.origin}/db`), backoffBaseMs: 60_000, log: () => {} });
+    sink.start();
+    await until('the first send to fail', () => sink.status().errors > 0, 5_000);
+    expect(sink.status().backlogSamples).toBe(2);
+    await sink.stop(3_000);
+    expect(sink.status().backlogSamples).toBe(0);
+    expect(writes).toBe(2);
+    store.close();
+  });
+
   it('the console answers 503 for a trickling region at its deadline; another region answers meanwhile', async () => {
     const server = await fake((_req, res) => trickle(res, 100));
     await influxQuery(influx.origin, 'other', 'CREATE DATABASE "other"');

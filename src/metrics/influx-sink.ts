@@ -22,6 +22,8 @@ const gzipAsync = promisify(gzip);
 export const SINK_BATCH_SAMPLES = 1000;
 export const SINK_BACKOFF_BASE_MS = 500;
 export const SINK_BACKOFF_MAX_MS = 30_000;
+/** How long stop() lets the last flush run when not told (serve tells it the drain's time left). */
+export const SINK_STOP_WAIT_MS = 5_000;
 
 export interface SinkStatus {
   /** The InfluxDB URL without its user part (it is shown to unauthenticated readers). */
@@ -71,6 +73,8 @@ export class InfluxSink {
   #retryTimer: NodeJS.Timeout | undefined;
   #failures = 0;
   #stopped = false;
+  /** stop() was called: no retry is scheduled and no new send is started by kick(). */
+  #stopping = false;
   #started = false;
   #databaseChecked = false;
   #errors = 0;
@@ -99,7 +103,7 @@ export class InfluxSink {
 
   /** A new sample is stored: send it (now, unless a retry is waiting out its backoff). */
   kick(): void {
-    if (!this.#started || this.#stopped || this.#retryTimer) return;
+    if (!this.#started || this.#stopping || this.#retryTimer) return;
     if (this.#running) {
       this.#again = true;
       return;
@@ -221,7 +225,7 @@ export class InfluxSink {
     const message = e instanceof Error ? e.message : String(e);
     if (message !== this.#lastError) this.#log(`[edgecv] metrics sink ${this.#key}: ${message} (retrying with backoff)`);
     this.#lastError = message;
-    if (this.#stopped) return;
+    if (this.#stopping) return;
     // exponential backoff, each wait a random 50-100 % of its step, so that a fleet does not retry in step after an outage
     const base = this.#opts.backoffBaseMs ?? SINK_BACKOFF_BASE_MS;
     const cap = Math.min(this.#opts.backoffMaxMs ?? SINK_BACKOFF_MAX_MS, base * 2 ** Math.min(this.#failures - 1, 20));
@@ -255,20 +259,24 @@ export class InfluxSink {
   }
 
   /**
-   * Stops sending; the cursor stays where it is. A send in progress gets up to `waitMs` to finish (the
-   * drain's time left), then is ended: its batch is checked in InfluxDB at the next start.
+   * Stops sending; the cursor stays where it is. First the last flush: what the store holds now (the drain's
+   * last sample included) is sent, a send in progress finishing first, for up to `waitMs` (the drain's time
+   * left); then a send still waiting is ended: its batch is checked in InfluxDB at the next start.
    */
-  async stop(waitMs = Infinity): Promise<void> {
-    this.#stopped = true;
+  async stop(waitMs = SINK_STOP_WAIT_MS): Promise<void> {
+    this.#stopping = true;
     clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
-    if (this.#running && waitMs > 0) {
+    let flush = this.#running;
+    if (waitMs > 0 && this.#started && !this.#stopped) {
+      // a send in progress reads the store again after its batch; otherwise (idle, or waiting out a backoff) one more try
+      flush ??= this.#drain();
       let timer: NodeJS.Timeout | undefined;
-      const waited = Number.isFinite(waitMs) ? new Promise<void>((r) => (timer = setTimeout(r, waitMs))) : new Promise<void>(() => undefined);
-      await Promise.race([this.#running, waited]);
+      await Promise.race([flush, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
       clearTimeout(timer);
     }
+    this.#stopped = true;
     this.#client.close();
-    await this.#running;
+    await flush;
   }
 }
