@@ -9,8 +9,10 @@ import { DEFAULT_TOKEN_TTL_MS } from './auth/tokens.js';
 import { DEFAULT_ANN_THRESHOLD, DEFAULT_EXPANSION_SEARCH, LARGE_GALLERY, LARGE_GALLERY_EXPANSION } from './gallery/ann-defaults.js';
 import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from './metrics/collector.js';
 import { IDENTITY_DEFAULTS } from './metrics/identity.js';
+import { unstorableTagValue } from './metrics/influx-line.js';
 import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS } from './server/drain.js';
 import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
+import { parseAllowedHosts } from './server/host-check.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from './server/websocket-limits.js';
 import { BACKENDS, IDLE_CORES, POSE_MODES, PRECISIONS, RUNTIMES, type BackendChoice, type IdleCoresChoice, type PoseMode, type Precision, type RuntimeChoice } from './engine/types.js';
@@ -97,6 +99,8 @@ export interface ServerConfig {
   deepstackEnrolmentKey?: 'api' | 'admin';
   /** Comma-separated origins whose browser pages may send non-GET requests (origin-check.ts); own origin always. */
   allowedOrigins?: string;
+  /** Comma-separated Host names served besides localhost, the server's addresses and host name, or * (src/server/host-check.ts). */
+  allowedHosts?: string;
   /** Port of a plain-HTTP listener serving only the DeepStack-compatible routes; none by default. */
   httpPort?: number;
   /** What the plain-HTTP listener serves: 'deepstack' (/v1/vision/* and /health, default) or 'all' (every route, WebSockets too). */
@@ -212,6 +216,7 @@ export const SERVER_OPTIONS = {
   apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
   deepstackEnrolmentKey: { flag: 'deepstack-enrolment-key', env: 'EDGECV_DEEPSTACK_ENROLMENT_KEY', kind: 'choice', choices: ['api', 'admin'], help: "key for /v1/vision/face/register and /face/delete: 'api' (the API key, as DeepStack; default) or 'admin' (the admin key)" },
   allowedOrigins: { flag: 'allowed-origins', env: 'EDGECV_ALLOWED_ORIGINS', kind: 'string', help: "comma-separated origins (https://host:port) whose web pages may POST here; the server's own always may (default: none)" },
+  allowedHosts: { flag: 'allowed-hosts', env: 'EDGECV_ALLOWED_HOSTS', kind: 'string', help: 'comma-separated host names clients reach this server by, besides localhost, its addresses and host name: any other Host is refused with 421 (DNS rebinding); * for any (default: none)' },
   httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   httpRoutes: { flag: 'http-routes', env: 'EDGECV_HTTP_ROUTES', kind: 'choice', choices: ['deepstack', 'all'], help: "what --http-port serves: 'deepstack' (/v1/vision/*, default) or 'all' (every route and /ws/*, for the original clients' http:// and ws://; no TLS: keep it on loopback or behind a TLS balancer)" },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
@@ -324,6 +329,18 @@ export function parseServerConfig(
   return checkCombinations(config as unknown as ServerConfig);
 }
 
+/** The identity is written as InfluxDB tags with --metrics-sink: a value InfluxDB cannot store is refused here, not at every send. */
+function checkSinkTags(config: ServerConfig): void {
+  for (const key of ['region', 'appOrg', 'appname', 'appvers', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'pod'] as const) {
+    const value = config[key];
+    const why = value === undefined ? null : unstorableTagValue(value);
+    if (why !== null) {
+      const spec = SERVER_OPTIONS[key];
+      throw new ConfigError(`--${spec.flag} (${spec.env}) ${JSON.stringify(value)} ${why}: InfluxDB (--metrics-sink) cannot store it as a tag`);
+    }
+  }
+}
+
 /** Rules that join two options. */
 function checkCombinations(config: ServerConfig): ServerConfig {
   if ((config.objectLabels !== undefined || config.objectInputSize !== undefined) && !isModelPath(config.objectModel ?? '')) {
@@ -335,11 +352,13 @@ function checkCombinations(config: ServerConfig): ServerConfig {
     } catch (e) {
       throw new ConfigError(`invalid --metrics-sink: ${(e as Error).message}`);
     }
+    checkSinkTags(config);
   } else if (config.metricsSinkCredentials !== undefined || config.metricsSinkCa !== undefined) {
     throw new ConfigError('--metrics-sink-credentials and --metrics-sink-ca go with --metrics-sink');
   }
   try {
     parseAllowedOrigins(config.allowedOrigins);
+    parseAllowedHosts(config.allowedHosts);
   } catch (e) {
     throw new ConfigError((e as Error).message);
   }
@@ -350,6 +369,11 @@ function checkCombinations(config: ServerConfig): ServerConfig {
     throw new ConfigError('--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate');
   }
   return config;
+}
+
+/** A duration flag of another command (e.g. the console's --drain-timeout), read as the server's are. */
+export function parseDurationMs(raw: string, origin: string): number {
+  return parseValue(SERVER_OPTIONS.drainTimeout, raw, origin) as number;
 }
 
 /** Help text for the server flags. */

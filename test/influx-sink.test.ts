@@ -184,7 +184,8 @@ describe('InfluxSink', () => {
       await until('a refused write', () => wrong.status().errors > 0);
       await wrong.stop();
       expect(wrong.status().lastError).toMatch(/401|authorization/);
-      expect(wrong.status().url).toBe(`http://admin:***@127.0.0.1:${new URL(secured.origin).port}/authdb`);
+      expect(wrong.status().url).toBe(`http://127.0.0.1:${new URL(secured.origin).port}/authdb`);
+      expect(wrong.status().lastError).not.toContain('admin'); // shown to unauthenticated readers of /server/usage/
       expect(logs.join('\n')).not.toContain('not-the-pw');
       expect(logs.length).toBeGreaterThan(0);
 

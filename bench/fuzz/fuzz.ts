@@ -6,7 +6,12 @@
 // Then (--channel-messages, default 2000; 0 skips it) a Redis fleet server gets seeded malformed messages on its
 // gallery change channel (bench/fuzz/channel.ts). Exit code 1 when a server died, answered 5xx (other than 503),
 // answered something that is not JSON, or did not recover from the channel messages.
+// Then the fleet metrics surfaces (test/support/fuzz/influx-fuzz.ts): --influx-cases (default 2000; 0 skips them)
+// hostile console query bodies against a real influxd, and --sink-answers (default 500; 0 skips them) seeded
+// faulty InfluxDB answers to a metrics sink (bench/results/fuzz-influx.json). Exit code 1 also when a console
+// query got a 5xx or no JSON, a refused batch was sent again, or the sink did not catch up afterwards.
 
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, withTempServer, writeResult } from '../../test/support/server-process.js';
@@ -14,6 +19,8 @@ import { fuzzChangeChannel, type ChannelPhaseReport } from './channel.js';
 import { numericFlags } from './cli-args.js';
 import { fuzzPhotos, runFuzz } from '../../test/support/fuzz/run-fuzz.js';
 import { runWebSocketFuzz } from '../../test/support/fuzz/websocket-fuzz.js';
+import { fuzzConsoleQueries, fuzzSinkAnswers } from '../../test/support/fuzz/influx-fuzz.js';
+import { startInfluxd } from '../../test/support/influxd.js';
 
 const ADMIN_KEY = 'fuzz-admin-key-0123456789';
 // the DeepStack routes are keyed: every case sends them the key, but the deepstack-keys cases
@@ -21,7 +28,7 @@ const API_KEY = 'fuzz-api-key-0123456789';
 const MB = 1024 * 1024;
 
 async function main(): Promise<number> {
-  const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2, 'channel-messages': 2000, 'ws-cases': 2000 });
+  const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2, 'channel-messages': 2000, 'ws-cases': 2000, 'influx-cases': 2000, 'sink-answers': 500 });
   const httpOk = await withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY, '--api-key', API_KEY], async (server) => {
     const url = new URL(server.url);
     console.log(`fuzz: ${flags.cases} cases, seed ${flags.seed}, concurrency ${flags.concurrency}, server pid ${server.child.pid} on ${server.url}`);
@@ -89,7 +96,40 @@ async function main(): Promise<number> {
     writeResult('fuzz-channel', { ...channel, seed: flags.seed, when: new Date().toISOString() });
   }
   const channelOk = channel === null || (channel.alive && channel.readyAgain && channel.recognized);
-  return httpOk && channelOk ? 0 : 1;
+  const influxOk = await fuzzFleetMetrics(flags.seed, flags['influx-cases'], flags['sink-answers']);
+  return httpOk && channelOk && influxOk ? 0 : 1;
+}
+
+/** The console's query fields against a real influxd, and the sink against seeded faulty answers. */
+async function fuzzFleetMetrics(seed: number, cases: number, answers: number): Promise<boolean> {
+  if (cases === 0 && answers === 0) return true;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-fuzz-influxd-'));
+  const influx = await startInfluxd(dir);
+  try {
+    let consoleOk = true;
+    let consoleReport = null;
+    if (cases > 0) {
+      await fetch(`${influx.origin}/query`, { method: 'POST', body: new URLSearchParams({ q: 'CREATE DATABASE "fuzz"' }) });
+      console.log(`fuzz: ${cases} hostile console metrics queries (seed ${seed}) against influxd`);
+      consoleReport = await fuzzConsoleQueries({ influxUrl: `${influx.origin}/fuzz`, seed, cases });
+      console.log(`console: statuses ${JSON.stringify(consoleReport.statuses)}; failures ${consoleReport.failures.length}`);
+      for (const f of consoleReport.failures.slice(0, 20)) console.log(`console: ${f}`);
+      consoleOk = consoleReport.failures.length === 0;
+    }
+    let sinkOk = true;
+    let sinkReport = null;
+    if (answers > 0) {
+      console.log(`fuzz: ${answers} faulty InfluxDB answers to a metrics sink (seed ${seed})`);
+      sinkReport = await fuzzSinkAnswers({ seed, answers, timeoutMs: 120_000 });
+      console.log(`sink: ${JSON.stringify(sinkReport)}`);
+      sinkOk = sinkReport.resentRefused === 0 && sinkReport.caughtUp;
+    }
+    writeResult('fuzz-influx', { console: consoleReport, sink: sinkReport, seed, when: new Date().toISOString() });
+    return consoleOk && sinkOk;
+  } finally {
+    await influx.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 process.exitCode = await main();

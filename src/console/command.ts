@@ -4,9 +4,11 @@
 
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { AuditLog } from '../audit/audit-log.js';
 import { AuthService } from '../auth/auth-service.js';
-import { ConfigError } from '../config.js';
+import { ConfigError, parseDurationMs } from '../config.js';
 import { InfluxClient, InfluxUrlError, parseInfluxUrl } from '../metrics/influx-client.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '../server/drain.js';
 import { startServer } from '../server/server.js';
 import { loadTls, TlsError } from '../server/tls.js';
 import { createConsoleApp } from './app.js';
@@ -22,6 +24,8 @@ interface ConsoleConfig {
   regions: Map<string, string>;
   influxCredentials?: string;
   influxCa?: string;
+  /** On SIGTERM/SIGINT: ms the requests in flight get before every connection and region query is ended. */
+  drainTimeoutMs: number;
 }
 
 const REGION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -40,6 +44,7 @@ export function parseConsoleArgs(args: string[], env: NodeJS.ProcessEnv = proces
         region: { type: 'string', multiple: true },
         'influx-credentials': { type: 'string' },
         'influx-ca': { type: 'string' },
+        'drain-timeout': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -61,6 +66,8 @@ export function parseConsoleArgs(args: string[], env: NodeJS.ProcessEnv = proces
   if (regions.size === 0) throw new ConfigError('give at least one --region NAME=URL');
   if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
   const resolve = (p: string | undefined) => (p === undefined ? undefined : path.resolve(p));
+  const drainText = values['drain-timeout'] ?? env['EDGECV_CONSOLE_DRAIN_TIMEOUT'];
+  const drainTimeoutMs = drainText === undefined || drainText === '' ? DEFAULT_DRAIN_TIMEOUT_MS : parseDurationMs(drainText, '--drain-timeout');
   return {
     port: Number(portText),
     host: values.host ?? env['EDGECV_CONSOLE_HOST'] ?? '0.0.0.0',
@@ -70,6 +77,7 @@ export function parseConsoleArgs(args: string[], env: NodeJS.ProcessEnv = proces
     regions,
     influxCredentials: resolve(values['influx-credentials']),
     influxCa: resolve(values['influx-ca']),
+    drainTimeoutMs,
   };
 }
 
@@ -93,13 +101,15 @@ export async function runConsole(args: string[]): Promise<number> {
     return 1;
   }
   const metrics = new FleetMetrics(clients);
-  const app = createConsoleApp({ auth: new AuthService(config.dataDir), metrics });
+  const audit = new AuditLog(config.dataDir);
+  const app = createConsoleApp({ auth: new AuthService(config.dataDir), metrics, audit });
   let running;
   try {
     running = await startServer({ app, tls, port: config.port, host: config.host });
   } catch (e) {
     console.error(`edgecv console: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
     metrics.close();
+    audit.close();
     return 1;
   }
   const regions = [...clients].map(([name, c]) => `${name} -> ${c.target.redacted}`).join(', ');
@@ -108,9 +118,12 @@ export async function runConsole(args: string[]): Promise<number> {
     const stop = (signal: NodeJS.Signals) => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      console.log(`edgecv console: ${signal}, shutting down`);
-      void running.close().then(() => {
+      console.log(`edgecv console: ${signal}, shutting down (requests in flight get up to ${config.drainTimeoutMs} ms)`);
+      // at the drain timeout every connection is closed, then every region query still waiting is ended
+      void running.close(config.drainTimeoutMs).then(() => {
         metrics.close();
+        audit.close();
+        console.log('edgecv console: stopped');
         resolve(0);
       });
     };

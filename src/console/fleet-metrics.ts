@@ -11,7 +11,7 @@
 // Rows come back merged into one Series per selector, newest first, tags as columns ("" where InfluxDB
 // has none), time with 9 fraction digits and a Z.
 
-import { InfluxClient, InfluxError, quoteIdent, quoteString } from '../metrics/influx-client.js';
+import { InfluxAnswerTooLarge, InfluxClient, InfluxError, quoteIdent, quoteString, type InfluxStatementResult } from '../metrics/influx-client.js';
 import { INFLUX_TAG_VALUES } from '../metrics/influx-line.js';
 import type { InstanceFilter, MetricsAppQuery } from '../metrics/query.js';
 import { seriesColumns, seriesName, TAG_COLUMNS, VALUE_COLUMNS, type Selector } from '../metrics/selectors.js';
@@ -68,27 +68,60 @@ export function selectorStatement(selector: Selector, q: MetricsAppQuery, now: b
     const offset = ((start % width) + width) % width;
     const fn = BUCKET_FUNCTION[selector];
     const select = fields.map((f) => `${fn}(${quoteIdent(f)}) AS ${quoteIdent(f)}`).join(', ');
-    return `SELECT ${select} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY time(${width}ns, ${offset}ns), ${groupTags} fill(none) ORDER BY time DESC LIMIT ${w.numsamples} SLIMIT ${seriesLimit(w.numsamples, maxRows)}`;
+    return `SELECT ${select} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY time(${width}ns, ${offset}ns), ${groupTags} fill(none) ORDER BY time DESC LIMIT ${w.numsamples}${slimitClause(w.numsamples, maxRows)}`;
   }
   if (w.start !== undefined) where.push(`time >= ${w.start}`);
   else if (w.last === undefined) where.push(`time >= ${(w.end ?? now) - msToNs(DEFAULT_WINDOW_MS)}`);
   if (w.end !== undefined) where.push(`time <= ${w.end}`);
   const limit = Math.min(w.last ?? ROW_LIMIT_PER_INSTANCE, ROW_LIMIT_PER_INSTANCE);
-  const slimit = w.last !== undefined ? ` SLIMIT ${seriesLimit(limit, maxRows)}` : '';
+  const slimit = w.last !== undefined ? slimitClause(limit, maxRows) : '';
   return `SELECT ${fields.map(quoteIdent).join(', ')} FROM ${measurement} WHERE ${where.join(' AND ')} GROUP BY ${groupTags} ORDER BY time DESC LIMIT ${limit}${slimit}`;
 }
 
 /**
  * With at most `perSeries` rows per series, the series count that keeps an answer within `maxRows`, plus
- * one: InfluxDB returning that many series tells the answer is too large, without reading it in chunks.
+ * one: InfluxDB returning that many series tells the answer is too large. Undefined when one series may
+ * already hold more rows than that (numsamples over maxRows): then only the rows read are counted.
  */
-function seriesLimit(perSeries: number, maxRows: number): number {
-  return Math.floor(maxRows / perSeries) + 1;
+function seriesLimit(perSeries: number, maxRows: number): number | undefined {
+  return perSeries > maxRows ? undefined : Math.floor(maxRows / perSeries) + 1;
 }
 
-/** Whether InfluxDB's answer must be read in chunks (counted as they come): a window without a per-series bound. */
-function unbounded(q: MetricsAppQuery): boolean {
-  return q.window.last === undefined && q.window.numsamples === undefined;
+function slimitClause(perSeries: number, maxRows: number): string {
+  const limit = seriesLimit(perSeries, maxRows);
+  return limit === undefined ? '' : ` SLIMIT ${limit}`;
+}
+
+/** Rows per series at most, where the window bounds them (last, numsamples). */
+function rowsPerSeries(q: MetricsAppQuery): number | undefined {
+  return q.window.numsamples ?? (q.window.last !== undefined ? Math.min(q.window.last, ROW_LIMIT_PER_INSTANCE) : undefined);
+}
+
+/** InfluxDB's time range: int64 nanoseconds, less the two values it keeps for itself. */
+const INFLUX_MIN_NS = -(2n ** 63n) + 2n;
+const INFLUX_MAX_NS = 2n ** 63n - 2n;
+const FILTER_FIELDS: Record<keyof InstanceFilter, string> = {
+  apporg: 'app_key.organization',
+  app: 'app_key.name',
+  ver: 'app_key.version',
+  cluster: 'cluster_inst_key.cluster_key.name',
+  clusterorg: 'cluster_inst_key.organization',
+  cloudlet: 'cluster_inst_key.cloudlet_key.name',
+  cloudletorg: 'cluster_inst_key.cloudlet_key.organization',
+};
+
+/** What InfluxDB cannot take in a query is the client's error (400 naming the field), not the database's. */
+function checkForInflux(q: MetricsAppQuery): void {
+  for (const [field, t] of [['starttime', q.window.start], ['endtime', q.window.end]] as const) {
+    if (t !== undefined && (t < INFLUX_MIN_NS || t > INFLUX_MAX_NS)) {
+      throw new HttpError(400, `${field} is outside InfluxDB's time range (1677-09-21T00:12:43.145224194Z to 2262-04-11T23:47:16.854775806Z)`);
+    }
+  }
+  for (const filter of q.instances) {
+    for (const [key, value] of Object.entries(filter) as [keyof InstanceFilter, string | undefined][]) {
+      if (value !== undefined && /[\u0000\r\n]/.test(value)) throw new HttpError(400, `${FILTER_FIELDS[key]} holds a NUL, CR or LF character, which no metrics tag holds`);
+    }
+  }
 }
 
 /** The regions a console answers for: name -> that region's InfluxDB. */
@@ -108,34 +141,17 @@ export class FleetMetrics {
     return [...this.#regions.keys()];
   }
 
-  /** The answer to `q` as JSON text; HttpError 400 for an unknown region or too large an answer, 503 when InfluxDB fails. */
+  /**
+   * The answer to `q` as JSON text; HttpError 400 for an unknown region, a field InfluxDB cannot take or too
+   * large an answer, 502 for an answer over the byte cap, 503 when InfluxDB fails or gives no whole answer in time.
+   */
   async answer(q: MetricsAppQuery): Promise<string> {
     const client = this.#regions.get(q.app.region);
     if (!client) {
       throw new HttpError(400, `unknown region '${q.app.region}': this console knows ${this.regions.map((r) => `'${r}'`).join(', ')}`);
     }
-    const now = nowNs();
-    let results;
-    try {
-      // one request per series, side by side: InfluxDB runs the statements of one request one after another
-      // last and numsamples bound the rows per series and SLIMIT the series: one answer, read whole (faster);
-      // a plain window is read in chunks and given up once it holds too many rows
-      const maxRows = this.#maxRows;
-      results = await Promise.all(
-        q.selectors.map((s) => client.query(selectorStatement(s, q, now, maxRows), { maxRows: unbounded(q) ? maxRows : undefined }).then((r) => r[0])),
-      );
-      const perSeries = q.window.numsamples ?? (q.window.last !== undefined ? Math.min(q.window.last, ROW_LIMIT_PER_INSTANCE) : undefined);
-      const cutBySlimit = perSeries !== undefined && results.some((r) => (r?.series?.length ?? 0) >= seriesLimit(perSeries, maxRows));
-      if (cutBySlimit || results.reduce((n, r) => n + (r?.series ?? []).reduce((m, s) => m + s.values.length, 0), 0) > maxRows) {
-        throw new InfluxError('too many rows', 413, false);
-      }
-    } catch (e) {
-      if (e instanceof InfluxError && e.status === 413) {
-        throw new HttpError(400, `the answer would hold more than ${this.#maxRows} rows: narrow starttime/endtime, or ask for last=N or numsamples=N`);
-      }
-      this.#log(`[edgecv console] region ${q.app.region}: ${(e as Error).message}`);
-      throw new HttpError(503, `the metrics database of region '${q.app.region}' did not answer; try again later`, { 'Retry-After': '5' });
-    }
+    checkForInflux(q);
+    const results = await this.#fetch(client, q);
     // The answer is written as JSON text row by row (an answer can hold 100,000 rows: building arrays of
     // them and stringifying those took longer than InfluxDB took to answer).
     const seriesTexts = q.selectors.map((selector, i): string => {
@@ -171,6 +187,36 @@ export class FleetMetrics {
       return `{"name":${JSON.stringify(seriesName(selector))},"columns":${JSON.stringify(seriesColumns(selector))},"values":[${rows.map((r) => r.text).join(',')}]}`;
     });
     return `{"data":[{"Series":[${seriesTexts.join(',')}]}]}`;
+  }
+
+  /**
+   * One request per series, side by side (InfluxDB runs the statements of one request one after another),
+   * each read in chunks: rows are counted as they come and the answer given up once it holds too many, and
+   * no more than a chunk is parsed at a time, so that other requests keep being answered.
+   */
+  async #fetch(client: InfluxClient, q: MetricsAppQuery): Promise<(InfluxStatementResult | undefined)[]> {
+    const now = nowNs();
+    const maxRows = this.#maxRows;
+    try {
+      const results = await Promise.all(q.selectors.map((s) => client.query(selectorStatement(s, q, now, maxRows), { maxRows }).then((r) => r[0])));
+      // SLIMIT cuts the series beyond the limit silently: reaching it says the answer would be too large
+      const perSeries = rowsPerSeries(q);
+      const slimit = perSeries === undefined ? undefined : seriesLimit(perSeries, maxRows);
+      const cutBySlimit = slimit !== undefined && results.some((r) => new Set((r?.series ?? []).map((s) => JSON.stringify(s.tags ?? {}))).size >= slimit);
+      if (cutBySlimit || results.reduce((n, r) => n + (r?.series ?? []).reduce((m, s) => m + s.values.length, 0), 0) > maxRows) {
+        throw new InfluxError('too many rows', 413, false);
+      }
+      return results;
+    } catch (e) {
+      if (e instanceof InfluxError && e.status === 413) {
+        throw new HttpError(400, `the answer would hold more than ${maxRows} rows: narrow starttime/endtime, or ask for last=N or numsamples=N`);
+      }
+      this.#log(`[edgecv console] region ${q.app.region}: ${(e as Error).message}`);
+      if (e instanceof InfluxAnswerTooLarge) {
+        throw new HttpError(502, `the metrics database of region '${q.app.region}' answered more than ${e.capBytes} bytes, the console's cap: narrow starttime/endtime, or ask for last=N or numsamples=N`);
+      }
+      throw new HttpError(503, `the metrics database of region '${q.app.region}' did not answer; try again later`, { 'Retry-After': '5' });
+    }
   }
 
   close(): void {

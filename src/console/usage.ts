@@ -1,5 +1,7 @@
 // `edgecv console --help`, apart from the console itself so that the CLI loads the server modules only to run it.
 
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '../server/drain.js';
+
 export const DEFAULT_CONSOLE_PORT = 8010;
 
 export const CONSOLE_USAGE = `usage: edgecv console --region NAME=URL [--region NAME=URL ...] [flags]
@@ -15,4 +17,6 @@ from that region's InfluxDB (instances send their samples there with --metrics-s
                              (default ./console-data) [EDGECV_CONSOLE_DATA_DIR]
   --tls-cert F --tls-key F   PEM certificate and key (default: self-signed in D/tls)
   --influx-credentials F     file whose first line is USER:PASSWORD or 'token TOKEN', for every region
-  --influx-ca F              PEM CA certificate that signed an https:// InfluxDB`;
+  --influx-ca F              PEM CA certificate that signed an https:// InfluxDB
+  --drain-timeout D          on SIGTERM/SIGINT, time the requests in flight get before every connection and
+                             region query is ended (default ${DEFAULT_DRAIN_TIMEOUT_MS / 1000}s) [EDGECV_CONSOLE_DRAIN_TIMEOUT]`;

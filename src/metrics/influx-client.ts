@@ -23,6 +23,35 @@ export class InfluxError extends Error {
   }
 }
 
+/** An answer longer than the client's cap: the exchange was ended there. */
+export class InfluxAnswerTooLarge extends InfluxError {
+  override name = 'InfluxAnswerTooLarge';
+  constructor(
+    message: string,
+    readonly capBytes: number,
+  ) {
+    super(message, 0, false);
+  }
+}
+
+/**
+ * InfluxDB stored some points of a /write and refused the rest (400 "partial write: ... dropped=N", or
+ * "unable to parse ..." for the lines it could not read): sending the batch again cannot help.
+ */
+export class InfluxPointsRefused extends InfluxError {
+  override name = 'InfluxPointsRefused';
+  constructor(
+    message: string,
+    /** Points InfluxDB said it dropped, when it said (partial write: dropped=N). */
+    readonly dropped: number | undefined,
+  ) {
+    super(message, 400, true);
+  }
+}
+
+/** Bytes of one InfluxDB answer read at most by default: 64 MiB. */
+export const DEFAULT_MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
 export type InfluxAuth = { username: string; password: string } | { token: string };
 
 export interface InfluxTarget {
@@ -34,6 +63,8 @@ export interface InfluxTarget {
   ca?: string;
   /** The URL with any password or token replaced by ***: the only form that may be printed. */
   redacted: string;
+  /** The URL without any user part: what unauthenticated readers (/server/usage/, /metrics) are shown. */
+  address: string;
 }
 
 export class InfluxUrlError extends Error {
@@ -71,9 +102,16 @@ export function parseInfluxUrl(raw: string, files: { credentials?: string; ca?: 
   if (url.search !== '' || url.hash !== '') throw new InfluxUrlError('InfluxDB URL takes no ?query or #fragment: http(s)://host:8086/database');
   const segments = url.pathname.split('/').filter((s) => s !== '');
   if (segments.length !== 1) throw new InfluxUrlError('InfluxDB URL must name the database as its path: http(s)://host:8086/database');
-  const database = decodeURIComponent(segments[0]!);
+  const decode = (part: string, what: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      throw new InfluxUrlError(`InfluxDB URL: the ${what} holds a malformed %-escape (write % as %25)`);
+    }
+  };
+  const database = decode(segments[0]!, 'database name');
   let auth: InfluxAuth | undefined;
-  if (url.username !== '') auth = { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) };
+  if (url.username !== '') auth = { username: decode(url.username, 'user name'), password: decode(url.password, 'password') };
   if (files.credentials !== undefined) auth = readCredentialsFile(files.credentials);
   let ca: string | undefined;
   if (files.ca !== undefined) {
@@ -83,8 +121,16 @@ export function parseInfluxUrl(raw: string, files: { credentials?: string; ca?: 
       throw new InfluxUrlError(`cannot read the InfluxDB CA file ${files.ca}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
   }
-  const userinfo = url.username !== '' ? `${url.username}:***@` : '';
-  return { origin: url.origin, database, auth, ca, redacted: `${url.protocol}//${userinfo}${url.host}/${segments[0]}` };
+  // a user part alone is a token (InfluxDB 2's style): hidden whole, as a password is
+  const userinfo = url.username === '' ? '' : url.password === '' ? '***@' : `${url.username}:***@`;
+  return {
+    origin: url.origin,
+    database,
+    auth,
+    ca,
+    redacted: `${url.protocol}//${userinfo}${url.host}/${segments[0]}`,
+    address: `${url.protocol}//${url.host}/${segments[0]}`,
+  };
 }
 
 /** One statement's answer in InfluxDB's JSON. */
@@ -103,8 +149,10 @@ export interface InfluxStatementResult {
 }
 
 export interface InfluxClientOptions {
-  /** ms a request may take in all (default 10 s). */
+  /** ms an exchange may take in all, the whole answer included (default 10 s). */
   timeoutMs?: number;
+  /** Bytes of one answer read at most (default DEFAULT_MAX_ANSWER_BYTES); more ends the exchange. */
+  maxAnswerBytes?: number;
   /** Connections kept to InfluxDB at most (default 4). */
   maxSockets?: number;
 }
@@ -119,14 +167,45 @@ export function quoteString(value: string): string {
   return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
+/**
+ * Points per chunk of a chunked answer: each chunk is one JSON line parsed at once on the event loop, so it is
+ * kept small (1,000 points of the widest series are ~0.3 MB, parsed in a few ms).
+ */
+const CHUNK_POINTS = 1000;
+/** Characters of one chunk at most: far more than CHUNK_POINTS points make; a longer line ends the read. */
+const MAX_CHUNK_CHARS = 4 * 1024 * 1024;
+
+/** The shape the callers read: series with a name, a list of columns and a list of rows. */
+function isStatementResult(r: unknown): r is InfluxStatementResult {
+  if (typeof r !== 'object' || r === null || typeof (r as { statement_id?: unknown }).statement_id !== 'number') return false;
+  const series = (r as { series?: unknown }).series;
+  if (series === undefined) return true;
+  return (
+    Array.isArray(series) &&
+    series.every(
+      (s: unknown) =>
+        typeof s === 'object' &&
+        s !== null &&
+        Array.isArray((s as InfluxSeries).columns) &&
+        (s as InfluxSeries).columns.every((c) => typeof c === 'string') &&
+        Array.isArray((s as InfluxSeries).values) &&
+        (s as InfluxSeries).values.every((v) => Array.isArray(v)),
+    )
+  );
+}
+
 export class InfluxClient {
   readonly target: InfluxTarget;
   readonly #agent: http.Agent;
   readonly #timeoutMs: number;
+  readonly #maxAnswerBytes: number;
+  /** Every exchange still running, by the function that ends it. */
+  readonly #inFlight = new Set<(error: InfluxError) => void>();
 
   constructor(target: InfluxTarget, opts: InfluxClientOptions = {}) {
     this.target = target;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#maxAnswerBytes = opts.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
     const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 4 };
     this.#agent = target.origin.startsWith('https:') ? new https.Agent({ ...agentOpts, ca: target.ca }) : new http.Agent(agentOpts);
   }
@@ -138,6 +217,11 @@ export class InfluxClient {
     return { Authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` };
   }
 
+  /**
+   * One exchange with InfluxDB, bounded as a whole: connect, send, and the answer to its last byte within
+   * timeoutMs (a socket idle timeout would let an answer that trickles a byte now and then run forever),
+   * and at most maxAnswerBytes of answer. close() ends every exchange still running.
+   */
   #request(
     method: string,
     path: string,
@@ -147,24 +231,53 @@ export class InfluxClient {
   ): Promise<{ status: number; body: Buffer }> {
     return new Promise((resolve, reject) => {
       const mod = this.target.origin.startsWith('https:') ? https : http;
+      let settled = false;
+      let res: http.IncomingMessage | undefined;
+      const finish = (error: InfluxError | undefined, answer?: { status: number; body: Buffer }) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        this.#inFlight.delete(abort);
+        if (error) reject(error);
+        else resolve(answer!);
+      };
+      const abort = (error: InfluxError) => {
+        finish(error);
+        if (res) res.destroy();
+        req.destroy();
+      };
       const req = mod.request(
         `${this.target.origin}${path}`,
         { method, agent: this.#agent, headers: { ...this.#headers(), ...headers, ...(body ? { 'Content-Length': String(body.length) } : {}) } },
-        (res) => {
+        (answer) => {
+          res = answer;
           const chunks: Buffer[] = [];
-          res.on('data', (d: Buffer) => {
-            if (onData && res.statusCode === 200) onData(d);
+          let bytes = 0;
+          answer.on('data', (d: Buffer) => {
+            bytes += d.length;
+            if (bytes > this.#maxAnswerBytes) {
+              abort(new InfluxAnswerTooLarge(`InfluxDB ${this.target.address} answered more than ${this.#maxAnswerBytes} bytes`, this.#maxAnswerBytes));
+              return;
+            }
+            if (onData && answer.statusCode === 200) onData(d);
             else chunks.push(d);
           });
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-          res.on('error', (e) => reject(new InfluxError(`InfluxDB ${this.target.redacted}: ${e.message}`, 0, true)));
+          answer.on('end', () => finish(undefined, { status: answer.statusCode ?? 0, body: Buffer.concat(chunks) }));
+          answer.on('error', (e) => finish(new InfluxError(`InfluxDB ${this.target.address}: ${e.message}`, 0, true)));
+          answer.on('close', () => {
+            if (!answer.complete) finish(new InfluxError(`InfluxDB ${this.target.address}: the answer was cut off`, 0, true));
+          });
         },
       );
-      req.setTimeout(this.#timeoutMs, () => req.destroy(new Error(`no answer within ${this.#timeoutMs} ms`)));
+      const deadline = setTimeout(
+        () => abort(new InfluxError(`InfluxDB ${this.target.address}: no complete answer within ${this.#timeoutMs} ms`, 0, true)),
+        this.#timeoutMs,
+      );
+      this.#inFlight.add(abort);
       req.on('error', (e: NodeJS.ErrnoException) => {
         // refused/unreachable: the request never left, so nothing can have been written
         const notSent = e.code === 'ECONNREFUSED' || e.code === 'ENOTFOUND' || e.code === 'EHOSTUNREACH' || e.code === 'ENETUNREACH';
-        reject(new InfluxError(`InfluxDB ${this.target.redacted} unreachable: ${e.message}`, 0, !notSent));
+        finish(new InfluxError(`InfluxDB ${this.target.address} unreachable: ${e.message}`, 0, !notSent));
       });
       req.end(body);
     });
@@ -186,8 +299,15 @@ export class InfluxClient {
     const path = `/write?db=${encodeURIComponent(this.target.database)}&precision=ns`;
     const res = await this.#request('POST', path, gzipped, { 'Content-Encoding': 'gzip', 'Content-Type': 'text/plain; charset=utf-8' });
     if (res.status === 204) return;
-    // 4xx: InfluxDB refused the batch, nothing written (a partial write says so and is retried whole)
-    throw new InfluxError(`InfluxDB ${this.target.redacted} /write answered ${res.status}: ${InfluxClient.#errorText(res.body)}`, res.status, res.status >= 500);
+    const text = InfluxClient.#errorText(res.body);
+    const message = `InfluxDB ${this.target.address} /write answered ${res.status}: ${text}`;
+    // 400 partial write / unable to parse: what InfluxDB could store it stored, the rest it will never take
+    if (res.status === 400 && /partial write|unable to parse/i.test(text)) {
+      const dropped = /dropped=(\d+)/.exec(text);
+      throw new InfluxPointsRefused(message, dropped ? Number(dropped[1]) : undefined);
+    }
+    // another 4xx (no such database, no rights): nothing written, sent again later
+    throw new InfluxError(message, res.status, res.status >= 500);
   }
 
   /**
@@ -200,20 +320,22 @@ export class InfluxClient {
     const chunked = opts.maxRows !== undefined;
     if (chunked) {
       params.set('chunked', 'true');
-      params.set('chunk_size', '10000');
+      params.set('chunk_size', String(CHUNK_POINTS));
     }
     const results = new Map<number, InfluxStatementResult>();
     let rows = 0;
-    // the text after the last newline, in pieces: a chunk of 10,000 points is one line of a few MB
+    // the text after the last newline, in pieces: a chunk is one line, and a socket read may end inside it
     let pending: string[] = [];
+    let pendingLength = 0;
     const decoder = new StringDecoder('utf8');
     let tooMany = false;
     let broken: unknown;
     const take = (line: string) => {
       if (line.trim() === '') return;
       const parsed = JSON.parse(line) as { results?: InfluxStatementResult[]; error?: string };
-      if (parsed.error) throw new InfluxError(`InfluxDB ${this.target.redacted}: ${parsed.error}`, 400, false);
+      if (parsed.error) throw new InfluxError(`InfluxDB ${this.target.address}: ${parsed.error}`, 400, false);
       for (const r of parsed.results ?? []) {
+        if (!isStatementResult(r)) throw new InfluxError(`InfluxDB ${this.target.address}: an answer that is not InfluxDB's (a series without name, columns or values)`, 0, false);
         const into = results.get(r.statement_id) ?? { statement_id: r.statement_id };
         results.set(r.statement_id, into);
         if (r.error) into.error = r.error;
@@ -235,9 +357,13 @@ export class InfluxClient {
               pending.push(text.slice(0, nl));
               take(pending.join(''));
               pending = [];
+              pendingLength = 0;
               text = text.slice(nl + 1);
             }
             if (text !== '') pending.push(text);
+            // a chunk of CHUNK_POINTS points is well under a MB: parsing much more at once would stall the event loop
+            pendingLength += text.length;
+            if (pendingLength > MAX_CHUNK_CHARS) throw new InfluxError(`InfluxDB ${this.target.address}: an answer chunk longer than ${MAX_CHUNK_CHARS} characters`, 0, false);
           } catch (e) {
             broken = e; // thrown after the answer ended, not from inside the socket's handler
           }
@@ -249,14 +375,14 @@ export class InfluxClient {
         ? await this.#request('GET', `/query?${params}`, undefined, {}, onData)
         : await this.#request('POST', '/query', Buffer.from(params.toString()), { 'Content-Type': 'application/x-www-form-urlencoded' }, onData);
     if (res.status !== 200) {
-      throw new InfluxError(`InfluxDB ${this.target.redacted} /query answered ${res.status}: ${InfluxClient.#errorText(res.body)}`, res.status, false);
+      throw new InfluxError(`InfluxDB ${this.target.address} /query answered ${res.status}: ${InfluxClient.#errorText(res.body)}`, res.status, false);
     }
     if (broken !== undefined) throw broken;
     if (tooMany) throw new InfluxError(`the answer holds more than ${opts.maxRows} rows`, 413, false);
     if (chunked) take(pending.join(''));
     else take(res.body.toString('utf8'));
     const out = [...results.values()].sort((a, b) => a.statement_id - b.statement_id);
-    for (const r of out) if (r.error) throw new InfluxError(`InfluxDB ${this.target.redacted}: ${r.error}`, 400, false);
+    for (const r of out) if (r.error) throw new InfluxError(`InfluxDB ${this.target.address}: ${r.error}`, 400, false);
     return out;
   }
 
@@ -265,7 +391,9 @@ export class InfluxClient {
     await this.query(`CREATE DATABASE ${quoteIdent(this.target.database)}`, { method: 'POST' });
   }
 
+  /** Ends every exchange still running (each rejects with InfluxError status 0) and the kept connections. */
   close(): void {
+    for (const abort of [...this.#inFlight]) abort(new InfluxError(`InfluxDB ${this.target.address}: closed while waiting for an answer`, 0, true));
     this.#agent.destroy();
   }
 }

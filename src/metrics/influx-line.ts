@@ -11,6 +11,21 @@ import { seriesName, TAG_COLUMNS, VALUE_COLUMNS, type Selector, type TagColumn }
 export const INFLUX_TAG_VALUES: Partial<Record<Selector, readonly string[]>> = { connections: ['port'] };
 
 const escapeKey = (s: string) => s.replace(/[,= \\]/g, (c) => `\\${c}`);
+// InfluxDB 1.x reads only \, \= and "\ " as escapes in a tag value and keeps any other backslash as it is:
+// escaping the backslash too would store it doubled
+const escapeTagValue = (s: string) => s.replace(/[,= ]/g, (c) => `\\${c}`);
+
+/**
+ * Why InfluxDB cannot store `value` as a tag value exactly, or null when it can: a line break ends the
+ * line, and a backslash before a comma, equals sign or space, or at the end, reads as an escape.
+ */
+export function unstorableTagValue(value: string): string | null {
+  if (/[\r\n]/.test(value)) return 'holds a line break';
+  if (/[\u0000-\u001f\u007f]/.test(value)) return 'holds a control character';
+  if (/\\([,= ]|$)/.test(value)) return 'holds a backslash before a comma, equals sign or space, or at its end';
+  return null;
+}
+
 const escapeMeasurement = (s: string) => s.replace(/[, \\]/g, (c) => `\\${c}`);
 
 function formatFloat(v: number): string {
@@ -33,7 +48,7 @@ export function lineOf(selector: Selector, tags: Record<TagColumn, string>, time
   tagPairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const tagText = tagPairs
     .filter(([, v]) => v !== '')
-    .map(([k, v]) => `,${escapeKey(k)}=${escapeKey(v)}`)
+    .map(([k, v]) => `,${escapeKey(k)}=${escapeTagValue(v)}`)
     .join('');
   return `${escapeMeasurement(seriesName(selector))}${tagText} ${fields.join(',')} ${time}`;
 }

@@ -11,7 +11,7 @@
 
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { InfluxClient, InfluxError, quoteIdent, quoteString, type InfluxTarget } from './influx-client.js';
+import { InfluxClient, InfluxError, InfluxPointsRefused, quoteIdent, quoteString, type InfluxTarget } from './influx-client.js';
 import { INFLUX_TAG_VALUES, lineOf } from './influx-line.js';
 import { SELECTORS, seriesName, TAG_COLUMNS, VALUE_COLUMNS, type Selector, type TagColumn } from './selectors.js';
 import type { MetricsStore, SinkRow } from './store.js';
@@ -22,9 +22,11 @@ const gzipAsync = promisify(gzip);
 export const SINK_BATCH_SAMPLES = 1000;
 export const SINK_BACKOFF_BASE_MS = 500;
 export const SINK_BACKOFF_MAX_MS = 30_000;
+/** How long stop() lets the last flush run when not told (serve tells it the drain's time left). */
+export const SINK_STOP_WAIT_MS = 5_000;
 
 export interface SinkStatus {
-  /** The InfluxDB URL, credentials hidden. */
+  /** The InfluxDB URL without its user part (it is shown to unauthenticated readers). */
   url: string;
   /** Seconds since the oldest sample InfluxDB has not acknowledged; 0 when caught up. */
   lagSeconds: number;
@@ -37,6 +39,13 @@ export interface SinkStatus {
   ackedUpTo: string | null;
   /** Points InfluxDB acknowledged since start. */
   pointsWritten: number;
+  /**
+   * Points InfluxDB refused for good since start (400 partial write, e.g. beyond its retention policy, or
+   * unable to parse): their batch counts as sent, its other points are stored, none is sent again.
+   */
+  pointsRefused: number;
+  /** InfluxDB's answer to the last batch it refused in part, or null. */
+  lastRefusal: string | null;
 }
 
 export interface SinkOptions {
@@ -46,6 +55,8 @@ export interface SinkOptions {
   batchSamples?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /** ms one exchange with InfluxDB may take in all, the answer included (default: the client's, 10 s). */
+  timeoutMs?: number;
   /** Called after each acknowledged batch with its sample times (the bench measures lag with it). */
   onAcknowledged?: (times: bigint[]) => void;
   /** Where errors are told (once per new message); default console.error. */
@@ -62,21 +73,26 @@ export class InfluxSink {
   #retryTimer: NodeJS.Timeout | undefined;
   #failures = 0;
   #stopped = false;
+  /** stop() was called: no retry is scheduled and no new send is started by kick(). */
+  #stopping = false;
   #started = false;
   #databaseChecked = false;
   #errors = 0;
   #lastError: string | null = null;
   #points = 0;
+  #refused = 0;
+  #lastRefusal: string | null = null;
 
   constructor(opts: SinkOptions) {
     this.#opts = opts;
     this.#store = opts.store;
-    this.#client = new InfluxClient(opts.target);
+    this.#client = new InfluxClient(opts.target, { timeoutMs: opts.timeoutMs });
     this.#key = opts.target.redacted;
   }
 
+  /** The InfluxDB URL without its user part. */
   get url(): string {
-    return this.#key;
+    return this.#opts.target.address;
   }
 
   /** Sends what the store holds now and after every kick(). */
@@ -87,7 +103,7 @@ export class InfluxSink {
 
   /** A new sample is stored: send it (now, unless a retry is waiting out its backoff). */
   kick(): void {
-    if (!this.#started || this.#stopped || this.#retryTimer) return;
+    if (!this.#started || this.#stopping || this.#retryTimer) return;
     if (this.#running) {
       this.#again = true;
       return;
@@ -152,6 +168,10 @@ export class InfluxSink {
     try {
       await this.#client.writeGzip(body);
     } catch (e) {
+      if (e instanceof InfluxPointsRefused) {
+        this.#refusedInPart(e, rows, upTo);
+        return;
+      }
       // refused before sending, or refused whole by InfluxDB: nothing of it was written, no check needed
       if (e instanceof InfluxError && !e.maybeDelivered) this.#store.setSinkCursor(this.#key, { acked: after, inflight: null });
       throw e;
@@ -159,9 +179,21 @@ export class InfluxSink {
     this.#acknowledge(rows, upTo);
   }
 
-  #acknowledge(rows: SinkRow[], upTo: bigint): void {
+  /**
+   * InfluxDB stored what it could of the batch and will never take the rest (as Telegraf does: told, counted,
+   * passed): the batch is done, so that newer samples do not wait behind it.
+   */
+  #refusedInPart(e: InfluxPointsRefused, rows: SinkRow[], upTo: bigint): void {
+    const dropped = Math.min(e.dropped ?? rows.length, rows.length);
+    this.#acknowledge(rows, upTo, rows.length - dropped);
+    this.#refused += dropped;
+    this.#lastRefusal = e.message;
+    this.#log(`[edgecv] metrics sink ${this.#key}: InfluxDB refused ${dropped} of ${rows.length} points up to ${formatRfc3339Nano(upTo)} (${e.message}); not sent again`);
+  }
+
+  #acknowledge(rows: SinkRow[], upTo: bigint, stored = rows.length): void {
     this.#store.setSinkCursor(this.#key, { acked: upTo, inflight: null });
-    this.#points += rows.length;
+    this.#points += stored;
     if (this.#lastError !== null) this.#log(`[edgecv] metrics sink ${this.#key}: sending again`);
     this.#lastError = null;
     const onAck = this.#opts.onAcknowledged;
@@ -193,7 +225,7 @@ export class InfluxSink {
     const message = e instanceof Error ? e.message : String(e);
     if (message !== this.#lastError) this.#log(`[edgecv] metrics sink ${this.#key}: ${message} (retrying with backoff)`);
     this.#lastError = message;
-    if (this.#stopped) return;
+    if (this.#stopping) return;
     // exponential backoff, each wait a random 50-100 % of its step, so that a fleet does not retry in step after an outage
     const base = this.#opts.backoffBaseMs ?? SINK_BACKOFF_BASE_MS;
     const cap = Math.min(this.#opts.backoffMaxMs ?? SINK_BACKOFF_MAX_MS, base * 2 ** Math.min(this.#failures - 1, 20));
@@ -214,22 +246,37 @@ export class InfluxSink {
     const backlog = this.#store.backlog(cursor.acked);
     const lagNs = backlog.oldest === null ? 0n : nowNs() - backlog.oldest;
     return {
-      url: this.#key,
+      url: this.#opts.target.address,
       lagSeconds: Math.max(0, Number(lagNs) / 1e9),
       backlogSamples: backlog.samples,
       errors: this.#errors,
       lastError: this.#lastError,
       ackedUpTo: cursor.acked > 0n ? formatRfc3339Nano(cursor.acked) : null,
       pointsWritten: this.#points,
+      pointsRefused: this.#refused,
+      lastRefusal: this.#lastRefusal,
     };
   }
 
-  /** Stops sending (a send in progress finishes or fails first); the cursor stays where it is. */
-  async stop(): Promise<void> {
-    this.#stopped = true;
+  /**
+   * Stops sending; the cursor stays where it is. First the last flush: what the store holds now (the drain's
+   * last sample included) is sent, a send in progress finishing first, for up to `waitMs` (the drain's time
+   * left); then a send still waiting is ended: its batch is checked in InfluxDB at the next start.
+   */
+  async stop(waitMs = SINK_STOP_WAIT_MS): Promise<void> {
+    this.#stopping = true;
     clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
-    await this.#running;
+    let flush = this.#running;
+    if (waitMs > 0 && this.#started && !this.#stopped) {
+      // a send in progress reads the store again after its batch; otherwise (idle, or waiting out a backoff) one more try
+      flush ??= this.#drain();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([flush, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+      clearTimeout(timer);
+    }
+    this.#stopped = true;
     this.#client.close();
+    await flush;
   }
 }

@@ -14,6 +14,7 @@ import { errorResponse } from './errors.js';
 import { bodyTooLargeMessage } from './http-guards.js';
 import { deepStackRoutes } from './deepstack/index.js';
 import type { OpsDeps } from './ops.js';
+import { refuseForeignHosts, type HostCheck } from './host-check.js';
 import { refuseForeignOrigins } from './origin-check.js';
 import { countRequests } from './requests-in-flight.js';
 import { requestPath, requestTrace } from './request-trace.js';
@@ -43,6 +44,8 @@ export interface AppDeps {
   recognition?: RecognitionService;
   /** The shutdown state: readiness fails while draining. Without it the server never drains. */
   drain?: DrainState;
+  /** Which Host names this server answers for (host-check.ts; serve: servedHosts()); without it, any. */
+  hosts?: HostCheck;
 }
 
 /**
@@ -52,7 +55,7 @@ export interface AppDeps {
  * strict: false serves every route with and without a trailing slash. `page`: served outside the 405 handling.
  * The fleet console (src/console/app.ts) serves its routes through it too.
  */
-export function serverApp(deps: Pick<AppDeps, 'config' | 'ops'> & { engine?: FaceEngine }, api: Hono, page?: Hono): Hono {
+export function serverApp(deps: Pick<AppDeps, 'config' | 'hosts'> & { ops?: Pick<OpsDeps, 'audit'>; engine?: FaceEngine }, api: Hono, page?: Hono): Hono {
   const app = new Hono({ strict: false });
   const limit = deps.config.bodyLimit;
 
@@ -61,6 +64,8 @@ export function serverApp(deps: Pick<AppDeps, 'config' | 'ops'> & { engine?: Fac
   const serveRequest = deps.engine?.serveRequest?.bind(deps.engine);
   if (serveRequest) app.use('*', countRequests(serveRequest));
   app.use('*', securityHeaders());
+  // a DNS-rebinding page names its own host: refused before any route or body
+  if (deps.hosts) app.use('*', refuseForeignHosts(deps.hosts));
   app.use('*', refuseContentEncoding());
   // before any body is read: a foreign page's POST is refused unread
   app.use('*', refuseForeignOrigins(deps.config.allowedOrigins));

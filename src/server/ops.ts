@@ -29,8 +29,11 @@ export interface OpsRuntime {
   ops: OpsDeps;
   /** Starts counting the listening servers' traffic and sampling the metrics. */
   start(...servers: Server[]): void;
-  /** Stops sampling, closes the store and flushes the audit trail. */
-  close(): Promise<void>;
+  /**
+   * Stops sampling, closes the store and flushes the audit trail. A sink send in progress gets up to
+   * `sinkWaitMs` (what is left of the drain), then is ended.
+   */
+  close(sinkWaitMs?: number): Promise<void>;
 }
 
 export function openOps(config: ServerConfig): OpsRuntime {
@@ -74,13 +77,13 @@ export function openOps(config: ServerConfig): OpsRuntime {
         sink.start();
       }
     },
-    async close() {
+    async close(sinkWaitMs?: number) {
       // One last sample, so that a restart loses none of the time since the previous one (a stopped collector stores nothing).
       if (sampling) await collector.sample().catch((e: unknown) => console.error(`[edgecv] last metrics sample failed: ${(e as Error).message}`));
       await collector.stop();
       if (sink) {
         unwatchSink(sink);
-        await sink.stop(); // what it has not sent yet goes at the next start, from the store
+        await sink.stop(sinkWaitMs); // what it has not sent yet goes at the next start, from the store
       }
       await queries.close();
       store.close();

@@ -6,6 +6,7 @@ import { openRecognition } from '../gallery/open.js';
 import { createApp, createDeepStackApp } from './app.js';
 import { engineOptionsFromConfig } from './engine-options.js';
 import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS, DrainState } from './drain.js';
+import { servedHosts } from './host-check.js';
 import { openOps, type OpsRuntime } from './ops.js';
 import { unwatchEngine, unwatchGallery, watchEngine, watchGallery } from './prometheus.js';
 import { startServer, type RunningServer } from './server.js';
@@ -67,7 +68,9 @@ export async function runServe(config: ServerConfig): Promise<number> {
   recognition.ready.catch((e: unknown) => console.error(`edgecv: loading the gallery failed: ${(e as Error).message}`));
 
   const drain = new DrainState();
-  const deps = { engine, config, ops: ops.ops, recognition, drain };
+  // both listeners answer only for this server's own names (DNS rebinding: host-check.ts)
+  const hosts = servedHosts(config.host, config.allowedHosts);
+  const deps = { engine, config, ops: ops.ops, recognition, drain, hosts };
   let running: RunningServer;
   let plain: RunningServer | undefined;
   try {
@@ -80,7 +83,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
       minBodyBytesPerSec: config.minBodyRate,
     };
     // one socket budget for every listener that serves the WebSocket routes: descriptors are the process's
-    const webSocket = webSocketOptionsFromConfig(config);
+    const webSocket = { ...webSocketOptionsFromConfig(config), hosts };
     console.log(`edgecv: ${webSocket.note}`);
     running = await startServer({
       app: createApp(deps),
@@ -175,7 +178,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
           await Promise.all([running.close(graceMs), plain?.close(graceMs)]);
           unwatchGallery(recognition);
           await recognition.close();
-          await ops.close();
+          // the sink's last send gets what is left of the drain timeout, then is ended
+          await ops.close(Math.max(timeoutMs - (Date.now() - startedAt), 0));
           unwatchEngine(engine);
           await engine.close();
         } catch (e) {

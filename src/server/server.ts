@@ -1,6 +1,7 @@
 // Serving an app with @hono/node-server: over HTTPS, or plain HTTP when no certificate is given (--http-port).
 
 import http from 'node:http';
+import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import https from 'node:https';
 import { serve } from '@hono/node-server';
@@ -85,20 +86,27 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
     const given = Object.fromEntries(Object.entries(opts.guards ?? {}).filter(([, v]) => v !== undefined));
     installHttpGuards(server, { ...HTTP_GUARD_DEFAULTS, bodyLimit: DEFAULT_BODY_LIMIT, ...given });
     const closeAfterAnswer = connectionCloseOnDrain(server);
+    // Every TCP connection, from accept on: closeAllConnections() knows only those HTTP has taken over, not
+    // one still in its TLS handshake (or that never starts one), and server.close() waits for those too.
+    const sockets = new Set<net.Socket>();
+    server.on('connection', (socket: net.Socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
     const onError = (err: Error) => reject(err);
     server.once('error', onError);
     server.once('listening', () => {
       server.off('error', onError);
       server.on('error', (err) => console.error('[edgecv] server error:', err));
       const port = (server.address() as AddressInfo).port;
-      const sockets: WebSocketRoutes | undefined =
+      const webSockets: WebSocketRoutes | undefined =
         opts.webSocketMaxPayload === undefined
           ? undefined
           : attachWebSocketRoutes(server, { ...opts.webSocket, fetch: opts.app.fetch, maxPayload: opts.webSocketMaxPayload });
       resolve({
         server,
         port,
-        webSockets: sockets,
+        webSockets,
         url: `${opts.tls ? 'https' : 'http'}://${urlHost(opts.host)}:${port}/`,
         // Idle keep-alive connections stay open until close(): closing one now would race a request the client is
         // sending on it; used during the drain, each gets Connection: close on its next answer.
@@ -106,8 +114,11 @@ export function startServer(opts: ListenOptions): Promise<RunningServer> {
         close: (graceMs = 5000) =>
           new Promise<void>((done) => {
             // upgraded sockets are no longer the HTTP server's: close them, or server.close() waits for them
-            void sockets?.close(graceMs);
-            const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+            void webSockets?.close(graceMs);
+            const timer = setTimeout(() => {
+              server.closeAllConnections();
+              for (const socket of sockets) socket.destroy();
+            }, graceMs);
             timer.unref();
             server.close(() => {
               clearTimeout(timer);

@@ -54,6 +54,17 @@ new client.Counter({
   },
 });
 
+new client.Counter({
+  name: 'edgecv_metrics_sink_refused_points_total',
+  help: 'Points InfluxDB refused for good (400 partial write, e.g. beyond its retention policy): counted, not sent again',
+  labelNames: ['url'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    each((s) => this.inc({ url: s.url }, s.pointsRefused));
+  },
+});
+
 /** Reports `sink` in the sink metrics from now on. */
 export function watchSink(sink: { status(): SinkStatus }): void {
   sinks.add(sink);

@@ -14,6 +14,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { foreignHostMessage, type HostCheck } from './host-check.js';
 import { isAllowedOrigin } from './origin-check.js';
 import { observeWebSocketConnection, observeWebSocketCut, observeWebSocketRefused } from './prometheus.js';
 import { addressGroup } from './address-group.js';
@@ -52,6 +53,8 @@ export interface WebSocketRoutesOptions {
    * client that sends no Origin (not a browser) always may.
    */
   allowedOrigins?: readonly string[];
+  /** Which Host names this server answers for (host-check.ts); without it, any. */
+  hosts?: HostCheck;
 }
 
 /** Why an upgrade was refused, or a socket closed by the server. */
@@ -187,6 +190,11 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
     const restPath = WS_ROUTES[url.pathname.replace(/\/+$/, '')];
     if (!restPath) {
       rejectUpgrade(socket, 404, 'Not Found', `no WebSocket route at ${url.pathname}; routes: ${Object.keys(WS_ROUTES).join(', ')}`);
+      return;
+    }
+    // a DNS-rebinding page's socket names its own host
+    if (opts.hosts && !opts.hosts(req.headers.host)) {
+      rejectUpgrade(socket, 421, 'Misdirected Request', foreignHostMessage(req.headers.host));
       return;
     }
     // Browsers let any page open a WebSocket anywhere; the Origin header is what says whose page it is.

@@ -2,7 +2,7 @@
 //   {"success":"true","cpu_util":12.5,"mem_util":41.3}                       (percent, floats)
 //   + "gpu_util","gpu_mem_util" (percent), "gpu_memory_total","gpu_memory_used","gpu_memory_free" (MiB), strings,
 //     only when the engine runs on a GPU (CUDA backend) and nvidia-smi answers.
-//   + "metrics_sink": {"url","lagSeconds","backlogSamples","errors","lastError","ackedUpTo","pointsWritten"}
+//   + "metrics_sink": {"url","lagSeconds","backlogSamples","errors","lastError","ackedUpTo","pointsWritten","pointsRefused","lastRefusal"}
 //     only with --metrics-sink (src/metrics/influx-sink.ts).
 
 import { Hono } from 'hono';
