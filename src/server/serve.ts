@@ -130,29 +130,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
   }
   const { persons } = engine.models;
   if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
-  const { backend, device, runtimes, precisions, fusedOps, onnxRuntime, onnxRuntimeMissing } = engine.backend();
-  if (plain) {
-    const note = plainListenerNote(config, plain.url);
-    console.log(note.log);
-    if (note.warning) console.warn(note.warning);
-  }
-  console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
-  const models = Object.entries(runtimes).map(([role, runtime]) => {
-    const ops = fusedOps[role];
-    const fused = ops && ops.siluLookups + ops.upsamples + ops.concats > 0
-      ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings, ${ops.concats} concats`
-      : '';
-    return `${role} on ${runtime} (${precisions[role] ?? 'fp32'}${fused})`;
-  });
-  console.log(
-    `edgecv: models: ${models.join(', ')}; ` +
-      (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
-  );
-  if (onnxRuntime && !onnxRuntime.int8DotProduct && Object.values(precisions).includes('int8')) {
-    console.log("edgecv: this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)");
-  }
-
-  return new Promise<number>((resolve) => {
+  // the drain is armed before the server says it listens: a SIGTERM right after that line is drained, not fatal
+  const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -195,4 +174,27 @@ export async function runServe(config: ServerConfig): Promise<number> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+  const { backend, device, runtimes, precisions, fusedOps, onnxRuntime, onnxRuntimeMissing } = engine.backend();
+  if (plain) {
+    const note = plainListenerNote(config, plain.url);
+    console.log(note.log);
+    if (note.warning) console.warn(note.warning);
+  }
+  console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
+  const models = Object.entries(runtimes).map(([role, runtime]) => {
+    const ops = fusedOps[role];
+    const fused = ops && ops.siluLookups + ops.upsamples + ops.concats > 0
+      ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings, ${ops.concats} concats`
+      : '';
+    return `${role} on ${runtime} (${precisions[role] ?? 'fp32'}${fused})`;
+  });
+  console.log(
+    `edgecv: models: ${models.join(', ')}; ` +
+      (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
+  );
+  if (onnxRuntime && !onnxRuntime.int8DotProduct && Object.values(precisions).includes('int8')) {
+    console.log("edgecv: this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)");
+  }
+
+  return stopped;
 }
