@@ -19,7 +19,7 @@ namespace {
 
 // The whole-image detection pass sees the photo at the detector's input size: halve it (an exact 2x area filter,
 // OpenCV's fast path) while the longer side stays at least `minLongerSide`, as detectFaces decodes a JPEG smaller
-// (jobs/jpeg_decoder.h). The embedder still crops from the full image. 640x480: 7.1 -> 6.7 ms an embedFace call.
+// (jobs/jpeg_decoder.h). The embedder still crops from the full image. Timing: docs/int8.md, "Route latency".
 cv::Mat HalvedFor(const cv::Mat& bgr, int minLongerSide) {
   cv::Mat out = bgr;
   while (std::max(out.cols, out.rows) / 2 >= minLongerSide && std::min(out.cols, out.rows) >= 2) {

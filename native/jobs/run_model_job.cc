@@ -54,8 +54,8 @@ Napi::Value RunModelJob::Result(Napi::Env env) {
         owner.get());
     owner.release();  // owned by the buffer's finalizer from here on
     // Told to the garbage collector as external memory, so it collects outputs a loop drops sooner and their
-    // buffers come back to the recycler (runtime/recycled_buffers.h): measured with movenet-multipose, 28 page
-    // faults a run with it, 107 without.
+    // buffers come back to the recycler (runtime/recycled_buffers.h): fewer page faults a run (docs/performance.md,
+    // "Engine speed").
     Napi::MemoryManagement::AdjustExternalMemory(env, bytes);
     result.Set(static_cast<uint32_t>(i), Napi::Float32Array::New(env, count, buffer, 0));
   }

@@ -46,8 +46,9 @@ std::vector<Pose> PoseEstimator::Detect(const cv::Mat& bgr, const PoseOptions& o
 
 std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
                                                const PoseOptions& options, StageTimings* timings) {
-  // The crop's side / the box's longer side. Context around the person matters to MoveNet: on the labelled
-  // persons (docs/models.md) 1.0 posed 71%, 1.2 83%, 1.5 86%, 2.0 to 3.0 88-91%; 2.0 is the cheapest of that plateau.
+  // The crop's side / the box's longer side. Context around the person matters to MoveNet: on the labelled persons
+  // more are posed as the crop grows, up to a plateau from 2.0 to 3.0; 2.0 is the cheapest of that plateau
+  // (docs/models.md, "Pose and objects").
   constexpr double kCropScale = 2.0;
   PoseOptions inCrop = options;
   inCrop.maxPoses = 6;  // the model's own top-k: the crop's person plus whoever overlaps it

@@ -1,22 +1,20 @@
 // Lends idle cores to a job that is alone in its engine. Each worker runs its onnxruntime models with its own
 // threads (threadsPerWorker), which is what keeps workers from fighting over cores under load. When only one
 // job is in the engine (nothing else queued or running), the other workers' cores sit idle: the job then runs
-// its next inference on a "wide" session of the same model with one thread per usable CPU. Measured on the
-// 2-core reference machine: yolov5s at 640 px 84 -> 46 ms a pass when alone, while two jobs at once keep their
-// per-worker throughput (docs/performance.md).
+// its next inference on a "wide" session of the same model with one thread per usable CPU: a lone pass is faster,
+// while two jobs at once keep their per-worker throughput (docs/performance.md, "Idle cores are lent to a lone
+// request").
 //
 // One wide session per model file for the whole engine, not per worker: at most one job borrows the idle cores
 // at a time, so one copy of the weights (and of its threads) serves every worker.
 //
 // Short runs (under kMinLentRunMs on the worker's own threads, at their fastest) are lent only while the host
 // says it is serving that one request (SetHostRequests(1)). A lent run hands work to the pool op by op, and the
-// pool's threads spin between ops, on the core the event loop serves HTTP with: measured over HTTPS on the
-// reference machine, lending face detection (3 ms runs) whenever its job was alone in the engine cost 5-10% of
-// its 4-connection throughput (3 interleaved rounds), because with other requests in flight the "idle" core was
-// doing their TLS and JSON. With the host's count a lone request gets both cores (p50 over HTTPS: face detection
-// 8.1-9.0 -> 6.6 ms, recognition 12.9-13.1 -> 9.5-9.7) and 4 connections keep their throughput (730 against 732
-// req/s over the rounds). Long runs gain more than the event loop loses and are lent whenever their job is alone
-// (yolov5s: a lone request 35% sooner for 6% less throughput at 4 connections). docs/performance.md has the runs.
+// pool's threads spin between ops, on the core the event loop serves HTTP with: lending a short run whenever its
+// job is alone in the engine costs throughput under load, because with other requests in flight the "idle" core is
+// doing their TLS and JSON. With the host's count a lone request gets both cores and concurrent requests keep their
+// throughput. Long runs gain more than the event loop loses and are lent whenever their job is alone.
+// docs/performance.md, "Idle cores are lent to a lone request", has the figures.
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,7 @@
 // Nearest-neighbour upsampling by whole factors of an NHWC uint8 tensor: each pixel's channels copied fy x fx
 // times. An int8 YOLOv5 graph upsamples twice (x2, nearest) with onnxruntime's generic Resize, which works out
-// a source index per byte (1.25 ms of yolov5s' 31 ms at 640x480); as rows of memcpy it is a small fraction of
-// that. runtime/int8_graph_fusion.h puts it in the graph where Resize's result is exactly a copy.
+// a source index per byte; as rows of memcpy it is a small fraction of that (docs/int8.md, "edgecv's own int8
+// operators"). runtime/int8_graph_fusion.h puts it in the graph where Resize's result is exactly a copy.
 #pragma once
 
 #include <cstdint>

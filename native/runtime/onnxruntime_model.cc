@@ -43,10 +43,9 @@ struct OnnxRuntimeModel::Session {
 namespace {
 
 // Without VNNI, onnxruntime's x86 uint8 x int8 kernels (vpmaddubsw) add two products into 16 bits, which saturate
-// on real activations: on an AVX2 EPYC the int8 MoveNet's heatmaps came out 2.0-2.8 relative RMS from fp32 (0.13
-// with this), the labelled pose set posed 0 of 58 persons and faceres' EER rose to 1.74%. Its precision mode
-// turns each int8 weight tensor that could saturate into uint8 (w + 128, the zero point moved with it: the same
-// products) and runs kernels that sum in 32 bits, as VNNI does, about 1.3x slower here. A tensor within -64..64
+// on real activations, so int8 models silently give other answers (docs/int8.md, "CPUs without VNNI"). Its precision
+// mode turns each int8 weight tensor that could saturate into uint8 (w + 128, the zero point moved with it: the same
+// products) and runs kernels that sum in 32 bits, as VNNI does, slower than the fast ones. A tensor within -64..64
 // (7-bit weights: yolov5s' and each convolution in a model's int8.sevenBitWeights, models/convert/quantize.ts)
 // cannot saturate and keeps the fast kernels. onnxruntime applies it only on x86; it changes no fp32 graph.
 void ExactInt8Products(Ort::SessionOptions& so) {
@@ -61,8 +60,8 @@ Ort::SessionOptions MakeSessionOptions(const RuntimeOptions& options) {
   so.SetInterOpNumThreads(1);
   so.SetExecutionMode(ORT_SEQUENTIAL);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
-  // Intra-op threads keep onnxruntime's default of spinning between ops: without it, 1 worker x 2 threads ran
-  // 1.3-1.8x slower here (threads sleep and wake between the many small ops). With 1 thread there is no pool.
+  // Intra-op threads keep onnxruntime's default of spinning between ops: without it, threads sleep and wake between
+  // the many small ops (docs/performance.md, "Workers that scale"). With 1 thread there is no pool.
   if (options.backend.kind == BackendKind::kCuda) {
     OrtCUDAProviderOptions cuda{};
     cuda.device_id = options.backend.cudaDevice;
@@ -168,9 +167,9 @@ std::vector<int> TimingInputShape(Ort::Session& session, const std::vector<int>&
 
 // A session with a thread per usable CPU, warmed up with one run of `zeros` (the worker session's own warm-up
 // input) fetching `outputs`, so the first job that borrows it does not pay for its allocations. Its threads stop
-// spinning when a run returns (force_spinning_stop): onnxruntime's process-wide pool, which lent runs used before,
-// kept one thread spinning on a core between requests (a lone face detection cost the process 11.1-13.8 ms of CPU,
-// 9.4 with this; the same latency and 4-connection throughput, 2 interleaved rounds, docs/performance.md).
+// spinning when a run returns (force_spinning_stop, which applies only to a session's own threads): onnxruntime's
+// process-wide pool keeps one thread spinning on a core between requests (docs/performance.md, "Idle cores are lent
+// to a lone request").
 std::shared_ptr<Ort::Session> MakeWideSession(const SessionGraph& graph, const Ort::MemoryInfo& memory,
                                               const char* inputName, const cv::Mat& zeros,
                                               const std::vector<const char*>& outputs) {

@@ -54,7 +54,7 @@ class SiluLookupKernel : public StatusKernel<SiluLookupKernel> {
     if (count < 2) {
       ApplyLookup(table_, slices.in, slices.out, slices.n);
     } else {
-      // A large tensor is split over the session's threads (yolov5s at 640x480: 0.2-0.3 ms a run).
+      // A large tensor is split over the session's threads (docs/int8.md, "edgecv's own int8 operators").
       ctx.ParallelFor(&Slices::Run, count, 0, &slices);
     }
   }

@@ -32,7 +32,7 @@ export const DEFAULT_BODY_LIMIT = 20 * 1024 * 1024;
 export const IMAGE_LIMIT_DEFAULTS = {
   maxPixels: 40_000_000,
   // Every model letterboxes to a square input: at 32:1 the picture is already a 4-pixel strip of a 128-pixel
-  // input, and a 65500x1 "image" once cost recognition 29 s and 9.7 GB.
+  // input, and a 65500x1 "image" would cost recognition seconds and gigabytes (docs/http-api.md, "Hostile input").
   maxAspectRatio: 32,
   // Nothing a face, pose or object model finds fits in fewer pixels.
   minSide: 8,
@@ -49,10 +49,10 @@ export const YOLO_NMS_IOU = 0.45;
 
 /** Defaults; workers/threadsPerWorker are for a 2-core box and are to be tuned by the bench. */
 export const ENGINE_DEFAULTS = {
-  // 'auto': onnxruntime where it loaded (3-4x faster than OpenCV 4.6 DNN on every model here,
-  // docs/performance.md), else OpenCV.
+  // 'auto': onnxruntime where it loaded (faster than OpenCV 4.6 DNN on every model: docs/performance.md,
+  // "Engine speed"), else OpenCV.
   runtime: 'auto' as RuntimeChoice,
-  // Measured (docs/int8.md): int8 files run 2x+ faster on onnxruntime at the same accuracy on the labelled sets.
+  // int8 files run faster on onnxruntime at the same accuracy on the labelled sets (docs/int8.md, "Speed", "Accuracy").
   precision: 'int8' as Precision,
   backend: 'auto' as BackendChoice,
   workers: 2,
@@ -71,9 +71,8 @@ export const ENGINE_DEFAULTS = {
   // Chosen by measurement on the labelled set (docs/models.md, "Pose and objects"): the only model and size that finds
   // >= 90% of the labelled boxes with the right class, with no wrong top label and few unmatched boxes.
   objectDetector: 'yolov5s' as ObjectDetectorModel,
-  // Finds people for pose's persons mode when the object model is a stock YOLOv5s of another size (docs/models.md,
-  // "Pose and objects"): on the labelled set it poses 52 of 58 people against 53 with yolov5s at 640, in under a third
-  // of the detector's time.
+  // Finds people for pose's persons mode when the object model is a stock YOLOv5s of another size: on the labelled
+  // set it poses within one person of yolov5s at 640, in a fraction of its time (docs/models.md, "Pose and objects").
   personDetector: 'yolov5s-320' as ObjectDetectorModel,
 } as const;
 
@@ -91,9 +90,9 @@ export const POSE_DEFAULTS = {
   /** Person crops: one pose per person found, so as many as a crowd needs (MAX_POSES_LIMIT). */
   maxPosesPersons: MAX_POSES_LIMIT,
   // Measured on the labelled persons (docs/models.md, "Pose and objects"): crops around the object detector's
-  // persons pose 90%+ of them, the whole-image pass misses small and crowded people.
+  // persons pose most of them, the whole-image pass misses small and crowded people.
   mode: 'persons' as PoseMode,
-  /** Object-detector score above which a box counts as a person to pose (yolov5s finds 57 of the 58 labelled persons at 0.2). */
+  /** Object-detector score above which a box is a person to pose (recall on the labelled persons: docs/models.md). */
   personThreshold: 0.2,
 } as const;
 

@@ -71,9 +71,10 @@ export interface EngineOptions {
   /**
    * 'lend' (default): while a job is the only one in the engine, its long onnxruntime inferences (models whose
    * fastest run on the worker's threads takes 10 ms or more: yolov5s, movenet) run on a second session of the
-   * model with a thread per usable CPU instead of its worker's threads (yolov5s: 95 -> 55 ms alone on 2 cores; concurrent jobs keep
-   * their own threads, so throughput stays); its short ones too while the host marks that one request as the only
-   * one it serves (serveRequest(); the HTTP server does). It costs a second session of each model (memory).
+   * model with a thread per usable CPU instead of its worker's threads (docs/performance.md, "Idle cores are
+   * lent"; concurrent jobs keep their own threads, so throughput stays); its short ones too while the host marks
+   * that one request as the only one it serves (serveRequest(); the HTTP server does). It costs a second session
+   * of each model (memory).
    * 'keep': always the worker's threads. No effect on OpenCV models, on CUDA, or when threadsPerWorker covers
    * every CPU.
    */
@@ -100,7 +101,8 @@ export interface EngineOptions {
   /**
    * The model that finds people for detectPoses' persons mode, loaded beside the object model; null: the object
    * model does it (no second model). Default 'yolov5s-320' when objectDetector is a stock yolov5s of another size
-   * (on the labelled set it finds people within one of yolov5s at 640, in under a third of the time), else null.
+   * (on the labelled set it finds people within one of yolov5s at 640, in a fraction of the time: docs/models.md),
+   * else null.
    * Not loaded without a pose model.
    */
   personDetector?: ObjectDetectorModel | null;

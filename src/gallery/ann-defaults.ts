@@ -11,10 +11,9 @@ export const DEFAULT_ANN_THRESHOLD = 2_000;
 export const DEFAULT_EXPANSION_SEARCH = 64;
 
 /**
- * From this many entries the default beam doubles to LARGE_GALLERY_EXPANSION. Measured on real embeddings with
- * distractors (docs/performance.md, Gallery at scale): at 100,000 beam 64 gives the exact search's top-1 for every
- * real query; at 1,000,000 it gave 98.4 to 98.7%, beam 128 99.56%. The switch point between the two measured sizes
- * is a judgement, not a measurement.
+ * From this many entries the default beam doubles to LARGE_GALLERY_EXPANSION: a margin for the largest galleries,
+ * where beam 64 agreed less often with exact search than at 100,000 (docs/performance.md, "Gallery at scale"). The
+ * switch point between the two measured sizes is a judgement, not a measurement.
  */
 export const LARGE_GALLERY = 500_000;
 export const LARGE_GALLERY_EXPANSION = 128;

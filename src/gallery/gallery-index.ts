@@ -29,9 +29,9 @@ export interface GalleryEntry {
 
 export interface GalleryIndexOptions {
   /**
-   * Entries from which searches use the approximate index; below it they are exact. Default 2,000: measured by
-   * `npm run bench` (Gallery search at scale), exact search costs about 0.6 µs per entry on one core, the
-   * approximate one 0.5 to 1 ms at 1,000 to 10,000. 0 always uses it, Infinity never builds it.
+   * Entries from which searches use the approximate index; below it they are exact. Default 2,000: about where
+   * exact search, whose cost grows with the entries, costs as much as the approximate one (docs/performance.md,
+   * "Gallery at scale"). 0 always uses it, Infinity never builds it.
    */
   annThreshold?: number;
   /** Storage of the approximate index: 'f16' (default, 2 bytes a value) or 'i8' (1 byte; for 1,000,000+ entries). */
@@ -45,7 +45,7 @@ export interface GalleryIndexOptions {
   annLargeGallery?: number;
   /**
    * Cosine below which an approximate match is confirmed before it is answered: every entry's int8 copy is scanned
-   * (about 4 ms at 100,000 and 40 ms at 1,000,000 here, on the calling thread) and its best 64 re-ranked by exact
+   * (on the calling thread, in time linear in the entries: docs/performance.md) and its best 64 re-ranked by exact
    * cosine, so an enrolled face the graph missed is found. The copy costs 1 byte a value (1 KB an entry at 1024-d).
    * Set it at the accept threshold (RecognitionService: distance 105). Default: no confirmation, no int8 copy.
    */

@@ -1,7 +1,7 @@
 // Every embedding of an approximate gallery once more, as int8, scanned whole by usearch's exactSearch: the candidate
 // stage of a would-be rejection (GalleryIndex.searchApproximate). A graph walk can miss an enrolled face among many
-// distractors; a scan cannot, and at 1 byte a value it reads a quarter of what the float32 rows hold (about 40 ms for
-// 1,000,000 x 1024 on one core here). Its order is that of the int8 values, so the exact index re-ranks its
+// distractors; a scan cannot, and at 1 byte a value it reads a quarter of what the float32 rows hold (scan times:
+// docs/performance.md, "Gallery at scale"). Its order is that of the int8 values, so the exact index re-ranks its
 // candidates, as it does the graph's.
 //
 // Rows are packed densely (a removal moves the last row into the gap), because exactSearch scans a matrix and
