@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { floatBeforeQuantize } from './convert/integer-path.js';
+import { floatBeforeQuantize, floatOnDequantized } from './convert/integer-path.js';
 import { encodeOnnxModel, type OnnxModel } from './convert/onnx-writer.js';
 import { openInputSize } from './convert/open-input-size.js';
 import { quantizeModel } from './convert/quantize.js';
@@ -69,6 +69,8 @@ function quantizeConverted(root: string, name: string, model: SourceModel, squar
     ...(keepOutputConvs ? { keepOutputConvs } : {}),
     ...(scoreThreshold === undefined ? {} : { scoreThreshold }),
     ...(personThreshold === undefined ? {} : { personThreshold }),
+    // scored on x64 (the project's machines); a float upsampling on dequantized values rounds otherwise on ARM
+    ...(floatOnDequantized(quantized).length > 0 ? { architectures: ['x64'] } : {}),
   };
 }
 

@@ -83,6 +83,11 @@ export interface Int8Entry {
   keepOutputConvs?: boolean;
   scoreThreshold?: number;
   personThreshold?: number;
+  /**
+   * The CPU architectures (Node's process.arch) on which it gives the answers it was scored with, where a float
+   * upsampling between its integer layers rounds per architecture (absent: every one). Elsewhere it runs fp32.
+   */
+  architectures?: string[];
 }
 
 export interface ConvertedModelEntry {

@@ -6,11 +6,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertForOnnxRuntime } from '../models/calibrate.js';
-import { floatBeforeQuantize } from '../models/convert/integer-path.js';
+import { floatBeforeQuantize, floatOnDequantized } from '../models/convert/integer-path.js';
 import { OnnxDataType, type OnnxModel, type OnnxNode } from '../models/convert/onnx-writer.js';
 import { quantizeModel } from '../models/convert/quantize.js';
 import type { CalibrationFile } from '../models/model-manifest.js';
 import { readSourceManifest } from '../models/model-packages.js';
+import { modelPrecision, readManifest } from '../src/engine/manifest.js';
 import { ROOT } from './helpers.js';
 
 const node = (name: string, opType: string, inputs: string[], outputs = [name]): OnnxNode => ({ name, opType, inputs, outputs, attributes: {} });
@@ -84,5 +85,16 @@ describe('the int8 files', () => {
     const float = floatBeforeQuantize(quantize('yolov5s-320', ['StatefulPartitionedCall/model/tf_conv/', 'StatefulPartitionedCall/model/tf_conv_1/', 'StatefulPartitionedCall/model/tfc3/']));
     expect(float.filter((n) => n.opType === 'Conv').map((n) => n.name)).toContain('StatefulPartitionedCall/model/tf_conv/sequential/conv2d/BiasAdd');
     expect(float.length).toBeGreaterThan(10);
+  }, 60_000);
+
+  it('movenet-multipose alone upsamples in float between integer layers: int8 by default on x64 only, fp32 on arm64', async () => {
+    const upsampling = Object.fromEntries(int8Models.map((name) => [name, floatOnDequantized(quantize(name)).map((n) => n.opType)]));
+    expect(upsampling).toEqual({ faceres: [], 'movenet-multipose': ['Resize', 'Resize', 'Resize'], yolov5s: [], 'yolov5s-320': [] });
+    const manifest = await readManifest(join(ROOT, 'models', 'onnx'));
+    for (const name of int8Models) {
+      const onArm = modelPrecision(manifest, name, 'int8', 'auto', 'arm64');
+      expect([name, modelPrecision(manifest, name, 'int8', 'auto', 'x64'), onArm]).toEqual([name, 'int8', name === 'movenet-multipose' ? 'fp32' : 'int8']);
+      expect(modelPrecision(manifest, name, 'fp32', 'auto', 'x64')).toBe('fp32');
+    }
   }, 60_000);
 });

@@ -45,3 +45,19 @@ export function floatBeforeQuantize(model: OnnxModel): OnnxNode[] {
   for (const q of model.nodes) if (q.opType === 'QuantizeLinear') visit(q.inputs[0]!);
   return [...found.values()];
 }
+
+/**
+ * Float operators on dequantized values that feed a quantization and compute new values: a bilinear (or cubic)
+ * Resize. onnxruntime runs them with float weights in code that has one path per architecture: the same on every
+ * x86 CPU (0 floats different between an AVX2 EPYC and a VNNI Xeon), other roundings on ARM (movenet-multipose's
+ * heatmaps 0.10-0.18 relative RMS from x86's: docs/int8.md). A model with one gives its scored answers only on x64.
+ */
+export function floatOnDequantized(model: OnnxModel): OnnxNode[] {
+  const dequantized = new Set(model.nodes.filter((n) => n.opType === 'DequantizeLinear').map((n) => n.outputs[0]!));
+  const quantized = new Set(model.nodes.filter((n) => n.opType === 'QuantizeLinear').map((n) => n.inputs[0]!));
+  return model.nodes.filter((n) => {
+    const mode = n.attributes['mode'];
+    const interpolates = n.opType === 'Resize' && mode?.kind === 'string' && mode.value !== 'nearest';
+    return interpolates && dequantized.has(n.inputs[0]!) && n.outputs.some((o) => quantized.has(o));
+  });
+}

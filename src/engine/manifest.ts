@@ -71,13 +71,18 @@ function manifestEntry(manifest: LoadedManifest, name: string): unknown {
 }
 
 /**
- * The precision model `name` runs at when `precision` is asked for: int8 only where the manifest has an int8 file
- * and onnxruntime may run it (OpenCV runs the fp32 file).
+ * The precision model `name` runs at when `precision` is asked for: int8 only where the manifest has an int8 file,
+ * onnxruntime may run it (OpenCV runs the fp32 file), and it gives its scored answers on this CPU architecture
+ * (`int8.architectures`, set by set-up where a float upsampling between its integer layers rounds otherwise on
+ * other architectures: docs/int8.md, "The same answers on every CPU").
  */
-export function modelPrecision(manifest: LoadedManifest, name: string, precision: Precision, runtime: RuntimeChoice): Precision {
+export function modelPrecision(manifest: LoadedManifest, name: string, precision: Precision, runtime: RuntimeChoice, arch: string = process.arch): Precision {
   const entry = manifestEntry(manifest, name);
-  if (precision === 'fp32' || runtime === 'opencv' || !isRecord(entry)) return 'fp32';
-  return int8OrtFile(manifest, name, entry) === null ? 'fp32' : 'int8';
+  if (precision === 'fp32' || runtime === 'opencv' || !isRecord(entry) || int8OrtFile(manifest, name, entry) === null) return 'fp32';
+  const architectures = (entry['int8'] as Record<string, unknown>)['architectures'];
+  if (architectures === undefined) return 'int8';
+  if (!Array.isArray(architectures) || !architectures.every((a) => typeof a === 'string')) throw manifestError(manifest.file, `model "${name}": int8.architectures must be a list of names`);
+  return architectures.includes(arch) ? 'int8' : 'fp32';
 }
 
 /**
