@@ -35,10 +35,11 @@ const LOCAL_RUNS: RunSpec[] = [
   { name: 'default', session: {} },
 ];
 
+const readManifest = (root: string) => JSON.parse(readFileSync(join(root, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
 
 /** One run: every model's outputs on every photo, as <dir>/<run>/<model>.<photo>.<output>.f32 and a dims file. */
 async function collect(root: string, dir: string, run: RunSpec, photos: string[]): Promise<void> {
-  const manifest = JSON.parse(readFileSync(join(root, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
+  const manifest = readManifest(root);
   const out = join(dir, run.name);
   mkdirSync(out, { recursive: true });
   const dims: Record<string, number[][]> = {};
@@ -80,6 +81,7 @@ interface Spread {
   minCosine?: number;
 }
 
+/** Cosine of two raw (not normalized) embeddings. */
 function cosine(a: Float32Array, b: Float32Array): number {
   let ab = 0;
   let aa = 0;
@@ -92,7 +94,6 @@ function cosine(a: Float32Array, b: Float32Array): number {
   return ab / Math.sqrt(aa * bb);
 }
 
-const readManifest = (root: string) => JSON.parse(readFileSync(join(root, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
 const outputDims = (dir: string, model: string) => (JSON.parse(readFileSync(join(dir, 'exact', 'dims.json'), 'utf8')) as Record<string, number[][]>)[model]!;
 const yoloOf = (manifest: ConvertedManifest, model: string) => (manifest.models[model] as { yolo?: YoloSpec }).yolo;
 /** The score threshold the engine uses for an int8 YOLO by default. */
