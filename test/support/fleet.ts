@@ -189,7 +189,9 @@ export function startMembers(members: FleetMember[], argsOf: (m: FleetMember) =>
   const start = async (m: FleetMember): Promise<ServerProcess> => {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await startServerProcess(['--port', String(m.httpsPort), '--http-port', String(m.httpPort), ...argsOf(m)]);
+        // haproxy's health check names the service edgecv (as deploy/haproxy.cfg does), a name the members allow as
+        // deploy/compose.yaml's EDGECV_ALLOWED_HOSTS does
+        return await startServerProcess(['--port', String(m.httpsPort), '--http-port', String(m.httpPort), '--allowed-hosts', 'edgecv', ...argsOf(m)]);
       } catch (e) {
         if (!retryPorts || attempt >= 3 || !/EADDRINUSE/.test((e as Error).message)) throw e;
         m.httpsPort = await fleetPort();
