@@ -30,13 +30,14 @@ const MIRRORS = [
 const SLIM_EXCLUDES = ['/usr/share/doc/*', '/usr/share/man/*', '/usr/share/info/*', '/usr/share/locale/*', '/usr/share/groff/*', '/usr/share/lintian/*'];
 /**
  * mmdebstrap's minbase installs usrmerge (for a merged /usr) and, through it, perl with its modules: 50 MB that
- * Debian's own slim image, merged at creation, does not carry. Purged once the root file system is made.
+ * Debian's own slim image, merged at creation, does not carry. Purged once the root file system is made; the empty
+ * usr-is-merged stands in for usrmerge in init-system-helpers' dependency.
  */
 const NOT_IN_DEBIAN_SLIM = ['usrmerge', 'libfile-find-rule-perl', 'libnumber-compare-perl', 'libtext-glob-perl', 'perl', 'perl-modules-5.36', 'libperl5.36', 'libgdbm-compat4'];
 /** The images, by their name's tail: Debian packages beyond minbase (and purged), and whether Node and npm go in. */
 const FLAVOURS = (nodeMajor) => ({
   [`node:${nodeMajor}-${SUITE}`]: { packages: ['ca-certificates', 'g++', 'make', 'python3', 'pkg-config'], purge: [], excludes: [], includes: [], node: true },
-  [`debian:${SUITE}-slim`]: { packages: [], purge: NOT_IN_DEBIAN_SLIM, excludes: SLIM_EXCLUDES, includes: ['/usr/share/doc/*/copyright'], node: false },
+  [`debian:${SUITE}-slim`]: { packages: ['usr-is-merged'], purge: NOT_IN_DEBIAN_SLIM, excludes: SLIM_EXCLUDES, includes: ['/usr/share/doc/*/copyright'], node: false },
 });
 const LABEL = 'edgecv.base-inputs';
 const PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

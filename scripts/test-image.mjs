@@ -7,7 +7,7 @@
 //      inputs change);
 //   3. `buildah bud --isolation chroot` with this host's CA bundle as the build secret `ca` (these machines
 //      intercept TLS; it is mounted read-only during the build and never stored in the image); prints the image's
-//      size by layer and fails above MAX_IMAGE_MB;
+//      size by layer; a size above MAX_IMAGE_MB counts as a failed check;
 //   4. runs test/image/ (vitest.image.config.ts): the image started with buildah, its answers on loopback.
 //
 // `--skip-setup` skips step 1's set-up. The image stays in buildah's storage as localhost/edgecv:test, with its
@@ -69,7 +69,9 @@ function build(nodeMajor) {
   log(`${IMAGE}: built in ${seconds(buildMs)}; layers:`);
   for (const r of rows) console.log(`  ${(r.bytes / 1e6).toFixed(1).padStart(7)} MB  ${r.step}`);
   console.log(`  ${(total / 1e6).toFixed(1).padStart(7)} MB  in all (limit ${MAX_IMAGE_MB} MB)`);
-  if (!(total <= MAX_IMAGE_MB * 1e6)) throw new StepError(`${IMAGE} is ${(total / 1e6).toFixed(1)} MB, over ${MAX_IMAGE_MB} MB`);
+  const small = total <= MAX_IMAGE_MB * 1e6;
+  log(`${small ? 'passed' : 'FAILED'}: the image is ${(total / 1e6).toFixed(1)} MB, limit ${MAX_IMAGE_MB} MB`);
+  return small;
 }
 
 /** Runs test/image/ with vitest; prints and returns its counts. */
@@ -100,8 +102,11 @@ function main() {
   const tBases = Date.now();
   ensureBaseImages({ root: ROOT, nodeMajor, log });
   log(`base images ready in ${seconds(Date.now() - tBases)}`);
-  build(nodeMajor);
-  const { passed, failed } = checks();
+  // the size is one check among the others: the image is still started and checked when it is too large
+  const small = build(nodeMajor);
+  const counts = checks();
+  const passed = counts.passed + (small ? 1 : 0);
+  const failed = counts.failed + (small ? 0 : 1);
   log(`${passed} passed, ${failed} failed; npm run test:image took ${seconds(Date.now() - t0)}`);
   process.exit(failed === 0 ? 0 : 1);
 }

@@ -49,27 +49,31 @@ export interface ImageServer {
   stop(signal?: NodeJS.Signals): Promise<number | string | null>;
 }
 
-/** Processes whose parent chain reaches `root` (at most 5 levels down), by /proc. */
-function descendants(root: number): { pid: number; comm: string }[] {
-  const parents = new Map<number, { ppid: number; comm: string }>();
+/** Processes whose parent chain reaches `root` (at most 5 levels down), with their command lines, by /proc. */
+function descendants(root: number): { pid: number; argv: string[] }[] {
+  const parents = new Map<number, number>();
   for (const e of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
       const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      parents.set(Number(e), { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: Number(stat.slice(close + 2).split(' ')[1]) });
+      parents.set(Number(e), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
     } catch {
       /* gone */
     }
   }
-  return [...parents].filter(([, p]) => {
-    let at = p.ppid;
-    for (let depth = 0; depth < 5 && at > 1; depth++) {
-      if (at === root) return true;
-      at = parents.get(at)?.ppid ?? 0;
-    }
+  const under = (pid: number) => {
+    let at = parents.get(pid) ?? 0;
+    for (let depth = 0; depth < 5 && at > 1; depth++, at = parents.get(at) ?? 0) if (at === root) return true;
     return false;
-  }).map(([pid, p]) => ({ pid, comm: p.comm }));
+  };
+  const argv = (pid: number) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    } catch {
+      return [];
+    }
+  };
+  return [...parents.keys()].filter(under).map((pid) => ({ pid, argv: argv(pid) }));
 }
 
 const insecure = new https.Agent({ rejectUnauthorized: false });
@@ -105,7 +109,8 @@ export async function startImageServer(opts: { image: string; dataDir: string; p
     if (res?.status === 200) readyMs = performance.now() - t0;
     else await new Promise((r) => setTimeout(r, 100));
   }
-  const node = descendants(child.pid!).find((p) => p.comm === 'node');
+  // the entry point's own process (Node names its main thread, so match the command line, not the name)
+  const node = descendants(child.pid!).find((p) => p.argv.length >= 2 && p.argv.slice(0, config.Entrypoint.length).join(' ') === config.Entrypoint.join(' '));
   if (!node) throw new Error(`no node process under buildah run (pid ${child.pid})`);
   return {
     container,
