@@ -96,6 +96,10 @@ function trimNativeModules(modules) {
     for (const p of fs.readdirSync(prebuilds)) if (p !== target && p !== `${target}.node`) fs.rmSync(path.join(prebuilds, p), { recursive: true });
   }
   for (const [name, paths] of Object.entries(NATIVE_SOURCES)) for (const p of paths) fs.rmSync(path.join(modules, name, p), { recursive: true, force: true });
+  // TypeScript sources and declarations, source maps and Markdown: read by editors and compilers, never by Node
+  for (const f of fs.readdirSync(modules, { recursive: true })) {
+    if (/\.(m|c)?ts$|\.map$|\.md$/i.test(f) && fs.lstatSync(path.join(modules, f)).isFile()) fs.rmSync(path.join(modules, f));
+  }
 }
 
 /** Names of the models `edgecv serve` can load: the fixed face and pose models and every selectable object model. */

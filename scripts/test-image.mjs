@@ -50,10 +50,10 @@ function layers(image) {
   const inspect = JSON.parse(capture('buildah', ['inspect', '--type', 'image', image]));
   const history = (inspect.Docker?.history ?? inspect.OCIv1?.history ?? []).filter((h) => !h.empty_layer);
   const diffIds = inspect.Docker?.rootfs?.diff_ids ?? inspect.OCIv1?.rootfs?.diff_ids ?? [];
-  const store = JSON.parse(capture('buildah', ['info', '--format', '{{json .store}}']));
+  const { store } = JSON.parse(capture('buildah', ['info']));
   const layersFile = path.join(store.GraphRoot, `${store.GraphDriverName}-layers`, 'layers.json');
   const sizes = new Map(JSON.parse(fs.readFileSync(layersFile, 'utf8')).map((l) => [l['diff-digest'], l['diff-size']]));
-  const rows = diffIds.map((d, i) => ({ bytes: sizes.get(d) ?? NaN, step: (history[i]?.created_by ?? '?').replace(/\s+/g, ' ').replace(/^\/bin\/sh -c (#\(nop\) )?/, '').slice(0, 110) }));
+  const rows = diffIds.map((d, i) => ({ bytes: sizes.get(d) ?? NaN, step: (i === 0 ? `base image (${history[i]?.created_by ?? '?'})` : history[i]?.created_by ?? '?').replace(/\s+/g, ' ').replace(/^\/bin\/sh -c (#\(nop\) )?/, '').slice(0, 110) }));
   return { rows, total: rows.reduce((s, r) => s + r.bytes, 0) };
 }
 

@@ -102,7 +102,7 @@ describe(`the image ${IMAGE}`, () => {
   });
 
   it.each([
-    ['detector/detect/', ['skimage/astronaut.png', 'dlib/faces/2008_002470.jpg', 'darknet/person.jpg']],
+    ['detector/detect/', ['skimage/astronaut.png', 'dlib/faces/2008_002470.jpg', 'dlib/faces/bald_guys.jpg']],
     ['object/detect/', ['darknet/dog.jpg', 'darknet/horses.jpg', 'darknet/person.jpg']],
     ['pose/detect/', ['darknet/person.jpg', 'skimage/astronaut.png']],
   ])('answers POST /%s as the checkout does', async (route, photos) => {

@@ -19,7 +19,8 @@ export interface ImageConfig {
 }
 
 export function imageConfig(image: string): ImageConfig {
-  return JSON.parse(execFileSync('buildah', ['inspect', '--type', 'image', '--format', '{{json .Docker.Config}}', image], { encoding: 'utf8' })) as ImageConfig;
+  const inspect = JSON.parse(execFileSync('buildah', ['inspect', '--type', 'image', image], { encoding: 'utf8', maxBuffer: 1 << 26 })) as { Docker: { config: ImageConfig } };
+  return inspect.Docker.config;
 }
 
 /** A working container of the image, removed by `remove()`; `mount()` gives its root file system on this host. */
@@ -110,7 +111,11 @@ export async function startImageServer(opts: { image: string; dataDir: string; p
     else await new Promise((r) => setTimeout(r, 100));
   }
   // the entry point's own process (Node names its main thread, so match the command line, not the name)
-  const node = descendants(child.pid!).find((p) => p.argv.length >= 2 && p.argv.slice(0, config.Entrypoint.length).join(' ') === config.Entrypoint.join(' '));
+  // (buildah-chroot-exec, its parent, carries the same arguments; the exec'd program's argv[0] is its full path)
+  const [program, ...entryArgs] = config.Entrypoint;
+  const node = descendants(child.pid!).find(
+    (p) => path.basename(p.argv[0] ?? '') === path.basename(program!) && p.argv.slice(1, config.Entrypoint.length).join(' ') === entryArgs.join(' '),
+  );
   if (!node) throw new Error(`no node process under buildah run (pid ${child.pid})`);
   return {
     container,
