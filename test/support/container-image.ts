@@ -101,31 +101,47 @@ export async function startImageServer(opts: { image: string; dataDir: string; p
   let done = false;
   void exited.then(() => (done = true));
   const url = `https://127.0.0.1:${opts.port}/`;
-  const deadline = Date.now() + (opts.timeoutMs ?? 180_000);
   let readyMs = -1;
-  while (readyMs < 0) {
-    if (done) throw new Error(`the image's server exited before it was ready:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`/health/ready gave no 200 within ${opts.timeoutMs ?? 180_000} ms:\n${out}`);
-    const res = await httpsRequest(`${url}health/ready`, { agent: insecure }).catch(() => null);
-    if (res?.status === 200) readyMs = performance.now() - t0;
-    else await new Promise((r) => setTimeout(r, 100));
+  let node: { pid: number } | undefined;
+  try {
+    const deadline = Date.now() + (opts.timeoutMs ?? 180_000);
+    while (readyMs < 0) {
+      if (done) throw new Error(`the image's server exited before it was ready:\n${out}`);
+      if (Date.now() > deadline) throw new Error(`/health/ready gave no 200 within ${opts.timeoutMs ?? 180_000} ms:\n${out}`);
+      const res = await httpsRequest(`${url}health/ready`, { agent: insecure }).catch(() => null);
+      if (res?.status === 200) readyMs = performance.now() - t0;
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+    // the entry point's own process (Node names its main thread, so match the command line, not the name;
+    // buildah-chroot-exec, its parent, carries the same arguments; the exec'd program's argv[0] is its full path)
+    const [program, ...entryArgs] = config.Entrypoint;
+    node = descendants(child.pid!).find(
+      (p) => path.basename(p.argv[0] ?? '') === path.basename(program!) && p.argv.slice(1, config.Entrypoint.length).join(' ') === entryArgs.join(' '),
+    );
+    if (!node) throw new Error(`no node process under buildah run (pid ${child.pid})`);
+  } catch (e) {
+    // no server to hand back: leave no process or working container behind
+    for (const p of descendants(child.pid!)) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    await exited;
+    container.remove();
+    throw e;
   }
-  // the entry point's own process (Node names its main thread, so match the command line, not the name)
-  // (buildah-chroot-exec, its parent, carries the same arguments; the exec'd program's argv[0] is its full path)
-  const [program, ...entryArgs] = config.Entrypoint;
-  const node = descendants(child.pid!).find(
-    (p) => path.basename(p.argv[0] ?? '') === path.basename(program!) && p.argv.slice(1, config.Entrypoint.length).join(' ') === entryArgs.join(' '),
-  );
-  if (!node) throw new Error(`no node process under buildah run (pid ${child.pid})`);
+  const serverPid = node.pid;
   return {
     container,
     url,
-    pid: node.pid,
+    pid: serverPid,
     readyMs,
     output: () => out,
     exited,
     stop: (signal = 'SIGTERM') => {
-      if (!done) process.kill(node.pid, signal);
+      if (!done) process.kill(serverPid, signal);
       return exited;
     },
   };
