@@ -65,7 +65,26 @@ function stageUsrLocal(stage, nodeDir, npmDir) {
   fs.symlinkSync('../lib/node_modules/npm/bin/npx-cli.js', path.join(local, 'bin', 'npx'));
 }
 
+/** The image's ID, or null when there is none of that name. */
+function imageId(image) {
+  try {
+    return capture('buildah', ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', image], { stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return null;
+  }
+}
+
+function removeQuietly(args) {
+  try {
+    run('buildah', args, { quiet: true, capture: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    /* gone already, or still the parent of a cached build step */
+  }
+}
+
+/** Commits the root file system (and /usr/local's stage) as `image`; the image it replaces is removed. */
 function makeImage({ image, inputs, rootfs, stage, node, log }) {
+  const previous = imageId(image);
   const ctr = capture('buildah', ['from', 'scratch']);
   try {
     run('buildah', ['add', '--quiet', ctr, rootfs, '/'], { log, quiet: true });
@@ -74,17 +93,10 @@ function makeImage({ image, inputs, rootfs, stage, node, log }) {
     run('buildah', ['config', ...env, '--label', `${LABEL}=${inputs}`, '--cmd', node ? 'node' : 'bash', ctr], { log, quiet: true });
     run('buildah', ['commit', '--quiet', '--rm', ctr, image], { log, quiet: true, capture: true });
   } catch (e) {
-    spawnRm(ctr);
+    removeQuietly(['rm', ctr]);
     throw e;
   }
-}
-
-function spawnRm(ctr) {
-  try {
-    run('buildah', ['rm', ctr], { quiet: true, capture: true });
-  } catch {
-    /* already gone */
-  }
+  if (previous) removeQuietly(['rmi', previous]);
 }
 
 /**
