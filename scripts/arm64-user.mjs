@@ -1,6 +1,6 @@
 // arm64 Linux programs on an x64 machine, under qemu's user-mode emulation: Debian's qemu-user-static, a sysroot
 // with arm64 glibc and libstdc++ (unpacked from Debian's arm64 packages through a private apt state, so the host's
-// dpkg is untouched), and Node's official arm64 build (scripts/node-dist.mjs). onnxruntime-node ships its linux/arm64
+// dpkg is untouched), and Node's official arm64 build (scripts/node-release.mjs). onnxruntime-node ships its linux/arm64
 // binary in the same npm package, so this checkout's node_modules runs there as it is. For checks of answers on
 // arm64 (bench/int8-cpu-spread.ts); emulated timings are not speeds. Cached in .cache/arm64-user.
 //
@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchNode, resolveNodeVersion } from './node-dist.mjs';
+import { fetchNode, nodePackage, resolveRelease } from './node-release.mjs';
 import { cachedDeb, PrivateApt } from './private-apt.mjs';
 import { run, StepError } from './shell.mjs';
 
@@ -67,7 +67,7 @@ function ensureSysroot(log) {
 export function arm64NodeCommand(args, { log = console.log } = {}) {
   ensureQemu(log);
   const sysroot = ensureSysroot(log);
-  const node = path.join(fetchNode(ROOT, resolveNodeVersion(process.versions.node, { arch: 'arm64', log }), { arch: 'arm64', log }), 'bin', 'node');
+  const node = path.join(fetchNode(ROOT, resolveRelease(nodePackage('arm64'), process.versions.node, log), log), 'bin', 'node');
   return [QEMU, ['-L', sysroot, node, ...args]];
 }
 

