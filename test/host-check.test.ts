@@ -48,7 +48,11 @@ describe('the Host check', () => {
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost', 'app.localhost', `[::1]:${port}`, 'edgecv.example', 'EDGECV.example.:8008', '10.9.8.7', os.hostname()]) {
       expect([host, (await ask(host)).status]).toEqual([host, 200]);
     }
-    for (const host of ['edgecv.example.evil', '127.0.0.2', '10.9.8.70:80']) expect([host, (await ask(host)).status]).toEqual([host, 421]);
+    for (const host of ['edgecv.example.evil', 'example.10.9.8.7', 'edgecv', 'localhost.evil']) expect([host, (await ask(host)).status]).toEqual([host, 421]);
+  });
+
+  it("any IP address passes (only a DNS name can be rebound; a container is reached by its host's address)", async () => {
+    for (const host of ['127.0.0.2', '10.9.8.70:80', '192.0.2.10:8008', '[2001:db8::1]:8008']) expect([host, (await ask(host)).status]).toEqual([host, 200]);
   });
 
   it('a WebSocket upgrade with a foreign Host is refused with 421', async () => {

@@ -5,7 +5,9 @@
 // Every request, and every WebSocket upgrade, whose Host is not one of this server's names is refused
 // (as nginx's refusing default server or Jupyter's local_hostnames do): localhost, the addresses it
 // listens on (every interface's when it listens on all), its host name, and the names of --allowed-hosts.
+// Any IP address passes: only a DNS name can be rebound.
 
+import { isIP } from 'node:net';
 import os from 'node:os';
 import type { MiddlewareHandler } from 'hono';
 import { HttpError } from './errors.js';
@@ -68,7 +70,9 @@ export function servedHosts(listenHost: string, allowedHosts: string | undefined
     // HTTP/1.0 without Host: no browser sends that
     if (header === undefined || header.trim() === '') return true;
     const name = hostName(header);
-    if (fixed.has(name) || name.endsWith('.localhost')) return true;
+    // an address is never a rebinding page's Host (that is the page's own DNS name), and a container's published
+    // port is reached by the host machine's address, which is not one of the container's
+    if (fixed.has(name) || name.endsWith('.localhost') || isIP(name) !== 0) return true;
     if (!everyInterface) return false;
     if (Date.now() - readAt > ADDRESSES_TTL_MS) {
       addresses = new Set(interfaceAddresses());
