@@ -10,60 +10,43 @@ function each(set: (status: SinkStatus) => void): void {
   for (const sink of sinks) set(sink.status());
 }
 
-new client.Gauge({
-  name: 'edgecv_metrics_sink_lag_seconds',
-  help: 'Age of the oldest metrics sample InfluxDB has not acknowledged yet (0: caught up)',
-  labelNames: ['url'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    each((s) => this.set({ url: s.url }, s.lagSeconds));
-  },
-});
+/** A gauge of each sink's status, labelled with its URL. */
+function sinkGauge(name: string, help: string, value: (s: SinkStatus) => number): void {
+  new client.Gauge({
+    name,
+    help,
+    labelNames: ['url'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      each((s) => this.set({ url: s.url }, value(s)));
+    },
+  });
+}
 
-new client.Gauge({
-  name: 'edgecv_metrics_sink_backlog_samples',
-  help: 'Metrics samples stored locally and not yet acknowledged by InfluxDB',
-  labelNames: ['url'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    each((s) => this.set({ url: s.url }, s.backlogSamples));
-  },
-});
+/** A counter of each sink's status (a running total the sink keeps), labelled with its URL. */
+function sinkCounter(name: string, help: string, value: (s: SinkStatus) => number): void {
+  new client.Counter({
+    name,
+    help,
+    labelNames: ['url'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      each((s) => this.inc({ url: s.url }, value(s)));
+    },
+  });
+}
 
-new client.Counter({
-  name: 'edgecv_metrics_sink_errors_total',
-  help: 'Failed sends (and checks) of metrics samples to InfluxDB; each is retried with backoff',
-  labelNames: ['url'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    each((s) => this.inc({ url: s.url }, s.errors));
-  },
-});
-
-new client.Counter({
-  name: 'edgecv_metrics_sink_points_total',
-  help: 'Points (rows of the five series) InfluxDB acknowledged',
-  labelNames: ['url'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    each((s) => this.inc({ url: s.url }, s.pointsWritten));
-  },
-});
-
-new client.Counter({
-  name: 'edgecv_metrics_sink_refused_points_total',
-  help: 'Points InfluxDB refused for good (400 partial write, e.g. beyond its retention policy): counted, not sent again',
-  labelNames: ['url'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    each((s) => this.inc({ url: s.url }, s.pointsRefused));
-  },
-});
+sinkGauge('edgecv_metrics_sink_lag_seconds', 'Age of the oldest metrics sample InfluxDB has not acknowledged yet (0: caught up)', (s) => s.lagSeconds);
+sinkGauge('edgecv_metrics_sink_backlog_samples', 'Metrics samples stored locally and not yet acknowledged by InfluxDB', (s) => s.backlogSamples);
+sinkCounter('edgecv_metrics_sink_errors_total', 'Failed sends (and checks) of metrics samples to InfluxDB; each is retried with backoff', (s) => s.errors);
+sinkCounter('edgecv_metrics_sink_points_total', 'Points (rows of the five series) InfluxDB acknowledged', (s) => s.pointsWritten);
+sinkCounter(
+  'edgecv_metrics_sink_refused_points_total',
+  'Points InfluxDB refused for good (400 partial write, e.g. beyond its retention policy): counted, not sent again',
+  (s) => s.pointsRefused,
+);
 
 /** Reports `sink` in the sink metrics from now on. */
 export function watchSink(sink: { status(): SinkStatus }): void {
