@@ -1,10 +1,11 @@
-// Whether an int8 (QDQ) graph computes in integers from its input to its first quantized layers. onnxruntime's
-// float kernels differ between CPU classes (AVX2, AVX-512, ARM NEON add in other orders: about 1e-7 apart), and a
-// float result that is then quantized moves across a rounding step now and then; the integer layers after it carry
-// that step on, and an answer near a threshold flips with the CPU (docs/int8.md, "The same answers on every CPU").
-// Integer products are exact on every CPU, so a graph whose quantized tensors are made only from the input by
-// operations that round once per element, and from integer layers, gives the same answers everywhere. Float layers
-// after the last quantization (the heads a model keeps fp32) only carry their own 1e-7 differences to the outputs.
+// Whether an int8 (QDQ) graph computes in integers from its input to its last quantized layer. onnxruntime's
+// float kernels differ between CPU classes (AVX2, AVX-512 and ARM NEON add in other orders, a few units in the last
+// place apart), and a float result that is then quantized moves across a rounding step now and then; the integer
+// layers after it carry that step on, and an answer near a threshold flips with the CPU (docs/int8.md, "The same
+// answers on every CPU"). Integer products are exact on every CPU, so a graph whose quantized tensors are made only
+// from the input by operations that round once per element, and from integer layers, gives the same answers
+// everywhere. Float layers after the last quantization (the heads a model keeps fp32) only carry their own
+// last-place differences to the outputs.
 import type { OnnxModel, OnnxNode } from './onnx-writer.js';
 
 /**
@@ -49,8 +50,8 @@ export function floatBeforeQuantize(model: OnnxModel): OnnxNode[] {
 /**
  * Float operators on dequantized values that feed a quantization and compute new values: a bilinear (or cubic)
  * Resize. onnxruntime runs them with float weights in code that has one path per architecture: the same on every
- * x86 CPU (0 floats different between an AVX2 EPYC and a VNNI Xeon), other roundings on ARM (movenet-multipose's
- * heatmaps 0.10-0.18 relative RMS from x86's: docs/int8.md). A model with one gives its scored answers only on x64.
+ * x86 CPU, other roundings on ARM (measured in docs/int8.md, "The same answers on every CPU"). A model with one
+ * gives its scored answers only on x64.
  */
 export function floatOnDequantized(model: OnnxModel): OnnxNode[] {
   const dequantized = new Set(model.nodes.filter((n) => n.opType === 'DequantizeLinear').map((n) => n.outputs[0]!));
