@@ -16,6 +16,8 @@ import { parseMetricsAppQuery } from '../src/metrics/query.js';
 import { MetricsStore, type MetricsSample } from '../src/metrics/store.js';
 import { nowNs } from '../src/metrics/time.js';
 import { HttpError } from '../src/server/errors.js';
+import { registry } from '../src/server/prometheus.js';
+import { unwatchSink, watchSink } from '../src/server/sink-prometheus.js';
 import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { Hono } from 'hono';
@@ -129,6 +131,16 @@ describe('a partly refused batch (item 1)', () => {
     await sleep(300); // a resend would come within its first backoff step (0.5 s at most)
     expect(server.requests.get('/write')).toBe(3);
     expect(sink.status()).toMatchObject({ pointsRefused: 30 * POINTS_PER_SAMPLE, pointsWritten: 0, errors: 0 });
+    // and in GET /metrics
+    watchSink(sink);
+    try {
+      const text = await registry.metrics();
+      const series = `edgecv_metrics_sink_refused_points_total{url="${sink.status().url}"} `;
+      const line = text.split('\n').find((l) => l.startsWith(series));
+      expect(Number(line?.slice(series.length))).toBe(30 * POINTS_PER_SAMPLE);
+    } finally {
+      unwatchSink(sink);
+    }
     await sink.stop();
     store.close();
   });
