@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ConvertedManifest } from '../../models/model-manifest.js';
-import { resizeNearestRgb } from './photo-tensor.js';
+import { resizeNearestRgb, rgbTensor } from './photo-tensor.js';
 import { decode } from './vga-photos.js';
 import type { Box } from './yolo-decode.js';
 
@@ -37,11 +37,7 @@ export function int8Input(manifest: ConvertedManifest, name: string): Int8Input 
 /** A photo of test/data stretched to the input (nearest neighbour), (pixel - mean) * scale, NCHW. */
 export function photoInput(root: string, file: string, input: Int8Input): Float32Array {
   const [, , height, width] = input.dims as [number, number, number, number];
-  const rgb = resizeNearestRgb(decode(join(root, 'test', 'data', file)), width, height);
-  const plane = width * height;
-  const nchw = new Float32Array(3 * plane);
-  for (let i = 0; i < plane; i++) for (let c = 0; c < 3; c++) nchw[c * plane + i] = (rgb[i * 3 + c]! - input.mean) * input.scale;
-  return nchw;
+  return rgbTensor(resizeNearestRgb(decode(join(root, 'test', 'data', file)), width, height), width, height, input.mean, input.scale).nchw;
 }
 
 export function readRecordedAnswers(root: string): RecordedAnswers {

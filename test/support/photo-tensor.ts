@@ -29,7 +29,11 @@ export function resizeNearestRgb(image: RgbaPixels, width: number, height: numbe
 
 /** Nearest-neighbour resize of an RGB(A) PNG to width x height, then (pixel - mean) * scale. */
 export function photoTensor(png: Buffer, width: number, height: number, mean: number, scale: number): PhotoTensor {
-  const rgb = resizeNearestRgb(PNG.sync.read(png), width, height);
+  return rgbTensor(resizeNearestRgb(PNG.sync.read(png), width, height), width, height, mean, scale);
+}
+
+/** Packed RGB pixels of width x height as (pixel - mean) * scale, in both layouts. */
+export function rgbTensor(rgb: Uint8Array, width: number, height: number, mean: number, scale: number): PhotoTensor {
   const nhwc = new Float32Array(width * height * 3);
   const nchw = new Float32Array(width * height * 3);
   for (let i = 0; i < width * height; i++) {
