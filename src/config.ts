@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CUSTOM_OBJECT_INPUT_SIZE, DEFAULT_BODY_LIMIT, ENGINE_DEFAULTS, ENGINE_RANGES, type IntRange } from './engine/limits.js';
-import { isModelPath, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel } from './engine/object-model.js';
+import { isModelPath, OBJECT_DETECTOR_MODELS } from './engine/object-model.js';
 import { parseInfluxUrl } from './metrics/influx-client.js';
 import { DEFAULT_TOKEN_TTL_MS } from './auth/tokens.js';
 import { DEFAULT_ANN_THRESHOLD, DEFAULT_EXPANSION_SEARCH, LARGE_GALLERY, LARGE_GALLERY_EXPANSION } from './gallery/ann-defaults.js';
@@ -15,107 +15,7 @@ import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
 import { parseAllowedHosts } from './server/host-check.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from './server/websocket-limits.js';
-import { BACKENDS, IDLE_CORES, POSE_MODES, PRECISIONS, RUNTIMES, type BackendChoice, type IdleCoresChoice, type PoseMode, type Precision, type RuntimeChoice } from './engine/types.js';
-
-export interface ServerConfig {
-  port: number;
-  host: string;
-  /** Absolute path of the state folder: tls/ (generated certificate), the gallery, users, metrics. */
-  dataDir: string;
-  tlsCert?: string;
-  tlsKey?: string;
-  /** Largest accepted request body in bytes. */
-  bodyLimit: number;
-  /** Passed to the engine; undefined = engine default. */
-  modelDir?: string;
-  /** Which runtime runs the models (engine option `runtime`); undefined = engine default ('auto'). */
-  runtime?: RuntimeChoice;
-  /** int8 or fp32 (engine option `precision`); undefined = engine default (int8 where a model's int8 file held its accuracy). */
-  precision?: Precision;
-  /** cpu, cuda or auto (engine option `backend`); undefined = engine default (EDGECV_BACKEND, else auto). */
-  backend?: BackendChoice;
-  maxPixels?: number;
-  /** Passed to the engine: longer/shorter side limit and shortest side (undefined = engine default). */
-  maxAspectRatio?: number;
-  minImageSide?: number;
-  /** Slow clients (undefined = src/server/http-guards.ts defaults): ms for headers, TLS handshake, whole request. */
-  headersTimeout?: number;
-  handshakeTimeout?: number;
-  requestTimeout?: number;
-  /** Slowest accepted request body, bytes per second (after a 5 s grace). */
-  minBodyRate?: number;
-  /** Shutdown (src/server/drain.ts): ms the in-flight requests get to finish, ms readiness fails before the listener closes. */
-  drainTimeout?: number;
-  drainDelay?: number;
-  /** WebSocket limits (src/server/websocket-limits.ts; undefined = its defaults): sockets in all, per address, idle ms. */
-  wsMaxSockets?: number;
-  wsMaxSocketsPerAddress?: number;
-  wsIdleTimeout?: number;
-  /** Who may read GET /metrics: 'open' (default), 'loopback', or 'admin' (the admin key, or loopback without one). */
-  metricsAccess?: MetricsAccess;
-  workers?: number;
-  threadsPerWorker?: number;
-  idleCores?: IdleCoresChoice;
-  queueLimit?: number;
-  /** Object model: a built-in name (OBJECT_DETECTOR_MODELS) or an absolute path to an own YOLO .onnx. */
-  objectModel?: string;
-  /** Labels file of an own object model (one class per line). */
-  objectLabels?: string;
-  /** Square input side of an own object model. */
-  objectInputSize?: number;
-  /** The original server's behaviour: pose answers 501 when the engine is not on a GPU. Default false. */
-  poseRequiresGpu?: boolean;
-  /** How /pose/detect/ finds people (detectPoses `mode`); undefined = engine default. */
-  poseMode?: PoseMode;
-  /** Model that finds people for pose's persons mode: a built-in object model, or 'objects' (the object model). */
-  posePersonModel?: ObjectDetectorModel | 'objects';
-  // Instance identity (src/metrics/identity.ts fills in the defaults).
-  region?: string;
-  appOrg?: string;
-  appname?: string;
-  appvers?: string;
-  cluster?: string;
-  clusterorg?: string;
-  cloudlet?: string;
-  cloudletorg?: string;
-  pod?: string;
-  /** Milliseconds between two samples of the application metrics (default 10 s). */
-  metricsInterval?: number;
-  /** Milliseconds a metrics sample is kept (default 48 h). */
-  metricsRetention?: number;
-  /** InfluxDB to send every metrics sample to: http(s)://[user:pass@]host:8086/database (src/metrics/influx-sink.ts). */
-  metricsSink?: string;
-  /** File whose first line is USER:PASSWORD or 'token TOKEN' for the sink's InfluxDB. */
-  metricsSinkCredentials?: string;
-  /** PEM CA certificate to trust for an https:// sink. */
-  metricsSinkCa?: string;
-  /** Milliseconds a login token stays valid (default 24 h). */
-  tokenTtl?: number;
-  /** Key that gallery-changing routes require (Bearer or X-API-Key); without it, only loopback clients may. */
-  adminKey?: string;
-  /** Key every DeepStack-compatible /v1/vision/* route requires (form field api_key, X-API-Key or Bearer). */
-  apiKey?: string;
-  /** Which key the DeepStack face register/delete routes need: 'api' (DeepStack's rule, default) or 'admin'. */
-  deepstackEnrolmentKey?: 'api' | 'admin';
-  /** Comma-separated origins whose browser pages may send non-GET requests (origin-check.ts); own origin always. */
-  allowedOrigins?: string;
-  /** Comma-separated Host names served besides localhost, the server's addresses and host name, or * (src/server/host-check.ts). */
-  allowedHosts?: string;
-  /** Port of a plain-HTTP listener serving only the DeepStack-compatible routes; none by default. */
-  httpPort?: number;
-  /** What the plain-HTTP listener serves: 'deepstack' (/v1/vision/* and /health, default) or 'all' (every route, WebSockets too). */
-  httpRoutes?: 'deepstack' | 'all';
-  /** 'sqlite' (default: <dataDir>/gallery.db) or a redis://host:port/db URL shared by a fleet. */
-  gallery?: string;
-  /** true: do not keep face crops with enrolled samples (then a model change cannot re-embed them). */
-  noStoreCrops?: boolean;
-  /** Gallery size from which searches use the approximate (HNSW) index; undefined = GalleryIndex default. */
-  galleryAnnThreshold?: number;
-  /** Storage of the approximate index, f16 (default) or i8. */
-  galleryAnnQuantization?: 'f16' | 'i8';
-  /** Beam width of an approximate search; undefined = GalleryIndex default (64, 128 from 500,000 samples). */
-  galleryAnnBeam?: number;
-}
+import { BACKENDS, IDLE_CORES, POSE_MODES, PRECISIONS, RUNTIMES, type EngineOptions } from './engine/types.js';
 
 export const METRICS_ACCESS = ['open', 'loopback', 'admin'] as const;
 export type MetricsAccess = (typeof METRICS_ACCESS)[number];
@@ -131,11 +31,25 @@ export class ConfigError extends Error {
 
 type Kind = 'port' | 'string' | 'path' | 'bytes' | 'count' | 'flag' | 'duration' | 'gallery' | 'choice' | 'model';
 
-interface OptionSpec {
+/** The Engine.open() option a server option sets, and how its value becomes the engine's. */
+interface EngineMapping {
+  option: keyof EngineOptions;
+  value?: (v: string) => unknown;
+}
+
+/**
+ * One row of the option table: everything about an option is written here and nowhere else. Every field is
+ * required (`optionTableProblems` checks it at run time too): `default` undefined means the server sets nothing
+ * and the part that reads the option keeps its own default (which the help names); `engine` null means the option
+ * is the server's own, not passed to Engine.open().
+ */
+export interface OptionSpec {
   flag: string;
   env: string;
   kind: Kind;
   help: string;
+  default: string | number | boolean | undefined;
+  engine: keyof EngineOptions | EngineMapping | null;
   /** The accepted values of a 'choice'. */
   choices?: readonly string[];
   /** The accepted range of a 'count' that the engine bounds (engine/limits.ts). */
@@ -164,67 +78,95 @@ function rangeHelp(range: IntRange, fallback: number): string {
 
 /** Every server option: flag, environment variable, how it is parsed. The order is the --help order. */
 export const SERVER_OPTIONS = {
-  port: { flag: 'port', env: 'EDGECV_PORT', kind: 'port', help: `TCP port (default ${DEFAULT_PORT})` },
-  host: { flag: 'host', env: 'EDGECV_HOST', kind: 'string', help: `address to listen on (default ${DEFAULT_HOST})` },
-  dataDir: { flag: 'data-dir', env: 'EDGECV_DATA_DIR', kind: 'path', help: 'state folder, tls/ lives here (default ./data)' },
-  tlsCert: { flag: 'tls-cert', env: 'EDGECV_TLS_CERT', kind: 'path', help: 'PEM certificate (default: self-signed in data-dir/tls)' },
-  tlsKey: { flag: 'tls-key', env: 'EDGECV_TLS_KEY', kind: 'path', help: 'PEM private key for --tls-cert' },
-  bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', kind: 'bytes', help: `largest request body, bytes; K/M/G suffixes allowed (default ${bytesText(DEFAULT_BODY_LIMIT)})` },
-  modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', kind: 'path', help: 'folder of converted models (default: engine default)' },
-  runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
-  precision: { flag: 'precision', env: 'EDGECV_PRECISION', kind: 'choice', choices: PRECISIONS, help: `model precision: ${PRECISIONS.join(', ')} (default int8: each model with an int8 file runs it, docs/int8.md)` },
-  backend: { flag: 'backend', env: 'EDGECV_BACKEND', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
-  maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', kind: 'count', range: ENGINE_RANGES.maxPixels, help: `largest image, width*height (default ${ENGINE_DEFAULTS.maxPixels})` },
-  maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', kind: 'count', range: ENGINE_RANGES.maxAspectRatio, help: `refuse images whose longer side is over N times the shorter (${rangeHelp(ENGINE_RANGES.maxAspectRatio, ENGINE_DEFAULTS.maxAspectRatio)})` },
-  minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', kind: 'count', range: ENGINE_RANGES.minImageSide, help: `refuse images with a side shorter than this, pixels (${rangeHelp(ENGINE_RANGES.minImageSide, ENGINE_DEFAULTS.minImageSide)})` },
-  headersTimeout: { flag: 'headers-timeout', env: 'EDGECV_HEADERS_TIMEOUT', kind: 'duration', help: `time a client has to send the request headers (default ${durationText(HTTP_GUARD_DEFAULTS.headersTimeoutMs)})` },
-  handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', kind: 'duration', help: `time a connection has to finish the TLS handshake (default ${durationText(HTTP_GUARD_DEFAULTS.handshakeTimeoutMs)})` },
-  requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', kind: 'duration', help: `time a client has to send a whole request, body included (default ${durationText(HTTP_GUARD_DEFAULTS.requestTimeoutMs)})` },
-  minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', kind: 'bytes', help: `slowest request body after a 5 s grace, bytes/s (default ${bytesText(HTTP_GUARD_DEFAULTS.minBodyBytesPerSec)})` },
-  drainTimeout: { flag: 'drain-timeout', env: 'EDGECV_DRAIN_TIMEOUT', kind: 'duration', help: `on SIGTERM/SIGINT, time the requests in flight get to finish (default ${durationText(DEFAULT_DRAIN_TIMEOUT_MS)}: fits a Kubernetes grace period of 30s)` },
-  drainDelay: { flag: 'drain-delay', env: 'EDGECV_DRAIN_DELAY', kind: 'duration', help: `on SIGTERM/SIGINT, time readiness fails before the listener closes, for a balancer to notice (default ${durationText(DEFAULT_DRAIN_DELAY_MS)})` },
-  wsMaxSockets: { flag: 'ws-max-sockets', env: 'EDGECV_WS_MAX_SOCKETS', kind: 'count', help: `most WebSocket sockets open at once, all clients; never more than the descriptor limit less a reserve for HTTPS (default ${WEBSOCKET_LIMIT_DEFAULTS.maxSockets})` },
-  wsMaxSocketsPerAddress: { flag: 'ws-max-sockets-per-address', env: 'EDGECV_WS_MAX_SOCKETS_PER_ADDRESS', kind: 'count', help: `most WebSocket sockets open at once from one address, an IPv6 /64 counting as one (default ${WEBSOCKET_LIMIT_DEFAULTS.maxSocketsPerAddress})` },
-  wsIdleTimeout: { flag: 'ws-idle-timeout', env: 'EDGECV_WS_IDLE_TIMEOUT', kind: 'duration', help: `a WebSocket with no complete frame for this long is closed; pings every half of it (default ${durationText(WEBSOCKET_LIMIT_DEFAULTS.idleTimeoutMs)})` },
-  metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
-  workers: { flag: 'workers', env: 'EDGECV_WORKERS', kind: 'count', range: ENGINE_RANGES.workers, help: `inference workers (${rangeHelp(ENGINE_RANGES.workers, ENGINE_DEFAULTS.workers)})` },
-  threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', kind: 'count', range: ENGINE_RANGES.threadsPerWorker, help: `threads per worker (${rangeHelp(ENGINE_RANGES.threadsPerWorker, ENGINE_DEFAULTS.threadsPerWorker)})` },
-  idleCores: { flag: 'idle-cores', env: 'EDGECV_IDLE_CORES', kind: 'choice', choices: IDLE_CORES, help: "'lend' (default): a request alone in the server runs its models on every core (more memory); 'keep': each on its worker's threads" },
-  queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', kind: 'count', range: ENGINE_RANGES.queueLimit, help: `queued images before 503 (${rangeHelp(ENGINE_RANGES.queueLimit, ENGINE_DEFAULTS.queueLimit)})` },
-  objectModel: { flag: 'object-model', env: 'EDGECV_OBJECT_MODEL', kind: 'model', help: `object model: ${OBJECT_DETECTOR_MODELS.join(', ')}, or an own YOLO export /path/model.onnx (default ${ENGINE_DEFAULTS.objectDetector})` },
-  objectLabels: { flag: 'object-labels', env: 'EDGECV_OBJECT_LABELS', kind: 'path', help: 'class names of an own --object-model, one per line (default: the 80 COCO classes)' },
-  objectInputSize: { flag: 'object-input-size', env: 'EDGECV_OBJECT_INPUT_SIZE', kind: 'count', range: ENGINE_RANGES.objectInputSize, help: `input side of an own --object-model, a multiple of 32 (${rangeHelp(ENGINE_RANGES.objectInputSize, CUSTOM_OBJECT_INPUT_SIZE)})` },
-  poseMode: { flag: 'pose-mode', env: 'EDGECV_POSE_MODE', kind: 'choice', choices: POSE_MODES, help: "pose: 'persons' (a person detector, then a pose per person; default) or 'whole' (one pass, faster)" },
-  posePersonModel: { flag: 'pose-person-model', env: 'EDGECV_POSE_PERSON_MODEL', kind: 'choice', choices: [...OBJECT_DETECTOR_MODELS, 'objects'], help: `model that finds people for pose: ${OBJECT_DETECTOR_MODELS.join(', ')}, or 'objects' (the object model; default ${ENGINE_DEFAULTS.personDetector} beside a yolov5s of another size, else objects)` },
-  poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
-  region: { flag: 'region', env: 'EDGECV_REGION', kind: 'string', help: `region of this instance (default ${IDENTITY_DEFAULTS.region})` },
-  appOrg: { flag: 'app-org', env: 'EDGECV_APP_ORG', kind: 'string', help: `organization owning the app (default ${IDENTITY_DEFAULTS.appOrg})` },
-  appname: { flag: 'appname', env: 'EDGECV_APPNAME', kind: 'string', help: `app name (default ${IDENTITY_DEFAULTS.appname})` },
-  appvers: { flag: 'appvers', env: 'EDGECV_APPVERS', kind: 'string', help: 'app version (default: the package version)' },
-  cluster: { flag: 'cluster', env: 'EDGECV_CLUSTER', kind: 'string', help: 'cluster name (default empty)' },
-  clusterorg: { flag: 'clusterorg', env: 'EDGECV_CLUSTERORG', kind: 'string', help: 'cluster organization (default empty)' },
-  cloudlet: { flag: 'cloudlet', env: 'EDGECV_CLOUDLET', kind: 'string', help: 'cloudlet name (default empty)' },
-  cloudletorg: { flag: 'cloudletorg', env: 'EDGECV_CLOUDLETORG', kind: 'string', help: 'cloudlet organization (default empty)' },
-  pod: { flag: 'pod', env: 'EDGECV_POD', kind: 'string', help: 'pod name (default: the host name)' },
-  metricsInterval: { flag: 'metrics-interval', env: 'EDGECV_METRICS_INTERVAL', kind: 'duration', help: `time between metrics samples, e.g. 10s, 500ms (default ${durationText(DEFAULT_METRICS_INTERVAL_MS)})` },
-  metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', kind: 'duration', help: `how long metrics samples are kept, e.g. 48h (default ${durationText(DEFAULT_METRICS_RETENTION_MS)})` },
-  metricsSink: { flag: 'metrics-sink', env: 'EDGECV_METRICS_SINK', kind: 'string', help: 'also send every metrics sample to InfluxDB: http(s)://[user:pass@]host:8086/database (default: none; docs/fleet-metrics.md)' },
-  metricsSinkCredentials: { flag: 'metrics-sink-credentials', env: 'EDGECV_METRICS_SINK_CREDENTIALS', kind: 'path', help: "file whose first line is USER:PASSWORD or 'token TOKEN' for --metrics-sink" },
-  metricsSinkCa: { flag: 'metrics-sink-ca', env: 'EDGECV_METRICS_SINK_CA', kind: 'path', help: 'PEM CA certificate that signed an https:// --metrics-sink' },
-  tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', kind: 'duration', help: `lifetime of a login token, e.g. 24h (default ${durationText(DEFAULT_TOKEN_TTL_MS)})` },
-  adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
-  apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
-  deepstackEnrolmentKey: { flag: 'deepstack-enrolment-key', env: 'EDGECV_DEEPSTACK_ENROLMENT_KEY', kind: 'choice', choices: ['api', 'admin'], help: "key for /v1/vision/face/register and /face/delete: 'api' (the API key, as DeepStack; default) or 'admin' (the admin key)" },
-  allowedOrigins: { flag: 'allowed-origins', env: 'EDGECV_ALLOWED_ORIGINS', kind: 'string', help: "comma-separated origins (https://host:port) whose web pages may POST here; the server's own always may (default: none)" },
-  allowedHosts: { flag: 'allowed-hosts', env: 'EDGECV_ALLOWED_HOSTS', kind: 'string', help: 'comma-separated host names clients reach this server by, besides localhost, its addresses and host name: any other Host is refused with 421 (DNS rebinding); * for any (default: none)' },
-  httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
-  httpRoutes: { flag: 'http-routes', env: 'EDGECV_HTTP_ROUTES', kind: 'choice', choices: ['deepstack', 'all'], help: "what --http-port serves: 'deepstack' (/v1/vision/*, default) or 'all' (every route and /ws/*, for the original clients' http:// and ws://; no TLS: keep it on loopback or behind a TLS balancer)" },
-  gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
-  galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', kind: 'count', help: `enrolled samples from which recognition searches an HNSW index instead of every embedding (default ${DEFAULT_ANN_THRESHOLD})` },
-  galleryAnnQuantization: { flag: 'gallery-ann-quantization', env: 'EDGECV_GALLERY_ANN_QUANTIZATION', kind: 'choice', choices: ['f16', 'i8'], help: 'storage of that index: f16 (default) or i8' },
-  galleryAnnBeam: { flag: 'gallery-ann-beam', env: 'EDGECV_GALLERY_ANN_BEAM', kind: 'count', range: { min: 1, max: 4096 }, help: `beam width of an HNSW search, 1-4096 (default ${DEFAULT_EXPANSION_SEARCH}, ${LARGE_GALLERY_EXPANSION} from ${LARGE_GALLERY} samples)` },
-  noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
-} satisfies Record<keyof ServerConfig, OptionSpec>;
+  port: { flag: 'port', env: 'EDGECV_PORT', default: DEFAULT_PORT, engine: null, kind: 'port', help: `TCP port (default ${DEFAULT_PORT})` },
+  host: { flag: 'host', env: 'EDGECV_HOST', default: DEFAULT_HOST, engine: null, kind: 'string', help: `address to listen on (default ${DEFAULT_HOST})` },
+  dataDir: { flag: 'data-dir', env: 'EDGECV_DATA_DIR', default: 'data', engine: null, kind: 'path', help: 'state folder, tls/ lives here (default ./data)' },
+  tlsCert: { flag: 'tls-cert', env: 'EDGECV_TLS_CERT', default: undefined, engine: null, kind: 'path', help: 'PEM certificate (default: self-signed in data-dir/tls)' },
+  tlsKey: { flag: 'tls-key', env: 'EDGECV_TLS_KEY', default: undefined, engine: null, kind: 'path', help: 'PEM private key for --tls-cert' },
+  bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', default: DEFAULT_BODY_LIMIT, engine: null, kind: 'bytes', help: `largest request body, bytes; K/M/G suffixes allowed (default ${bytesText(DEFAULT_BODY_LIMIT)})` },
+  modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', default: undefined, engine: 'modelDir', kind: 'path', help: 'folder of converted models (default: engine default)' },
+  runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', default: undefined, engine: 'runtime', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
+  precision: { flag: 'precision', env: 'EDGECV_PRECISION', default: undefined, engine: 'precision', kind: 'choice', choices: PRECISIONS, help: `model precision: ${PRECISIONS.join(', ')} (default int8: each model with an int8 file runs it, docs/int8.md)` },
+  backend: { flag: 'backend', env: 'EDGECV_BACKEND', default: undefined, engine: 'backend', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
+  maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', default: undefined, engine: 'maxPixels', kind: 'count', range: ENGINE_RANGES.maxPixels, help: `largest image, width*height (default ${ENGINE_DEFAULTS.maxPixels})` },
+  maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', default: undefined, engine: 'maxAspectRatio', kind: 'count', range: ENGINE_RANGES.maxAspectRatio, help: `refuse images whose longer side is over N times the shorter (${rangeHelp(ENGINE_RANGES.maxAspectRatio, ENGINE_DEFAULTS.maxAspectRatio)})` },
+  minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', default: undefined, engine: 'minImageSide', kind: 'count', range: ENGINE_RANGES.minImageSide, help: `refuse images with a side shorter than this, pixels (${rangeHelp(ENGINE_RANGES.minImageSide, ENGINE_DEFAULTS.minImageSide)})` },
+  headersTimeout: { flag: 'headers-timeout', env: 'EDGECV_HEADERS_TIMEOUT', default: undefined, engine: null, kind: 'duration', help: `time a client has to send the request headers (default ${durationText(HTTP_GUARD_DEFAULTS.headersTimeoutMs)})` },
+  handshakeTimeout: { flag: 'handshake-timeout', env: 'EDGECV_HANDSHAKE_TIMEOUT', default: undefined, engine: null, kind: 'duration', help: `time a connection has to finish the TLS handshake (default ${durationText(HTTP_GUARD_DEFAULTS.handshakeTimeoutMs)})` },
+  requestTimeout: { flag: 'request-timeout', env: 'EDGECV_REQUEST_TIMEOUT', default: undefined, engine: null, kind: 'duration', help: `time a client has to send a whole request, body included (default ${durationText(HTTP_GUARD_DEFAULTS.requestTimeoutMs)})` },
+  minBodyRate: { flag: 'min-body-rate', env: 'EDGECV_MIN_BODY_RATE', default: undefined, engine: null, kind: 'bytes', help: `slowest request body after a 5 s grace, bytes/s (default ${bytesText(HTTP_GUARD_DEFAULTS.minBodyBytesPerSec)})` },
+  drainTimeout: { flag: 'drain-timeout', env: 'EDGECV_DRAIN_TIMEOUT', default: undefined, engine: null, kind: 'duration', help: `on SIGTERM/SIGINT, time the requests in flight get to finish (default ${durationText(DEFAULT_DRAIN_TIMEOUT_MS)}: fits a Kubernetes grace period of 30s)` },
+  drainDelay: { flag: 'drain-delay', env: 'EDGECV_DRAIN_DELAY', default: undefined, engine: null, kind: 'duration', help: `on SIGTERM/SIGINT, time readiness fails before the listener closes, for a balancer to notice (default ${durationText(DEFAULT_DRAIN_DELAY_MS)})` },
+  wsMaxSockets: { flag: 'ws-max-sockets', env: 'EDGECV_WS_MAX_SOCKETS', default: undefined, engine: null, kind: 'count', help: `most WebSocket sockets open at once, all clients; never more than the descriptor limit less a reserve for HTTPS (default ${WEBSOCKET_LIMIT_DEFAULTS.maxSockets})` },
+  wsMaxSocketsPerAddress: { flag: 'ws-max-sockets-per-address', env: 'EDGECV_WS_MAX_SOCKETS_PER_ADDRESS', default: undefined, engine: null, kind: 'count', help: `most WebSocket sockets open at once from one address, an IPv6 /64 counting as one (default ${WEBSOCKET_LIMIT_DEFAULTS.maxSocketsPerAddress})` },
+  wsIdleTimeout: { flag: 'ws-idle-timeout', env: 'EDGECV_WS_IDLE_TIMEOUT', default: undefined, engine: null, kind: 'duration', help: `a WebSocket with no complete frame for this long is closed; pings every half of it (default ${durationText(WEBSOCKET_LIMIT_DEFAULTS.idleTimeoutMs)})` },
+  metricsAccess: { flag: 'metrics-access', env: 'EDGECV_METRICS_ACCESS', default: undefined, engine: null, kind: 'choice', choices: METRICS_ACCESS, help: "who may GET /metrics: open (default), loopback, or admin (the admin key)" },
+  workers: { flag: 'workers', env: 'EDGECV_WORKERS', default: undefined, engine: 'workers', kind: 'count', range: ENGINE_RANGES.workers, help: `inference workers (${rangeHelp(ENGINE_RANGES.workers, ENGINE_DEFAULTS.workers)})` },
+  threadsPerWorker: { flag: 'threads-per-worker', env: 'EDGECV_THREADS_PER_WORKER', default: undefined, engine: 'threadsPerWorker', kind: 'count', range: ENGINE_RANGES.threadsPerWorker, help: `threads per worker (${rangeHelp(ENGINE_RANGES.threadsPerWorker, ENGINE_DEFAULTS.threadsPerWorker)})` },
+  idleCores: { flag: 'idle-cores', env: 'EDGECV_IDLE_CORES', default: undefined, engine: 'idleCores', kind: 'choice', choices: IDLE_CORES, help: "'lend' (default): a request alone in the server runs its models on every core (more memory); 'keep': each on its worker's threads" },
+  queueLimit: { flag: 'queue-limit', env: 'EDGECV_QUEUE_LIMIT', default: undefined, engine: 'queueLimit', kind: 'count', range: ENGINE_RANGES.queueLimit, help: `queued images before 503 (${rangeHelp(ENGINE_RANGES.queueLimit, ENGINE_DEFAULTS.queueLimit)})` },
+  objectModel: { flag: 'object-model', env: 'EDGECV_OBJECT_MODEL', default: undefined, engine: 'objectDetector', kind: 'model', help: `object model: ${OBJECT_DETECTOR_MODELS.join(', ')}, or an own YOLO export /path/model.onnx (default ${ENGINE_DEFAULTS.objectDetector})` },
+  objectLabels: { flag: 'object-labels', env: 'EDGECV_OBJECT_LABELS', default: undefined, engine: 'objectLabels', kind: 'path', help: 'class names of an own --object-model, one per line (default: the 80 COCO classes)' },
+  objectInputSize: { flag: 'object-input-size', env: 'EDGECV_OBJECT_INPUT_SIZE', default: undefined, engine: 'objectInputSize', kind: 'count', range: ENGINE_RANGES.objectInputSize, help: `input side of an own --object-model, a multiple of 32 (${rangeHelp(ENGINE_RANGES.objectInputSize, CUSTOM_OBJECT_INPUT_SIZE)})` },
+  poseMode: { flag: 'pose-mode', env: 'EDGECV_POSE_MODE', default: undefined, engine: null, kind: 'choice', choices: POSE_MODES, help: "pose: 'persons' (a person detector, then a pose per person; default) or 'whole' (one pass, faster)" },
+  posePersonModel: { flag: 'pose-person-model', env: 'EDGECV_POSE_PERSON_MODEL', default: undefined, engine: { option: 'personDetector', value: (v) => (v === 'objects' ? null : v) }, kind: 'choice', choices: [...OBJECT_DETECTOR_MODELS, 'objects'] as const, help: `model that finds people for pose: ${OBJECT_DETECTOR_MODELS.join(', ')}, or 'objects' (the object model; default ${ENGINE_DEFAULTS.personDetector} beside a yolov5s of another size, else objects)` },
+  poseRequiresGpu: { flag: 'pose-requires-gpu', env: 'EDGECV_POSE_REQUIRES_GPU', default: undefined, engine: null, kind: 'flag', help: 'answer pose requests 501 unless running on CUDA (env: 1/0, true/false)' },
+  region: { flag: 'region', env: 'EDGECV_REGION', default: undefined, engine: null, kind: 'string', help: `region of this instance (default ${IDENTITY_DEFAULTS.region})` },
+  appOrg: { flag: 'app-org', env: 'EDGECV_APP_ORG', default: undefined, engine: null, kind: 'string', help: `organization owning the app (default ${IDENTITY_DEFAULTS.appOrg})` },
+  appname: { flag: 'appname', env: 'EDGECV_APPNAME', default: undefined, engine: null, kind: 'string', help: `app name (default ${IDENTITY_DEFAULTS.appname})` },
+  appvers: { flag: 'appvers', env: 'EDGECV_APPVERS', default: undefined, engine: null, kind: 'string', help: 'app version (default: the package version)' },
+  cluster: { flag: 'cluster', env: 'EDGECV_CLUSTER', default: undefined, engine: null, kind: 'string', help: 'cluster name (default empty)' },
+  clusterorg: { flag: 'clusterorg', env: 'EDGECV_CLUSTERORG', default: undefined, engine: null, kind: 'string', help: 'cluster organization (default empty)' },
+  cloudlet: { flag: 'cloudlet', env: 'EDGECV_CLOUDLET', default: undefined, engine: null, kind: 'string', help: 'cloudlet name (default empty)' },
+  cloudletorg: { flag: 'cloudletorg', env: 'EDGECV_CLOUDLETORG', default: undefined, engine: null, kind: 'string', help: 'cloudlet organization (default empty)' },
+  pod: { flag: 'pod', env: 'EDGECV_POD', default: undefined, engine: null, kind: 'string', help: 'pod name (default: the host name)' },
+  metricsInterval: { flag: 'metrics-interval', env: 'EDGECV_METRICS_INTERVAL', default: undefined, engine: null, kind: 'duration', help: `time between metrics samples, e.g. 10s, 500ms (default ${durationText(DEFAULT_METRICS_INTERVAL_MS)})` },
+  metricsRetention: { flag: 'metrics-retention', env: 'EDGECV_METRICS_RETENTION', default: undefined, engine: null, kind: 'duration', help: `how long metrics samples are kept, e.g. 48h (default ${durationText(DEFAULT_METRICS_RETENTION_MS)})` },
+  metricsSink: { flag: 'metrics-sink', env: 'EDGECV_METRICS_SINK', default: undefined, engine: null, kind: 'string', help: 'also send every metrics sample to InfluxDB: http(s)://[user:pass@]host:8086/database (default: none; docs/fleet-metrics.md)' },
+  metricsSinkCredentials: { flag: 'metrics-sink-credentials', env: 'EDGECV_METRICS_SINK_CREDENTIALS', default: undefined, engine: null, kind: 'path', help: "file whose first line is USER:PASSWORD or 'token TOKEN' for --metrics-sink" },
+  metricsSinkCa: { flag: 'metrics-sink-ca', env: 'EDGECV_METRICS_SINK_CA', default: undefined, engine: null, kind: 'path', help: 'PEM CA certificate that signed an https:// --metrics-sink' },
+  tokenTtl: { flag: 'token-ttl', env: 'EDGECV_TOKEN_TTL', default: undefined, engine: null, kind: 'duration', help: `lifetime of a login token, e.g. 24h (default ${durationText(DEFAULT_TOKEN_TTL_MS)})` },
+  adminKey: { flag: 'admin-key', env: 'EDGECV_ADMIN_KEY', default: undefined, engine: null, kind: 'string', help: 'key for gallery changes (default: none, loopback clients only)' },
+  apiKey: { flag: 'api-key', env: 'EDGECV_API_KEY', default: undefined, engine: null, kind: 'string', help: 'key the DeepStack /v1/vision/* routes require (default: none)' },
+  deepstackEnrolmentKey: { flag: 'deepstack-enrolment-key', env: 'EDGECV_DEEPSTACK_ENROLMENT_KEY', default: undefined, engine: null, kind: 'choice', choices: ['api', 'admin'] as const, help: "key for /v1/vision/face/register and /face/delete: 'api' (the API key, as DeepStack; default) or 'admin' (the admin key)" },
+  allowedOrigins: { flag: 'allowed-origins', env: 'EDGECV_ALLOWED_ORIGINS', default: undefined, engine: null, kind: 'string', help: "comma-separated origins (https://host:port) whose web pages may POST here; the server's own always may (default: none)" },
+  allowedHosts: { flag: 'allowed-hosts', env: 'EDGECV_ALLOWED_HOSTS', default: undefined, engine: null, kind: 'string', help: 'comma-separated host names clients reach this server by, besides localhost, its addresses and host name: any other Host is refused with 421 (DNS rebinding); * for any (default: none)' },
+  httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', default: undefined, engine: null, kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
+  httpRoutes: { flag: 'http-routes', env: 'EDGECV_HTTP_ROUTES', default: undefined, engine: null, kind: 'choice', choices: ['deepstack', 'all'] as const, help: "what --http-port serves: 'deepstack' (/v1/vision/*, default) or 'all' (every route and /ws/*, for the original clients' http:// and ws://; no TLS: keep it on loopback or behind a TLS balancer)" },
+  gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', default: undefined, engine: null, kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
+  galleryAnnThreshold: { flag: 'gallery-ann-threshold', env: 'EDGECV_GALLERY_ANN_THRESHOLD', default: undefined, engine: null, kind: 'count', help: `enrolled samples from which recognition searches an HNSW index instead of every embedding (default ${DEFAULT_ANN_THRESHOLD})` },
+  galleryAnnQuantization: { flag: 'gallery-ann-quantization', env: 'EDGECV_GALLERY_ANN_QUANTIZATION', default: undefined, engine: null, kind: 'choice', choices: ['f16', 'i8'] as const, help: 'storage of that index: f16 (default) or i8' },
+  galleryAnnBeam: { flag: 'gallery-ann-beam', env: 'EDGECV_GALLERY_ANN_BEAM', default: undefined, engine: null, kind: 'count', range: { min: 1, max: 4096 }, help: `beam width of an HNSW search, 1-4096 (default ${DEFAULT_EXPANSION_SEARCH}, ${LARGE_GALLERY_EXPANSION} from ${LARGE_GALLERY} samples)` },
+  noStoreCrops: { flag: 'no-store-crops', env: 'EDGECV_NO_STORE_CROPS', default: undefined, engine: null, kind: 'flag', help: 'keep no face crops with samples (no re-embedding on a model change)' },
+} satisfies Record<string, OptionSpec>;
+
+type ServerOptions = typeof SERVER_OPTIONS;
+/** The value an option takes once parsed, from its row's kind (and choices). */
+type OptionValue<S extends OptionSpec> = S extends { kind: 'choice'; choices: readonly (infer C)[] }
+  ? C
+  : S['kind'] extends 'port' | 'bytes' | 'count' | 'duration'
+    ? number
+    : S['kind'] extends 'flag'
+      ? boolean
+      : string;
+type WithDefault = { [K in keyof ServerOptions]: ServerOptions[K]['default'] extends undefined ? never : K }[keyof ServerOptions];
+
+/** The parsed options, derived from the table: an option with a default is always there, any other may be absent. */
+export type ServerConfig = { [K in WithDefault]: OptionValue<ServerOptions[K]> } & {
+  [K in Exclude<keyof ServerOptions, WithDefault>]?: OptionValue<ServerOptions[K]>;
+};
+
+/** What is missing from rows of an option table (each row needs every field of OptionSpec); empty when nothing is. */
+export function optionTableProblems(table: Readonly<Record<string, Partial<OptionSpec>>>): string[] {
+  const required = ['flag', 'env', 'kind', 'help', 'default', 'engine'] as const;
+  const problems: string[] = [];
+  for (const [key, spec] of Object.entries(table)) {
+    for (const field of required) if (!(field in spec)) problems.push(`option ${key} has no ${field}`);
+    if (spec.kind === 'choice' && !spec.choices?.length) problems.push(`option ${key} is a choice with no choices`);
+  }
+  return problems;
+}
+
 
 function parseValue(spec: OptionSpec, raw: string, origin: string): string | number | boolean {
   const bad = (what: string): never => {
@@ -312,17 +254,13 @@ export function parseServerConfig(
     if (typeof flagValue === 'boolean') v = flagValue;
     else if (typeof flagValue === 'string') v = parseValue(spec, flagValue, `--${spec.flag}`);
     else if (envValue !== undefined && envValue !== '') v = parseValue(spec, envValue, spec.env);
+    else v = spec.default;
     if ((spec.kind === 'path' || (spec.kind === 'model' && isModelPath(String(v)))) && typeof v === 'string') v = path.resolve(cwd, v);
     out[key] = v;
   }
 
   // Every option of the table reaches the config under its own key: no hand-kept lists to forget one in.
-  const config: Record<string, string | number | boolean> = {
-    port: DEFAULT_PORT,
-    host: DEFAULT_HOST,
-    dataDir: path.resolve(cwd, 'data'),
-    bodyLimit: DEFAULT_BODY_LIMIT,
-  };
+  const config: Record<string, string | number | boolean> = {};
   for (const [key, value] of Object.entries(out)) {
     if (value !== undefined) config[key] = value;
   }

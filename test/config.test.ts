@@ -1,14 +1,16 @@
-// Server options (src/config.ts), all in one place: every option of the one table (SERVER_OPTIONS) is set by its
+// Server options (src/config.ts), all in one place: every row of the one table (SERVER_OPTIONS) carries its flag,
+// variable, kind, help, default and engine mapping (a made-up row without one is refused); every option is set by its
 // flag and by its environment variable and must reach the server config under its own key, and the engine options
-// where the engine uses it; a new option fails here until it is listed as an engine option or a server one, so none
-// can be dropped silently. Then --help's defaults, the ranges, each feature's options, precedence and errors.
+// where its row maps it; a server-own option must be read somewhere in src/, so none can be dropped silently.
+// Then --help's defaults, the ranges, each feature's options, precedence and errors.
 
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TOKEN_TTL_MS } from '../src/auth/tokens.js';
-import { ConfigError, DEFAULT_BODY_LIMIT, parseServerConfig, SERVER_OPTIONS, serverOptionsHelp, type ServerConfig } from '../src/config.js';
+import { ConfigError, DEFAULT_BODY_LIMIT, optionTableProblems, parseServerConfig, SERVER_OPTIONS, serverOptionsHelp, type ServerConfig } from '../src/config.js';
 import { ENGINE_DEFAULTS, ENGINE_RANGES } from '../src/engine/limits.js';
 import { DEFAULT_ANN_THRESHOLD } from '../src/gallery/ann-defaults.js';
 import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from '../src/metrics/collector.js';
@@ -17,30 +19,11 @@ import { DEFAULT_DRAIN_TIMEOUT_MS } from '../src/server/drain.js';
 import { HTTP_GUARD_DEFAULTS } from '../src/server/http-guards.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from '../src/server/websocket-limits.js';
 import { OBJECT_DETECTOR_MODELS } from '../src/engine/object-model.js';
-import type { EngineOptions } from '../src/engine/types.js';
 import { engineOptionsFromConfig } from '../src/server/engine-options.js';
 import { openEngine, ROOT } from './helpers.js';
 
 type Spec = (typeof SERVER_OPTIONS)[keyof typeof SERVER_OPTIONS] & { range?: { min: number; max: number }; choices?: readonly string[] };
 const CWD = '/srv/edgecv';
-
-/** The engine option each server option becomes; options not here are the server's own (checked in config only). */
-const ENGINE_OPTION: Partial<Record<keyof ServerConfig, keyof EngineOptions>> = {
-  modelDir: 'modelDir',
-  runtime: 'runtime',
-  backend: 'backend',
-  workers: 'workers',
-  threadsPerWorker: 'threadsPerWorker',
-  idleCores: 'idleCores',
-  queueLimit: 'queueLimit',
-  maxPixels: 'maxPixels',
-  maxAspectRatio: 'maxAspectRatio',
-  minImageSide: 'minImageSide',
-  objectModel: 'objectDetector',
-  objectLabels: 'objectLabels',
-  objectInputSize: 'objectInputSize',
-  posePersonModel: 'personDetector',
-};
 
 /** Options that only go with another one (config rules), and what they are given with. */
 const COMPANION: Partial<Record<keyof ServerConfig, string[]>> = {
@@ -102,7 +85,7 @@ describe('every server option', () => {
     const byEnv = parseServerConfig(companion, { [spec.env]: envRaw ?? raw }, CWD);
     for (const config of [byFlag, byEnv]) {
       expect(config[key]).toEqual(expected);
-      const engineKey = ENGINE_OPTION[key];
+      const engineKey = spec.engine === null ? null : typeof spec.engine === 'string' ? spec.engine : spec.engine.option;
       if (engineKey) {
         const engine = engineOptionsFromConfig(config);
         expect(engine[engineKey]).toBeDefined();
@@ -113,8 +96,23 @@ describe('every server option', () => {
     if (spec.kind !== 'flag') expect(parseServerConfig([`--${spec.flag}`, raw, ...companion], { [spec.env]: 'not-valid-at-all' }, CWD)[key]).toEqual(expected);
   });
 
-  it('has no engine mapping for an option that is not in the table', () => {
-    for (const key of Object.keys(ENGINE_OPTION)) expect(SERVER_OPTIONS).toHaveProperty(key);
+  it('has every field in every row, and a row without one is named', () => {
+    expect(optionTableProblems(SERVER_OPTIONS)).toEqual([]);
+    const madeUp = { flag: 'made-up', env: 'EDGECV_MADE_UP', kind: 'count', help: 'a made-up option', default: undefined } as const;
+    expect(optionTableProblems({ ...SERVER_OPTIONS, madeUp })).toEqual(['option madeUp has no engine']);
+    const { help: _help, ...noHelp } = SERVER_OPTIONS.port;
+    expect(optionTableProblems({ port: noHelp })).toEqual(['option port has no help']);
+    expect(optionTableProblems({ pick: { ...SERVER_OPTIONS.runtime, choices: [] } })).toEqual(['option pick is a choice with no choices']);
+  });
+
+  it('is read by the server where its row maps it to no engine option', () => {
+    const sources = fs
+      .readdirSync(path.join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && f !== 'config.ts')
+      .map((f) => fs.readFileSync(path.join(ROOT, 'src', f), 'utf8'))
+      .join('\n');
+    const unread = entries.filter(([key, spec]) => spec.engine === null && !new RegExp(`\\b${key}\\b`).test(sources)).map(([key]) => key);
+    expect(unread).toEqual([]);
   });
 });
 
