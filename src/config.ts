@@ -6,7 +6,7 @@ import { CUSTOM_OBJECT_INPUT_SIZE, DEFAULT_BODY_LIMIT, ENGINE_DEFAULTS, ENGINE_R
 import { isModelPath, OBJECT_DETECTOR_MODELS } from './engine/object-model.js';
 import { parseInfluxUrl } from './metrics/influx-client.js';
 import { DEFAULT_TOKEN_TTL_MS } from './auth/tokens.js';
-import { DEFAULT_ANN_THRESHOLD, DEFAULT_EXPANSION_SEARCH, LARGE_GALLERY, LARGE_GALLERY_EXPANSION } from './gallery/ann-defaults.js';
+import { DEFAULT_ANN_THRESHOLD, DEFAULT_EXPANSION_SEARCH, LARGE_GALLERY, LARGE_GALLERY_EXPANSION } from './engine/gallery/ann-defaults.js';
 import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from './metrics/collector.js';
 import { IDENTITY_DEFAULTS } from './metrics/identity.js';
 import { unstorableTagValue } from './metrics/influx-line.js';

@@ -59,7 +59,7 @@ export {
   type FaceEmbeddingResult,
   type GalleryMatch,
 } from './engine/face-embedding.js';
-export { GalleryIndex, type GalleryEntry } from './gallery/gallery-index.js';
+export { GalleryIndex, type GalleryEntry } from './engine/gallery/gallery-index.js';
 export { ENGINE_ERROR_CODES, EngineError, isEngineErrorCode, toEngineError, type EngineErrorCode } from './engine/errors.js';
 export {
   readImageHeader,

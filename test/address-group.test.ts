@@ -1,8 +1,8 @@
-// The address a client is counted by (src/server/address-group.ts), which the login limiter and the WebSocket
+// The address a client is counted by (src/address-group.ts), which the login limiter and the WebSocket
 // socket caps share: IPv4 as itself (IPv4-mapped too), IPv6 by its /64.
 
 import { describe, expect, it } from 'vitest';
-import { addressGroup } from '../src/server/address-group.js';
+import { addressGroup } from '../src/address-group.js';
 
 describe('addressGroup', () => {
   it('counts an IPv4 address as itself (also IPv4-mapped) and an IPv6 address by its /64', () => {

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_TOKEN_TTL_MS } from '../src/auth/tokens.js';
 import { ConfigError, DEFAULT_BODY_LIMIT, optionTableProblems, parseServerConfig, SERVER_OPTIONS, serverOptionsHelp, type ServerConfig } from '../src/config.js';
 import { ENGINE_DEFAULTS, ENGINE_RANGES } from '../src/engine/limits.js';
-import { DEFAULT_ANN_THRESHOLD } from '../src/gallery/ann-defaults.js';
+import { DEFAULT_ANN_THRESHOLD } from '../src/engine/gallery/ann-defaults.js';
 import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from '../src/metrics/collector.js';
 import { IDENTITY_DEFAULTS, resolveIdentity } from '../src/metrics/identity.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../src/server/drain.js';

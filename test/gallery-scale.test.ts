@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distractors, embedRealFaces, statistics, type RealFace } from './support/face-corpus.js';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
-import { Int8Rows } from '../src/gallery/int8-rows.js';
+import { Int8Rows } from '../src/engine/gallery/int8-rows.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine, GalleryEntry, GalleryIndex } from '../src/index.js';

@@ -2,7 +2,7 @@
 // model name runs the int8 file on an engine opened with precision 'int8'; its raw outputs stay within measured
 // bounds of fp32's; and on the labelled sets (bench/labels/objects.json) it finds what fp32 finds, within the
 // issue's margins. Where the CPU has AVX-512 VBMI the engine runs the YOLOs' int8 graphs with its own operators
-// (native/runtime/int8_graph_fusion.h): their outputs must be onnxruntime-node's on the same file, bit for bit.
+// (native/ops/int8_graph_fusion.h): their outputs must be onnxruntime-node's on the same file, bit for bit.
 // Where it has no VNNI, both run onnxruntime's exact int8 kernels (its fast ones saturate there): the same check.
 // None of these photos is a calibration photo (models/calibrate.ts CALIBRATION_PHOTOS).
 import { readFileSync } from 'node:fs';
@@ -106,7 +106,7 @@ describe('int8 models', () => {
       });
 
       it('runs its own operators in the int8 graph (AVX-512 VBMI CPUs: SiLU lookups, upsampling, concats) and exact int8 products (CPUs without VNNI), with outputs bit for bit those of onnxruntime-node running the int8 file', async () => {
-        // The engine fuses an int8 graph only where the lookup has its vector path (native/runtime/silu_lookup_op.h).
+        // The engine fuses an int8 graph only where the lookup has its vector path (native/ops/silu_lookup_op.h).
         expect(engines.int8!.backend().fusedOps['objectDetector']).toEqual(HAS_VBMI ? INT8_FUSED[model] : UNFUSED);
         expect(engines.int8!.backend().onnxRuntime?.int8DotProduct).toBe(HAS_INT8_DOT_PRODUCT);
         // yolov5s' weights are 7-bit, and most of yolov5s-320's convolutions (sevenBitWeights): on a CPU without VNNI

@@ -1,7 +1,7 @@
 // SubjectSamples: the subject -> sample ids map an approximate gallery keeps, so that every sample of the subject
 // the graph found is re-ranked exactly (GalleryIndex.searchApproximate).
 import { describe, expect, it } from 'vitest';
-import { SubjectSamples } from '../src/gallery/subject-samples.js';
+import { SubjectSamples } from '../src/engine/gallery/subject-samples.js';
 
 const ids = (...list: number[]) => Float64Array.from(list);
 const sorted = (list: readonly number[]) => [...list].sort((a, b) => a - b);

@@ -270,7 +270,7 @@ describe('an own YOLO model (--object-model /path/model.onnx)', () => {
     const text = join(dir, 'text.onnx');
     writeFileSync(text, 'this is not a model, just some text long enough\n');
     await expect(open(text)).rejects.toThrow(/text\.onnx is not an ONNX model/);
-    // An int8 QDQ file cut short: the engine reads it for int8 SiLUs to fuse (native/runtime/int8_graph_fusion.h)
+    // An int8 QDQ file cut short: the engine reads it for int8 SiLUs to fuse (native/ops/int8_graph_fusion.h)
     // before onnxruntime loads it, and must then fail as plainly as onnxruntime does.
     const int8 = readFileSync(join(MODEL_DIR, 'yolov5s.int8.ort.onnx'));
     const cut = join(dir, 'cut.onnx');

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <variant>
 
-#include "bindings/js_errors.h"
+#include "jobs/js_errors.h"
 #include "bindings/options.h"
 #include "jobs/detect_job.h"
 #include "jobs/face_embed_job.h"
@@ -13,7 +13,7 @@
 #include "jobs/run_model_job.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
-#include "runtime/worker_context.h"
+#include "pool/worker_context.h"
 
 namespace edgecv {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "runtime/backend.h"
 #include "runtime/inference_model.h"
-#include "runtime/job.h"
-#include "runtime/worker_pool.h"
+#include "pool/job.h"
+#include "pool/worker_pool.h"
 
 namespace edgecv {
 

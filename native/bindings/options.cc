@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bindings/addon_data.h"
-#include "bindings/js_errors.h"
+#include "jobs/js_errors.h"
 #include "gallery/gallery_object.h"
 
 namespace edgecv {

@@ -1,5 +1,5 @@
-// Feeds edgecv's ONNX wire-level reading (native/runtime/onnx_wire.cc) and the int8 graph fusion built on it
-// (native/runtime/int8_graph_fusion.cc) the files named on the command line and thousands of damaged copies of
+// Feeds edgecv's ONNX wire-level reading (native/ops/onnx_wire.cc) and the int8 graph fusion built on it
+// (native/ops/int8_graph_fusion.cc) the files named on the command line and thousands of damaged copies of
 // them (cut short, bytes flipped, bytes inserted): each call must return or throw std::runtime_error, nothing
 // else, and the address and undefined-behaviour sanitizers the test builds this with must stay silent. The
 // fusion reads an own model file an operator names before onnxruntime does. For the undamaged files it prints
@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/int8_graph_fusion.h"
+#include "ops/int8_graph_fusion.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/uint8_lookup.h"
+#include "ops/uint8_lookup.h"
 
 int main() {
   std::mt19937 random(25);

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "runtime/error_code.h"
-#include "bindings/gallery_match_js.h"
-#include "bindings/js_errors.h"
+#include "jobs/gallery_match_js.h"
+#include "jobs/js_errors.h"
 
 namespace edgecv {
 namespace {

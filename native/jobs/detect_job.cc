@@ -1,6 +1,6 @@
 #include "jobs/detect_job.h"
 
-#include "runtime/worker_context.h"
+#include "pool/worker_context.h"
 
 namespace edgecv {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "bindings/js_values.h"
+#include "jobs/js_values.h"
 #include "jobs/image_job.h"
 #include "models/face_detector.h"
 #include "models/object_detector.h"

@@ -7,11 +7,11 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "bindings/gallery_match_js.h"
-#include "bindings/js_values.h"
+#include "jobs/gallery_match_js.h"
+#include "jobs/js_values.h"
 #include "jobs/detect_job.h"  // FaceToJs
 #include "models/area_resize.h"
-#include "runtime/worker_context.h"
+#include "pool/worker_context.h"
 
 namespace edgecv {
 

@@ -1,6 +1,6 @@
 #include "jobs/gallery_search_job.h"
 
-#include "bindings/gallery_match_js.h"
+#include "jobs/gallery_match_js.h"
 
 namespace edgecv {
 

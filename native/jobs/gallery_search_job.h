@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gallery/gallery_index.h"
-#include "runtime/job.h"
+#include "pool/job.h"
 
 namespace edgecv {
 

@@ -9,7 +9,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "runtime/job.h"
+#include "pool/job.h"
 
 namespace edgecv {
 

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/worker_context.h"
+#include "pool/worker_context.h"
 
 namespace edgecv {
 

@@ -11,7 +11,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "runtime/job.h"
+#include "pool/job.h"
 #include "runtime/inference_model.h"
 
 namespace edgecv {

@@ -34,7 +34,7 @@ struct ModelSource {
 // What loading did to one engine's graphs, by model file: filled as its models load (on the JS thread, and on
 // workers for raw runs), read by the backend report.
 struct GraphRewrites {
-  // edgecv operators put into an int8 graph (runtime/int8_graph_fusion.h)
+  // edgecv operators put into an int8 graph (ops/int8_graph_fusion.h)
   struct Fused {
     int siluLookups = 0;
     int upsamples = 0;

@@ -10,12 +10,12 @@
 #include <limits>
 #include <stdexcept>
 
-#include "runtime/edgecv_ops.h"
-#include "runtime/int8_graph_fusion.h"
+#include "ops/edgecv_ops.h"
+#include "ops/int8_graph_fusion.h"
 #include "runtime/onnxruntime_api.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
-#include "runtime/uint8_lookup.h"  // LookupIsVectorized
+#include "ops/uint8_lookup.h"  // LookupIsVectorized
 #include "runtime/stage_timings.h"   // Clock, MillisBetween
 
 namespace edgecv {
@@ -96,7 +96,7 @@ class TempFile {
 };
 
 // What a session is made from: the file, or onnxruntime's optimized graph of it with edgecv's operators in it
-// (runtime/int8_graph_fusion.h), which is loaded with no further optimization.
+// (ops/int8_graph_fusion.h), which is loaded with no further optimization.
 struct SessionGraph {
   std::string path;
   std::shared_ptr<const std::string> fused;  // null: the file as it is

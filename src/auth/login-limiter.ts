@@ -6,7 +6,7 @@
 // The last one lets an attacker lock an account out for one window; that is the price of stopping a
 // distributed guess, and the answer's Retry-After says how long.
 
-import { addressGroup } from '../server/address-group.js';
+import { addressGroup } from '../address-group.js';
 
 export interface LimiterOptions {
   /** Failures allowed per (address, username) within the window. */

@@ -19,7 +19,7 @@ import {
   type FaceEmbeddingResult,
   type GalleryMatch,
 } from './face-embedding.js';
-import { GalleryIndex, nativeGallery, type GalleryIndexOptions } from '../gallery/gallery-index.js';
+import { GalleryIndex, nativeGallery, type GalleryIndexOptions } from './gallery/gallery-index.js';
 import { admitImage, type AdmittedImage, type ImageLimits } from './image-admission.js';
 import { ENGINE_DEFAULTS, ENGINE_RANGES, OBJECT_DEFAULTS, POSE_DEFAULTS } from './limits.js';
 import {

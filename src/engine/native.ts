@@ -239,7 +239,7 @@ export interface NativeBackendInfo {
   /** The runtime that runs each loaded model, by spec key (faceDetector, poseEstimator, objectDetector, personDetector, faceEmbedder). */
   runtimes: Record<string, NativeRuntime>;
   /**
-   * By the same keys: edgecv's own operators in the model's int8 graph (native/runtime/int8_graph_fusion.h):
+   * By the same keys: edgecv's own operators in the model's int8 graph (native/ops/int8_graph_fusion.h):
    * SiLUs run as one table lookup, nearest upsamplings as copies, concatenations with vector lookups. All 0 for a model with nothing to fuse,
    * on CUDA, and on CPUs without AVX-512 VBMI.
    */

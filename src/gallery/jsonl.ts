@@ -9,7 +9,7 @@
 // Blank lines are skipped. An embedding must be strict base64 of float32 values, finite and not all zero (the
 // service checks its length against the model); one bad line refuses the whole import, before anything is stored.
 
-import { decodeBase64Image } from '../server/image-input.js';
+import { decodeBase64 } from '../base64.js';
 import { embeddingFromBase64, embeddingProblem } from './sample-check.js';
 import { embeddingToBytes, type Rect, type StoredSample } from './types.js';
 
@@ -70,7 +70,7 @@ function optionalString(o: Record<string, unknown>, key: string, line: number): 
 
 function base64Bytes(text: string, what: string, line: number): Buffer {
   try {
-    return decodeBase64Image(text, what);
+    return decodeBase64(text, what);
   } catch (e) {
     throw new ImportError(line, (e as Error).message);
   }

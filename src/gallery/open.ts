@@ -2,14 +2,27 @@
 
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { ServerConfig } from '../config.js';
-import type { GalleryIndexOptions } from './gallery-index.js';
+import type { GalleryIndexOptions } from '../engine/gallery/gallery-index.js';
 import { RecognitionService, type RecognitionEngine } from './recognition-service.js';
 import { RedisGalleryStore } from './redis-store.js';
 import { SqliteGalleryStore } from './sqlite-store.js';
 import type { GalleryStore } from './types.js';
 
-export async function openGalleryStore(config: Pick<ServerConfig, 'gallery' | 'dataDir'>): Promise<GalleryStore> {
+/** Where the gallery lives and how it is searched (the server maps its options onto these). */
+export interface GalleryPlace {
+  /** 'sqlite' (default: <dataDir>/gallery.db) or a redis:// URL. */
+  gallery?: string;
+  dataDir: string;
+}
+
+export interface RecognitionOpenOptions extends GalleryPlace {
+  noStoreCrops?: boolean;
+  galleryAnnThreshold?: number;
+  galleryAnnQuantization?: 'f16' | 'i8';
+  galleryAnnBeam?: number;
+}
+
+export async function openGalleryStore(config: GalleryPlace): Promise<GalleryStore> {
   const where = config.gallery ?? 'sqlite';
   return where === 'sqlite' ? SqliteGalleryStore.open(config.dataDir) : RedisGalleryStore.open(where);
 }
@@ -18,7 +31,7 @@ export async function openGalleryStore(config: Pick<ServerConfig, 'gallery' | 'd
  * Where the HNSW graph is kept between restarts (GalleryIndexOptions.annFile): beside gallery.db, or for a Redis
  * fleet a local cache named after the Redis URL (checked row by row against Redis when loaded, see ann-file.ts).
  */
-export function annFileFor(config: Pick<ServerConfig, 'gallery' | 'dataDir'>): string {
+export function annFileFor(config: GalleryPlace): string {
   const where = config.gallery ?? 'sqlite';
   const name = where === 'sqlite' ? 'gallery.hnsw' : `gallery-redis-${createHash('sha256').update(where).digest('hex').slice(0, 12)}.hnsw`;
   return path.join(config.dataDir, name);
@@ -26,7 +39,7 @@ export function annFileFor(config: Pick<ServerConfig, 'gallery' | 'dataDir'>): s
 
 export async function openRecognition(
   engine: RecognitionEngine,
-  config: Pick<ServerConfig, 'gallery' | 'dataDir' | 'noStoreCrops' | 'galleryAnnThreshold' | 'galleryAnnQuantization' | 'galleryAnnBeam'>,
+  config: RecognitionOpenOptions,
 ): Promise<RecognitionService> {
   const store = await openGalleryStore(config);
   const gallery: GalleryIndexOptions = { annFile: annFileFor(config) };

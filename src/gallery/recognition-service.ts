@@ -13,7 +13,7 @@
 
 import type { Engine } from '../engine/engine.js';
 import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../engine/face-embedding.js';
-import type { GalleryIndex, GalleryIndexOptions } from './gallery-index.js';
+import type { GalleryIndex, GalleryIndexOptions } from '../engine/gallery/gallery-index.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
 import { embeddingProblem, isSampleId } from './sample-check.js';
 import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SampleVector, StoreDurability } from './types.js';

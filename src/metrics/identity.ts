@@ -1,10 +1,9 @@
 // Who this server is, as an application instance: the tags written with every metrics row and matched by
-// the metrics query. Flags/env come through ServerConfig; what is left unset gets a default here.
+// the metrics query. The server passes its options; what is left unset gets a default here.
 
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ServerConfig } from '../config.js';
 import { packageRoot } from '../engine/native.js';
 
 export interface InstanceIdentity {
@@ -19,7 +18,8 @@ export interface InstanceIdentity {
   pod: string;
 }
 
-export type IdentityConfig = Pick<ServerConfig, keyof InstanceIdentity>;
+/** The identity as configured: each tag unset gets its default (resolveIdentity). */
+export type IdentityConfig = Partial<InstanceIdentity>;
 
 /** The version in edgecv's package.json. */
 export function packageVersion(): string {

@@ -8,6 +8,7 @@
 // The bytes decide PNG vs JPEG, not the header: the engine sniffs them, so a PNG sent as image/jpeg works.
 
 import type { Context } from 'hono';
+import { Base64Error, decodeBase64 } from '../base64.js';
 import { HttpError } from './errors.js';
 import { readFormParts as readForm, type FormParts, type FormReadOptions } from './form-body.js';
 
@@ -44,22 +45,14 @@ async function readBody(c: Context): Promise<Buffer> {
   }
 }
 
-/**
- * Decodes base64 text as clients really send it: `+` that became spaces, line breaks, a `data:...;base64,`
- * prefix, base64url letters, missing padding. Throws HttpError 400 when it is not base64 at all.
- */
+/** decodeBase64 (src/base64.ts) answering as the image routes do: 400, an empty text as a missing image. */
 export function decodeBase64Image(text: string, where: string): Buffer {
-  let s = text.trim();
-  const data = /^data:[^,]*?;base64,/i.exec(s);
-  if (data) s = s.slice(data[0].length);
-  else if (/^data:/i.test(s)) throw new HttpError(400, `${where}: a data: URL must be base64 encoded (data:<type>;base64,...)`);
-  s = s.replace(/[\r\n\t]/g, '').replace(/ /g, '+').replace(/-/g, '+').replace(/_/g, '/');
-  s = s.replace(/=+$/, '');
-  if (s.length === 0) throw missing(`${where} is empty`);
-  if (!/^[A-Za-z0-9+/]+$/.test(s) || s.length % 4 === 1) {
-    throw new HttpError(400, `${where} is not valid base64`);
+  try {
+    return decodeBase64(text, where);
+  } catch (e) {
+    if (!(e instanceof Base64Error)) throw e;
+    throw e.empty ? missing(e.message) : new HttpError(400, e.message);
   }
-  return Buffer.from(s, 'base64');
 }
 
 /** The fields and files of a multipart/form-data or urlencoded body (bounded: form-body.ts); null for any other type. */

@@ -17,7 +17,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { foreignHostMessage, type HostCheck } from './host-check.js';
 import { isAllowedOrigin } from './origin-check.js';
 import { observeWebSocketConnection, observeWebSocketCut, observeWebSocketRefused } from './prometheus.js';
-import { addressGroup } from './address-group.js';
+import { addressGroup } from '../address-group.js';
 import { isWebSocketUpgrade } from './http-guards.js';
 import { SocketBudget, socketCapInAll, WEBSOCKET_LIMIT_DEFAULTS, type WebSocketLimits } from './websocket-limits.js';
 

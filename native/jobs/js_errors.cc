@@ -1,4 +1,4 @@
-#include "bindings/js_errors.h"
+#include "jobs/js_errors.h"
 
 namespace edgecv {
 

@@ -1,4 +1,4 @@
-// 256-entry lookups over uint8 tensors, the arithmetic of edgecv's int8 operators (runtime/edgecv_ops.h): a
+// 256-entry lookups over uint8 tensors, the arithmetic of edgecv's int8 operators (ops/edgecv_ops.h): a
 // function of one uint8 value is a table, built with onnxruntime's own quantization arithmetic so the operators
 // give its kernels' results bit for bit, and applied 64 bytes at a time with AVX-512 VBMI.
 #pragma once

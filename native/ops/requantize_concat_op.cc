@@ -1,4 +1,4 @@
-#include "runtime/requantize_concat_op.h"
+#include "ops/requantize_concat_op.h"
 
 #if EDGECV_WITH_ONNXRUNTIME
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/edgecv_ops.h"
-#include "runtime/uint8_lookup.h"
+#include "ops/edgecv_ops.h"
+#include "ops/uint8_lookup.h"
 
 namespace edgecv {
 

@@ -1,5 +1,5 @@
 // ONNX models read and written at the protobuf wire level: enough to find a graph's nodes, attributes,
-// initializers and outputs and to write nodes back, copying every other byte (runtime/int8_graph_fusion.h).
+// initializers and outputs and to write nodes back, copying every other byte (ops/int8_graph_fusion.h).
 // Views point into the caller's bytes. Readers throw std::runtime_error on malformed input.
 #pragma once
 

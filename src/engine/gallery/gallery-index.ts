@@ -15,9 +15,9 @@
 import { DEFAULT_ANN_THRESHOLD, DEFAULT_EXPANSION_SEARCH, LARGE_GALLERY, LARGE_GALLERY_EXPANSION } from './ann-defaults.js';
 import { AnnIndex, type AnnBuildReport, type AnnQuantization } from './ann-index.js';
 import { SubjectSamples } from './subject-samples.js';
-import { EngineError } from '../engine/errors.js';
-import { checkEmbedding, l2Normalized, type GalleryMatch } from '../engine/face-embedding.js';
-import { loadNative, type NativeGallery } from '../engine/native.js';
+import { EngineError } from '../errors.js';
+import { checkEmbedding, l2Normalized, type GalleryMatch } from '../face-embedding.js';
+import { loadNative, type NativeGallery } from '../native.js';
 
 export interface GalleryEntry {
   /** A safe integer, unique in the gallery; adding an id again replaces its entry. */

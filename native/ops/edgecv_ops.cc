@@ -1,13 +1,13 @@
-#include "runtime/edgecv_ops.h"
+#include "ops/edgecv_ops.h"
 
 #include <atomic>
 #include <memory>
 #include <stdexcept>
 #include <vector>
 
-#include "runtime/nearest_upsample_op.h"
-#include "runtime/requantize_concat_op.h"
-#include "runtime/silu_lookup_op.h"
+#include "ops/nearest_upsample_op.h"
+#include "ops/requantize_concat_op.h"
+#include "ops/silu_lookup_op.h"
 
 namespace edgecv {
 

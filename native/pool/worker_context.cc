@@ -1,4 +1,4 @@
-#include "runtime/worker_context.h"
+#include "pool/worker_context.h"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "bindings/js_values.h"
+#include "jobs/js_values.h"
 
 namespace edgecv {
 

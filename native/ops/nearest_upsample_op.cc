@@ -1,4 +1,4 @@
-#include "runtime/nearest_upsample_op.h"
+#include "ops/nearest_upsample_op.h"
 
 #include <cmath>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "runtime/edgecv_ops.h"
+#include "ops/edgecv_ops.h"
 
 namespace edgecv {
 

@@ -1,4 +1,4 @@
-#include "runtime/onnx_wire.h"
+#include "ops/onnx_wire.h"
 
 #include <cstring>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "runtime/silu_lookup_op.h"
+#include "ops/silu_lookup_op.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/edgecv_ops.h"
+#include "ops/edgecv_ops.h"
 
 namespace edgecv {
 

@@ -1,4 +1,4 @@
-// Puts edgecv's operators (runtime/edgecv_ops.h) into an onnxruntime-optimized int8 graph. onnxruntime's own
+// Puts edgecv's operators (ops/edgecv_ops.h) into an onnxruntime-optimized int8 graph. onnxruntime's own
 // passes turn a QDQ file into integer kernels in NHWC layout; a custom op in the QDQ file itself would stop
 // them (its MaxPool fell back to float NCHW and Transposes appeared around it, docs/int8.md). So the engine
 // lets onnxruntime optimize the file first and save that graph; here, in the saved graph:
@@ -7,7 +7,7 @@
 //   copied, becomes one NearestUpsample;
 // - each QLinearConcat of uint8 tensors with constant scales and zero points becomes one RequantizeConcat.
 // The engine loads the result with no further optimization. The protobuf is handled at the wire level
-// (runtime/onnx_wire.h): only nodes, the value_info entries of removed tensors and one opset import change.
+// (ops/onnx_wire.h): only nodes, the value_info entries of removed tensors and one opset import change.
 #pragma once
 
 #include <string>

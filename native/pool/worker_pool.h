@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "runtime/idle_cores.h"
-#include "runtime/job.h"
-#include "runtime/worker_context.h"
+#include "pool/job.h"
+#include "pool/worker_context.h"
 
 namespace edgecv {
 

@@ -1,8 +1,8 @@
-#include "runtime/job.h"
+#include "pool/job.h"
 
 #include <exception>
 
-#include "bindings/js_errors.h"  // MakeCodedError
+#include "jobs/js_errors.h"  // MakeCodedError
 
 namespace edgecv {
 

@@ -1,4 +1,4 @@
-#include "runtime/uint8_lookup.h"
+#include "ops/uint8_lookup.h"
 
 #include <cmath>
 

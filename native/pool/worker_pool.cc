@@ -1,4 +1,4 @@
-#include "runtime/worker_pool.h"
+#include "pool/worker_pool.h"
 
 #include <atomic>
 #include <cstdlib>

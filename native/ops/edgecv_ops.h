@@ -1,5 +1,5 @@
 // edgecv's own onnxruntime operators, in the domain "ai.edgecv": what an int8 graph's fusion
-// (runtime/int8_graph_fusion.h) puts in place of onnxruntime's kernels where one pass does the work of several.
+// (ops/int8_graph_fusion.h) puts in place of onnxruntime's kernels where one pass does the work of several.
 #pragma once
 
 #include <string>
@@ -7,9 +7,9 @@
 namespace edgecv {
 
 extern const char kEdgecvOpDomain[];    // "ai.edgecv"
-extern const char kSiluLookupOp[];      // runtime/silu_lookup_op.h
-extern const char kNearestUpsampleOp[]; // runtime/nearest_upsample_op.h
-extern const char kRequantizeConcatOp[];  // runtime/requantize_concat_op.h
+extern const char kSiluLookupOp[];      // ops/silu_lookup_op.h
+extern const char kNearestUpsampleOp[]; // ops/nearest_upsample_op.h
+extern const char kRequantizeConcatOp[];  // ops/requantize_concat_op.h
 
 }  // namespace edgecv
 

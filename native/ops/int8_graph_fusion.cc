@@ -1,12 +1,12 @@
-#include "runtime/int8_graph_fusion.h"
+#include "ops/int8_graph_fusion.h"
 
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "runtime/edgecv_ops.h"
-#include "runtime/onnx_wire.h"
+#include "ops/edgecv_ops.h"
+#include "ops/onnx_wire.h"
 
 namespace edgecv {
 

@@ -1,0 +1,42 @@
+// The code's layers point one way (test/support/import-layers.ts writes the order once): no TypeScript import under
+// src/ and no #include under native/ reaches a layer above its own, and every file is in a layer. The checker is
+// also run on made-up trees, so it can fail.
+
+import { describe, expect, it } from 'vitest';
+import { layerViolations, NATIVE_LAYERS, readSources, TS_LAYERS } from './support/import-layers.js';
+import { ROOT } from './helpers.js';
+
+const shown = (v: { file: string; imports: string; why: string }) => `${v.file} -> ${v.imports || '(itself)'}: ${v.why}`;
+
+describe('layers', () => {
+  it('src/ imports only its own layer and the ones below', () => {
+    expect(layerViolations(TS_LAYERS, readSources(ROOT, 'src', ['.ts'])).map(shown)).toEqual([]);
+  });
+
+  it('native/ includes only its own layer and the ones below', () => {
+    expect(layerViolations(NATIVE_LAYERS, readSources(ROOT, 'native', ['.cc', '.h'])).map(shown)).toEqual([]);
+  });
+
+  it('names an upward import, a file in no layer and an import out of the tree', () => {
+    const ts = new Map([
+      ['src/engine/engine.ts', "import { GalleryIndex } from '../gallery/gallery-index.js';\nimport { x } from './limits.js';"],
+      ['src/gallery/recognition-service.ts', "import type { Engine } from '../engine/engine.js';\nconst m = await import('../server/app.js');"],
+      ['src/stray.ts', ''],
+      ['src/auth/users.ts', "export { hash } from '../../bench/hash.js';"],
+    ]);
+    expect(layerViolations(TS_LAYERS, ts).map(shown)).toEqual([
+      'src/engine/engine.ts -> src/gallery/gallery-index.ts: engine library imports services, a layer above it',
+      'src/gallery/recognition-service.ts -> src/server/app.ts: services imports server, a layer above it',
+      'src/stray.ts -> (itself): is in no layer',
+      'src/auth/users.ts -> bench/hash.ts: reaches outside its tree (services)',
+    ]);
+    const native = new Map([
+      ['native/pool/job.cc', '#include "bindings/js_errors.h"\n#include "runtime/error_code.h"\n#include <napi.h>'],
+      ['native/models/crop.cc', '#include "pool/worker_context.h"'],
+    ]);
+    expect(layerViolations(NATIVE_LAYERS, native).map(shown)).toEqual([
+      'native/pool/job.cc -> native/bindings/js_errors.h: jobs and pool imports bindings, a layer above it',
+      'native/models/crop.cc -> native/pool/worker_context.h: models imports jobs and pool, a layer above it',
+    ]);
+  });
+});
