@@ -2,6 +2,7 @@
 // of degraded copies of them, and what the degradation does to recognition.
 //
 //   node dist/bench/sample-quality.js            (after `node scripts/setup.mjs --test` and `npm run build:ts`)
+//   node dist/bench/sample-quality.js --cost     only the time of one measure (jpeg-js decode + Laplacian) per crop
 //
 // Photos: every face photo of test/data (dlib's johns: 5 people x 11 tight crops; dlib's group photos, first face;
 // skimage's astronaut). Degraded copies, made in JS (test/support/degraded-photos.ts): Gaussian blur of sigma 1 to
@@ -67,8 +68,29 @@ function report(rows: Row[], scale: number): void {
   console.log(`\nthresholds: face side >= ${MIN_FACE_SIDE} px, sharpness >= ${MIN_SHARPNESS}; distance scale ${scale}`);
 }
 
+/** Milliseconds of sampleQuality() per crop of the original photos: p50 and max over the photos, 20 runs each. */
+async function cost(engine: Engine, files: string[]): Promise<void> {
+  const times: number[] = [];
+  const sides: number[] = [];
+  for (const f of files) {
+    const r = await engine.embedFace(jpegOf(decode(join(dataDir, f))), { keepCrop: true });
+    if (!r.crop) continue;
+    sampleQuality(r.crop.jpeg, r.crop.rect); // warm
+    const t0 = performance.now();
+    for (let i = 0; i < 20; i++) sampleQuality(r.crop.jpeg, r.crop.rect);
+    times.push((performance.now() - t0) / 20);
+    sides.push(r.crop.rect[2] - r.crop.rect[0]);
+  }
+  console.log(`sampleQuality per crop (${times.length} crops, face box ${Math.min(...sides)}-${Math.max(...sides)} px in the crop): p50 ${pct(times, 0.5).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms`);
+}
+
 async function main(): Promise<void> {
   const engine = await Engine.open({ workers: 1 });
+  if (process.argv.includes('--cost')) {
+    await cost(engine, facePhotos(dataDir));
+    await engine.close();
+    return;
+  }
   const scale = engine.faceEmbedder()!.distanceScale;
   const files = facePhotos(dataDir);
   const johns = files.filter((f) => f.includes('johns'));

@@ -17,7 +17,7 @@ import { checkEnrolmentPhoto } from './enrolment-check.js';
 import type { GalleryIndex, GalleryIndexOptions } from './gallery-index.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
 import { embeddingProblem, isSampleId } from './sample-check.js';
-import { sampleQuality, type SampleQuality } from './sample-quality.js';
+import { QualityCache, type SampleQuality } from './sample-quality.js';
 import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SampleVector, StoreDurability } from './types.js';
 
 export { EnrolmentError, type EnrolmentRefusal } from './enrolment-check.js';
@@ -138,6 +138,8 @@ export class RecognitionService {
   /** The first load succeeded. */
   #loaded = false;
   #lastError: string | null = null;
+  /** Quality of a sample's crop, by id, once the library has listed it. */
+  readonly #qualities = new QualityCache();
   /** Stored rows left out of the index, by id (rebuilt at every full load). */
   readonly #quarantine = new Map<number, QuarantinedSample>();
   /** Settles when the initial load (and any re-embedding) is done. */
@@ -483,14 +485,12 @@ export class RecognitionService {
   /** The subject's stored samples, in id order, with their crops and quality (empty: no such subject). */
   async samplesOf(subject: unknown): Promise<LibrarySample[]> {
     const name = this.#checkSubject(subject);
-    const stored = await this.#store.samplesOf(name);
-    return stored.map((s) => ({
-      id: s.id,
-      createdAt: s.createdAt,
-      crop: s.crop,
-      cropRect: s.cropRect,
-      quality: s.crop && s.cropRect ? sampleQuality(s.crop, s.cropRect) : null,
-    }));
+    const out: LibrarySample[] = [];
+    for (const s of await this.#store.samplesOf(name)) {
+      const quality = s.crop && s.cropRect ? await this.#qualities.of(s.id, s.crop, s.cropRect) : null;
+      out.push({ id: s.id, createdAt: s.createdAt, crop: s.crop, cropRect: s.cropRect, quality });
+    }
+    return out;
   }
 
   /** Gives sample `id` of `subject` to `to` (one store transaction); false when `subject` has no sample `id`. */

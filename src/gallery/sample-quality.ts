@@ -93,3 +93,23 @@ export function sampleQuality(crop: Uint8Array, faceRect: Rect): SampleQuality |
   const face = resampled(grey(data, width, height), width, height, faceRect, side);
   return { faceSide, sharpness: Math.round(laplacianVariance(face, side) * 10) / 10 };
 }
+
+/**
+ * Qualities by sample id for the face library, each computed once (a sample's crop never changes); the oldest is
+ * forgotten first past `size`. Decoding a crop in JS takes milliseconds, so the event loop is given back before
+ * each one: a long list does not hold up the requests meanwhile.
+ */
+export class QualityCache {
+  readonly #byId = new Map<number, SampleQuality | null>();
+  constructor(readonly size = 10_000) {}
+
+  async of(id: number, crop: Uint8Array, faceRect: Rect): Promise<SampleQuality | null> {
+    const known = this.#byId.get(id);
+    if (known !== undefined) return known;
+    await new Promise((resolve) => setImmediate(resolve));
+    const quality = sampleQuality(crop, faceRect);
+    if (this.#byId.size >= this.size) this.#byId.delete(this.#byId.keys().next().value!);
+    this.#byId.set(id, quality);
+    return quality;
+  }
+}
