@@ -479,9 +479,9 @@ describe('Double Take: register two people, recognize them, a stranger is unknow
 
 // ------------------------------------------------------------------ face match
 
-// DeepStack's face match as its documentation's Python example posts it (johnolafenwa/deepstack-docs,
-// src/face-match/index.rst): requests.post(url, files={"image1": bytes, "image2": bytes}), no other field, each
-// part filed under its own name; it reads response["success"] and response["similarity"].
+// DeepStack's face match as its documentation's Python example posts it (the johnolafenwa/deepstack-docs
+// repository, face-match/index.rst): requests.post(url, files={"image1": bytes, "image2": bytes}), no other
+// field, each part filed under its own name; it reads response["success"] and response["similarity"].
 describe('DeepStack face match', () => {
   let app: App;
   beforeAll(async () => {
