@@ -13,6 +13,7 @@ import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { RedisGalleryStore } from '../src/gallery/redis-store.js';
 import { MIN_FACE_SIDE, MIN_SHARPNESS } from '../src/gallery/sample-quality.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
+import type { GalleryIndexOptions } from '../src/gallery/gallery-index.js';
 import type { GalleryStore } from '../src/gallery/types.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
@@ -47,8 +48,8 @@ afterAll(async () => {
 const salley = () => johns.get('John_Salley')!;
 const simm = () => johns.get('John_Simm')!;
 
-async function open(store: GalleryStore, annThreshold?: number): Promise<RecognitionService> {
-  const service = await RecognitionService.open(engine, store, { log: () => {}, gallery: annThreshold === undefined ? {} : { annThreshold } });
+async function open(store: GalleryStore, gallery: GalleryIndexOptions = {}): Promise<RecognitionService> {
+  const service = await RecognitionService.open(engine, store, { log: () => {}, gallery });
   await service.ready;
   return service;
 }
@@ -101,12 +102,14 @@ async function eventually(check: () => boolean): Promise<void> {
   expect(check()).toBe(true);
 }
 
+// SQLite: searched through the approximate index from the first sample on, its graph saved at close and loaded at
+// the restart below; Redis: exact search here, the approximate index on the peer.
 const STORES = [
-  { kind: 'sqlite', open: () => SqliteGalleryStore.open(path.join(tmp, 'sqlite')) },
-  { kind: 'redis', open: () => RedisGalleryStore.open(redis.url, () => {}) },
+  { kind: 'sqlite', open: () => SqliteGalleryStore.open(path.join(tmp, 'sqlite')), gallery: { annThreshold: 1, annFile: path.join(tmp, 'sqlite', 'ann.usearch') } },
+  { kind: 'redis', open: () => RedisGalleryStore.open(redis.url, () => {}), gallery: {} },
 ] as const;
 
-describe.each(STORES)('the face library over $kind', ({ kind, open: openStore }) => {
+describe.each(STORES)('the face library over $kind', ({ kind, open: openStore, gallery }) => {
   let service: RecognitionService;
   let app: App;
   let peer: RecognitionService | null = null;
@@ -116,9 +119,9 @@ describe.each(STORES)('the face library over $kind', ({ kind, open: openStore })
   const t0 = Date.now();
 
   beforeAll(async () => {
-    service = await open(await openStore());
+    service = await open(await openStore(), gallery);
     // A second server on the same Redis, searching through the approximate index from the first sample on.
-    if (kind === 'redis') peer = await open(await openStore(), 1);
+    if (kind === 'redis') peer = await open(await openStore(), { annThreshold: 1 });
     app = appFor(service);
     alice = [(await enrol(app, 'alice', salley()[0]!.bytes)).id as number, (await enrol(app, 'alice', salley()[1]!.bytes)).id as number];
     wrong = (await enrol(app, 'alice', simm()[0]!.bytes)).id as number; // John Simm enrolled as alice by mistake
@@ -195,7 +198,8 @@ describe.each(STORES)('the face library over $kind', ({ kind, open: openStore })
     expect((await samplesOf(app, 'bob')).map((s) => s.id)).toEqual([wrong]);
     if (peer) await eventually(() => peer!.subjects().find((s) => s.subject === 'bob')?.samples === 1);
     await service.close();
-    service = await open(await openStore());
+    if ('annFile' in gallery) expect(fs.existsSync(gallery.annFile)).toBe(true); // the graph the restart loads
+    service = await open(await openStore(), gallery);
     app = appFor(service);
     expect(service.subjects()).toEqual([
       { subject: 'alice', samples: 2, ids: alice },
