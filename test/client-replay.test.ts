@@ -10,6 +10,7 @@
 //   server_tester.py (same folder): http:// only, urlencoded base64 image (+ params), non-200 is an error
 //   the Android app (android/MobiledgeXSDKDemo .../ImageSender.java): /trainer/train/ and /trainer/remove/ as
 //     urlencoded owner_name, owner_id, subject; any non-200 answer is a connection error
+//   DeepStack's face match example (deepstack-docs): requests.post(url, files={"image1": a, "image2": b})
 // Other DeepStack clients (Frigate, Double Take, node-deepstackai-trigger, Agent DVR) are replayed in deepstack.test.ts.
 
 import { randomBytes } from 'node:crypto';
@@ -338,4 +339,28 @@ describe('the original training server: /trainer/add/, /train/, /predict/, /remo
     expect(remove.status, remove.text).toBe(200);
     expect(remove.json.success).toBe('true');
   }, 60_000);
+});
+
+// ------------------------------------------------------------------ DeepStack's face match example (issue 38)
+
+// The DeepStack documentation's Python example (the johnolafenwa/deepstack-docs repository, face-match/index.rst):
+// requests.post(url, files={"image1": image_data1, "image2": image_data2}).json(): two file parts filed under
+// their own names, no data fields, no key; it prints the answer, whose success and similarity it documents.
+describe("DeepStack's face match example, byte for byte", () => {
+  async function match(one: Buffer, two: Buffer): Promise<Answer> {
+    const { body, type } = requestsMultipart({}, { image1: one, image2: two });
+    return send('/v1/vision/face/match', body, { 'Content-Type': type });
+  }
+
+  it('answers success and a similarity higher for the same person than for two people', async () => {
+    const same = await match(johnsOf('John_Simm')[0]!.bytes, johnsOf('John_Simm')[6]!.bytes);
+    const different = await match(johnsOf('John_Simm')[0]!.bytes, johnsOf('John_Shimkus')[0]!.bytes);
+    for (const r of [same, different]) {
+      expect(r.status).toBe(200);
+      expect(Object.keys(r.json)).toEqual(['success', 'similarity', 'inferenceMs', 'processMs', 'duration']);
+      expect(r.json.success).toBe(true);
+      expect(r.json.duration).toBe(0);
+    }
+    expect(same.json.similarity as number).toBeGreaterThan(different.json.similarity as number);
+  });
 });

@@ -12,7 +12,7 @@ import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
-import type { Engine } from '../src/index.js';
+import { calibratedDistance, type Engine } from '../src/index.js';
 import { createApp, createDeepStackApp } from '../src/server/app.js';
 import { similarityFromDistance } from '../src/server/deepstack/similarity.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
@@ -119,6 +119,14 @@ function expectDsError(r: { status: number; body: Record<string, unknown> }, sta
   else expect(r.body.error).toMatch(error);
 }
 
+/** CodeProject.AI's timing fields: integer milliseconds, the models' time within the request's. */
+function expectCodeProjectTimes(body: Record<string, unknown>): void {
+  const { inferenceMs, processMs } = body as { inferenceMs: number; processMs: number };
+  expect(Number.isInteger(inferenceMs) && Number.isInteger(processMs)).toBe(true);
+  expect(inferenceMs).toBeGreaterThanOrEqual(0);
+  expect(inferenceMs).toBeLessThanOrEqual(processMs + 1); // each rounded on its own
+}
+
 interface Box {
   x_min: number;
   y_min: number;
@@ -159,7 +167,8 @@ describe('Frigate deepstack detector plugin', () => {
     const frame = frigateFrame('darknet/dog.jpg');
     const r = await post(app, '/v1/vision/detection', pythonForm({ api_key: '' }, { image: frame }));
     expect(r.status).toBe(200);
-    expect(Object.keys(r.body)).toEqual(['success', 'predictions', 'duration']);
+    expect(Object.keys(r.body)).toEqual(['success', 'predictions', 'inferenceMs', 'processMs', 'duration']);
+    expectCodeProjectTimes(r.body);
     const predictions = predictionsOf<ObjectPrediction>(r.body);
     expect(predictions.length).toBeGreaterThan(0);
     expect(predictions.length).toBeLessThanOrEqual(20);
@@ -281,7 +290,8 @@ describe('Home Assistant (deepstack-python), one key for everything', () => {
       }
     }
     const none = await post(app, '/v1/vision/face', pythonForm(data(), { image: photo(NO_FACE) }));
-    expect(none.body).toEqual({ success: true, predictions: [], duration: 0 });
+    expect(none.body).toMatchObject({ success: true, predictions: [], duration: 0 });
+    expectCodeProjectTimes(none.body);
   });
 
   it('register, recognize, list', async () => {
@@ -464,6 +474,53 @@ describe('Double Take: register two people, recognize them, a stranger is unknow
     expect((await post(adminOnly, '/v1/vision/face/list', pythonForm({ api_key: API }))).status).toBe(200);
     expect((await post(adminOnly, '/v1/vision/face/register', nodeFormData({ userid: 'Shimkus_by_admin', api_key: ADMIN }, p))).status).toBe(200);
     expect((await post(adminOnly, '/v1/vision/face/delete', pythonForm({ userid: 'Shimkus_by_admin', api_key: ADMIN }))).status).toBe(200);
+  });
+});
+
+// ------------------------------------------------------------------ face match
+
+// DeepStack's face match as its documentation's Python example posts it (the johnolafenwa/deepstack-docs
+// repository, face-match/index.rst): requests.post(url, files={"image1": bytes, "image2": bytes}), no other
+// field, each part filed under its own name; it reads response["success"] and response["similarity"].
+describe('DeepStack face match', () => {
+  let app: App;
+  beforeAll(async () => {
+    app = appWith(await newService());
+  });
+
+  const match = (one: Buffer, two: Buffer) => post(app, '/v1/vision/face/match', pythonForm({}, { image1: one, image2: two }));
+
+  it('the same person scores higher than different people, on the recognition confidence scale', async () => {
+    const salley = johnsOf('John_Salley');
+    const simm = johnsOf('John_Simm');
+    const same: number[] = [];
+    const different: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s = await match(salley[i]!.bytes, salley[i + 4]!.bytes);
+      expect(s.status).toBe(200);
+      expect(Object.keys(s.body)).toEqual(['success', 'similarity', 'inferenceMs', 'processMs', 'duration']);
+      expect(s.body.success).toBe(true);
+      expectCodeProjectTimes(s.body);
+      same.push(s.body.similarity as number);
+      different.push((await match(salley[i]!.bytes, simm[i]!.bytes)).body.similarity as number);
+    }
+    for (const v of [...same, ...different]) expect(v >= 0 && v <= 1).toBe(true);
+    expect(Math.min(...same)).toBeGreaterThan(Math.max(...different));
+    // The value is the recognition confidence of the two faces' calibrated distance (0.67 at the threshold).
+    const [a, b] = await Promise.all([engine.embedFace(salley[0]!.bytes), engine.embedFace(simm[0]!.bytes)]);
+    const cosine = a.embedding!.reduce((sum, x, k) => sum + x * b.embedding![k]!, 0);
+    const distance = calibratedDistance(cosine, engine.faceEmbedder()!.distanceScale);
+    expect(different[0]).toBeCloseTo(similarityFromDistance(distance), 6);
+  });
+
+  it('refuses a request it cannot answer, in the DeepStack error shape', async () => {
+    const salley = johnsOf('John_Salley');
+    expectDsError(await match(salley[0]!.bytes, photo(NO_FACE)), 400, 'no face found');
+    expectDsError(await match(photo(NO_FACE), salley[0]!.bytes), 400, 'no face found');
+    expectDsError(await post(app, '/v1/vision/face/match', pythonForm({}, { image1: salley[0]!.bytes })), 400, /^No valid image file found/);
+    expectDsError(await post(app, '/v1/vision/face/match', pythonForm({}, { image: salley[0]!.bytes, image2: salley[1]!.bytes })), 400, /image1 and image2/);
+    expectDsError(await match(garbage(), salley[0]!.bytes), 400, 'invalid image file');
+    expectDsError(await post(appWith(undefined), '/v1/vision/face/match', pythonForm({}, { image1: salley[0]!.bytes, image2: salley[1]!.bytes })), 403, /not enabled/);
   });
 });
 

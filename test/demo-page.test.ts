@@ -221,6 +221,37 @@ describe('demo page in chromium', () => {
     }
   });
 
+  // Issue 38: the face library. A subject's samples with their crops; one deleted and one moved from the page.
+  it('shows a subject samples with their crops, deletes one and moves one', async () => {
+    const photos = loadJohns(DATA_DIR).filter((p) => p.subject === 'John_Simm').slice(5, 8);
+    for (const p of photos) await service.enrol('library demo', p.bytes);
+    const ids = service.subjects().find((s) => s.subject === 'library demo')!.ids;
+    const cards = page.locator('#librarySamples .sample');
+    await page.click('#libraryShow'); // lists the subjects as they are now
+    await page.selectOption('#librarySubject', 'library demo');
+    await expect.poll(() => cards.count(), { timeout: 10_000 }).toBe(3);
+    expect(await cards.evaluateAll((list) => list.map((c) => Number((c as unknown as { dataset: { id: string } }).dataset.id)))).toEqual(ids);
+    // every crop is a decoded image
+    const widths = () => page.locator('#librarySamples .sample img').evaluateAll((imgs) => imgs.map((i) => (i as unknown as { naturalWidth: number }).naturalWidth));
+    await expect.poll(async () => (await widths()).every((w) => w > 0)).toBe(true);
+    await expect.poll(async () => (await widths()).length).toBe(3);
+    const card = (id: number) => page.locator(`#librarySamples .sample[data-id="${id}"]`);
+
+    await card(ids[0]!).getByRole('button', { name: 'delete' }).click();
+    await expect.poll(() => cards.count(), { timeout: 10_000 }).toBe(2);
+    expect(service.subjects().find((s) => s.subject === 'library demo')!.ids).toEqual(ids.slice(1));
+
+    await card(ids[1]!).locator('input.moveTo').fill('library moved');
+    await card(ids[1]!).getByRole('button', { name: 'move' }).click();
+    await expect.poll(() => cards.count(), { timeout: 10_000 }).toBe(1);
+    expect(service.subjects().find((s) => s.subject === 'library moved')!.ids).toEqual([ids[1]]);
+
+    // a move with no subject to give it to is refused, and the page says why
+    await card(ids[2]!).getByRole('button', { name: 'move' }).click();
+    await expect.poll(() => page.locator('#libraryError').textContent()).toMatch(/'to'/);
+    expect(await cards.count()).toBe(1);
+  });
+
   // Issue 21, item 11: the page forbids framing and any script but its own, and works under that policy.
   it('is served with a Content-Security-Policy and X-Frame-Options that it runs under without a violation', async () => {
     const r = await httpsRequest(running.url, { ca });

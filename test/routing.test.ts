@@ -30,12 +30,15 @@ afterAll(async () => {
 const appWith = (config: { adminKey?: string; metricsAccess?: 'open' | 'loopback' | 'admin' } = {}) =>
   createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, ...config }, recognition: service });
 
-const GET_ROUTES = ['/test/', '/server/capabilities/', '/server/usage/', '/trainer/subjects/', '/trainer/export/', '/metrics', '/demo.js', '/body25.js'];
+const GET_ROUTES = ['/test/', '/server/capabilities/', '/server/usage/', '/trainer/subjects/', '/trainer/samples/', '/trainer/export/', '/metrics', '/demo.js', '/library.js', '/body25.js'];
+/** GET routes that take a query parameter they cannot answer without. */
+const NEEDS_QUERY = new Set(['/trainer/samples/']);
 const POST_ROUTES = [
   '/detector/detect/',
   '/recognizer/predict/',
   '/trainer/add/',
   '/trainer/remove/',
+  '/trainer/move/',
   '/trainer/import/',
   '/pose/detect/',
   '/openpose/detect/',
@@ -48,6 +51,7 @@ const POST_ROUTES = [
   '/v1/vision/face/register',
   '/v1/vision/face/list',
   '/v1/vision/face/delete',
+  '/v1/vision/face/match',
 ];
 
 /** '/a/b/' -> ['/a/b/', '/a/b'], '/a' -> ['/a', '/a/'] */
@@ -93,8 +97,12 @@ describe('every route, with and without the trailing slash', () => {
     const auth = { authorization: `Bearer ${KEY}` };
     for (const path of GET_ROUTES) {
       for (const p of bothSlashes(path)) {
-        expect((await app.request(p, { headers: auth })).status, p).toBe(200);
-        expect((await app.request(p, { method: 'HEAD', headers: auth })).status, p).toBe(200);
+        // a route that needs its query answers its own 400 without it: the handler's, not routing's
+        const status = NEEDS_QUERY.has(path) ? 400 : 200;
+        const res = await app.request(p, { headers: auth });
+        expect(res.status, p).toBe(status);
+        if (status === 400) expect(((await res.json()) as { error: string }).error, p).toMatch(/missing 'subject'/);
+        expect((await app.request(p, { method: 'HEAD', headers: auth })).status, p).toBe(status);
       }
     }
     // an empty POST reaches the handler: its own answer (a list, or a 400 for the missing image...), not routing's

@@ -13,10 +13,14 @@
 
 import type { Engine } from '../engine/engine.js';
 import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../engine/face-embedding.js';
+import { checkEnrolmentPhoto } from './enrolment-check.js';
 import type { GalleryIndex, GalleryIndexOptions } from '../engine/gallery/gallery-index.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
 import { embeddingProblem, isSampleId } from './sample-check.js';
+import { QualityCache, type SampleQuality } from './sample-quality.js';
 import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SampleVector, StoreDurability } from './types.js';
+
+export { EnrolmentError, type EnrolmentRefusal } from './enrolment-check.js';
 
 export type RecognitionEngine = Pick<Engine, 'embedFace' | 'recognizeFace' | 'faceEmbedder' | 'createGallery'>;
 
@@ -36,12 +40,15 @@ export class GalleryEmptyError extends Error {
   }
 }
 
-/** The photo cannot be enrolled: it must show exactly one face. */
-export class EnrolmentError extends Error {
-  override name = 'EnrolmentError';
-  constructor(readonly reason: 'no-face' | 'multiple-faces') {
-    super(reason === 'no-face' ? 'No face detected' : 'More than 1 face');
-  }
+/** A sample as the face library lists it (GET /trainer/samples/). */
+export interface LibrarySample {
+  id: number;
+  createdAt: number;
+  /** The kept face crop (JPEG) and the face box inside it; null when crops are not kept. */
+  crop: Buffer | null;
+  cropRect: Rect | null;
+  /** Measured on the crop (sample-quality.ts); null without a crop. */
+  quality: SampleQuality | null;
 }
 
 /** A subject name that breaks the rules (checkSubject). */
@@ -131,6 +138,8 @@ export class RecognitionService {
   /** The first load succeeded. */
   #loaded = false;
   #lastError: string | null = null;
+  /** Quality of a sample's crop, by id, once the library has listed it. */
+  readonly #qualities = new QualityCache();
   /** Stored rows left out of the index, by id (rebuilt at every full load). */
   readonly #quarantine = new Map<number, QuarantinedSample>();
   /** Settles when the initial load (and any re-embedding) is done. */
@@ -429,10 +438,15 @@ export class RecognitionService {
     return { faces: out, timings: first.timings };
   }
 
+  /** The photo's first face (highest detection score) embedded by the gallery's model, the gallery untouched. */
+  embedPhoto(image: Uint8Array): Promise<FaceEmbeddingResult> {
+    return this.#engine.embedFace(image);
+  }
+
   async #sampleFromPhoto(subject: string, image: Uint8Array): Promise<{ sample: NewSample; rect: Rect }> {
-    const r = await this.#engine.embedFace(image, { keepCrop: this.#storeCrops });
-    if (r.faces.length === 0 || !r.face || !r.embedding) throw new EnrolmentError('no-face');
-    if (r.faces.length > 1) throw new EnrolmentError('multiple-faces');
+    // The crop is always made: the sharpness is measured on it (it is stored only with storeCrops).
+    const r = await this.#engine.embedFace(image, { keepCrop: true });
+    checkEnrolmentPhoto(r);
     return {
       rect: r.face.rect,
       sample: {
@@ -441,8 +455,8 @@ export class RecognitionService {
         model: this.#embedder.model,
         modelVersion: this.#embedder.version,
         embedding: r.embedding,
-        crop: r.crop?.jpeg ?? null,
-        cropRect: r.crop?.rect ?? null,
+        crop: this.#storeCrops ? (r.crop?.jpeg ?? null) : null,
+        cropRect: this.#storeCrops ? (r.crop?.rect ?? null) : null,
       },
     };
   }
@@ -466,6 +480,28 @@ export class RecognitionService {
     const ids = await this.#store.remove(name, id);
     if (ids.length > 0) this.#apply({ op: 'remove', ids });
     return ids;
+  }
+
+  /** The subject's stored samples, in id order, with their crops and quality (empty: no such subject). */
+  async samplesOf(subject: unknown): Promise<LibrarySample[]> {
+    const name = this.#checkSubject(subject);
+    const out: LibrarySample[] = [];
+    for (const s of await this.#store.samplesOf(name)) {
+      const quality = s.crop && s.cropRect ? await this.#qualities.of(s.id, s.crop, s.cropRect) : null;
+      out.push({ id: s.id, createdAt: s.createdAt, crop: s.crop, cropRect: s.cropRect, quality });
+    }
+    return out;
+  }
+
+  /** Gives sample `id` of `subject` to `to` (one store transaction); false when `subject` has no sample `id`. */
+  async move(subject: unknown, id: number, to: unknown): Promise<boolean> {
+    const from = this.#checkSubject(subject);
+    const target = this.#checkSubject(to);
+    if (this.updating) throw new GalleryBusyError();
+    const moved = await this.#store.move(id, from, target);
+    if (!moved) return false;
+    this.#apply({ op: 'add', samples: [moved] }); // the index replaces the id's entry
+    return true;
   }
 
   /** Every subject in the index with its sample count and ids, by name. */

@@ -19,15 +19,14 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { CHANGE_CHANNEL, MAX_ADD_MESSAGE, parseChangeMessage, type ChangeMessage } from './change-messages.js';
+import { decodeRow, parseRecord, record, type SampleRecord } from './redis-records.js';
 import { redisDurability } from './redis-durability.js';
-import { embeddingFromBase64, isRecord, isSampleId } from './sample-check.js';
+import { isSampleId } from './sample-check.js';
 import {
   embeddingToBytes,
   GalleryStoreError,
   type GalleryStore,
   type NewSample,
-  type QuarantinedSample,
-  type Rect,
   type RemoteChanges,
   type SampleVector,
   type StoreDurability,
@@ -54,47 +53,20 @@ const DOUBT_RESYNC_INTERVAL_MS = 10_000;
 /** Writes in doubt remembered at most (a Redis that never applies them would otherwise grow the set). */
 const MAX_IN_DOUBT = 10_000;
 
-interface SampleRecord {
-  subject: string;
-  createdAt: number;
-  model: string;
-  modelVersion: string;
-  embedding: string;
-  cropRect: Rect | null;
-}
-
-function record(s: NewSample): SampleRecord {
-  return { subject: s.subject, createdAt: s.createdAt, model: s.model, modelVersion: s.modelVersion, embedding: embeddingToBytes(s.embedding).toString('base64'), cropRect: s.cropRect };
-}
-
-/** A stored record, checked; a string says why it cannot be read. */
-function parseRecord(text: string): SampleRecord | string {
-  let r: unknown;
-  try {
-    r = JSON.parse(text);
-  } catch {
-    return 'the record is not JSON';
-  }
-  if (!isRecord(r)) return 'the record is not a JSON object';
-  if (typeof r['subject'] !== 'string' || r['subject'] === '') return 'the record has no subject';
-  if (typeof r['embedding'] !== 'string') return 'the record has no embedding';
-  if (typeof r['model'] !== 'string' || typeof r['modelVersion'] !== 'string') return 'the record has no model or model version';
-  const rect = r['cropRect'];
-  const cropRect = Array.isArray(rect) && rect.length === 4 && rect.every(Number.isInteger) ? (rect as Rect) : null;
-  const createdAt = typeof r['createdAt'] === 'number' && Number.isFinite(r['createdAt']) ? r['createdAt'] : 0;
-  return { subject: r['subject'], createdAt, model: r['model'], modelVersion: r['modelVersion'], embedding: r['embedding'], cropRect };
-}
-
-/** A stored row as a vector, or why it is quarantined. */
-function decodeRow(idText: string, text: string): SampleVector | QuarantinedSample {
-  const id = Number(idText);
-  if (!isSampleId(id)) return { id: Number.isFinite(id) ? id : -1, subject: null, reason: `the key ${JSON.stringify(idText.slice(0, 40))} is not a sample id` };
-  const r = parseRecord(text);
-  if (typeof r === 'string') return { id, subject: null, reason: r };
-  const embedding = embeddingFromBase64(r.embedding);
-  if (embedding === null) return { id, subject: r.subject, reason: 'the embedding is not base64 float32' };
-  return { id, subject: r.subject, createdAt: r.createdAt, model: r.model, modelVersion: r.modelVersion, embedding };
-}
+/**
+ * A move, compare-and-set: sample ARGV[1] is given to its new subject only if its subject (KEYS[2]) and record
+ * (KEYS[1]) are still what was read (ARGV[3], ARGV[2]); then the new record and subject are written and the change
+ * is published, all in one atomic step. 0: changed meanwhile, nothing written or published.
+ */
+const MOVE_SCRIPT = `
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[3] then return 0 end
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[5])
+redis.call('PUBLISH', ARGV[6], ARGV[7])
+return 1`;
+/** Reads and compare-and-sets of a move before it gives up (another change to the same sample each time). */
+const MOVE_TRIES = 3;
 
 /** Why a command failed before Redis could have applied it (nothing was sent): not in doubt. */
 const NOT_SENT = /Stream isn't writeable/;
@@ -231,14 +203,14 @@ export class RedisGalleryStore implements GalleryStore {
    * GalleryStoreError, `inDoubt` when it was sent and its answer did not come in time (Redis may apply it later,
    * all of it, and then this server's subscription applies it here too: see watch).
    */
-  async #exec(multi: ReturnType<Redis['multi']>, write: string, what: string): Promise<void> {
+  async #exec(multi: ReturnType<Redis['multi']>, write: string, what: string): Promise<unknown[]> {
     let results: [Error | null, unknown][] | null;
     this.#sent.set(write, false);
     try {
       results = await multi.exec();
     } catch (e) {
       // Its broadcast came: Redis applied the transaction (the PUBLISH is part of it), only the answer was lost.
-      if (this.#sent.get(write) === true) return;
+      if (this.#sent.get(write) === true) return [];
       const inDoubt = !NOT_SENT.test((e as Error).message);
       if (inDoubt) {
         this.#inDoubt.add(write);
@@ -250,6 +222,7 @@ export class RedisGalleryStore implements GalleryStore {
     }
     const failed = results?.find(([err]) => err);
     if (!results || failed) throw new GalleryStoreError(`${what} failed in Redis: ${failed?.[0]?.message ?? 'transaction aborted'}`);
+    return results.map(([, value]) => value);
   }
 
   async #write(samples: NewSample[], replace: boolean): Promise<StoredSample[]> {
@@ -292,15 +265,7 @@ export class RedisGalleryStore implements GalleryStore {
     if (id !== undefined) {
       ids = (await this.#client.hget(KEY.subjects, String(id))) === subject ? [id] : [];
     } else {
-      // Scanned a page at a time: each command stays well inside the command timeout however large the gallery.
-      ids = [];
-      let cursor = '0';
-      do {
-        const [next, flat] = await this.#client.hscan(KEY.subjects, cursor, 'COUNT', 1000);
-        for (let i = 0; i + 1 < flat.length; i += 2) if (flat[i + 1] === subject) ids.push(Number(flat[i]));
-        cursor = next;
-      } while (cursor !== '0');
-      ids = [...new Set(ids.filter(isSampleId))]; // HSCAN may return a field twice
+      ids = await this.#idsOf(subject);
     }
     if (ids.length === 0) return [];
     const keys = ids.map(String);
@@ -309,6 +274,61 @@ export class RedisGalleryStore implements GalleryStore {
     this.#publish(multi, { origin: this.origin, write, op: 'remove', ids });
     await this.#exec(multi, write, 'gallery removal');
     return ids;
+  }
+
+  samplesOf(subject: string): Promise<StoredSample[]> {
+    return storeErrors(this.#samplesOf(subject));
+  }
+
+  /** The ids whose subject is `subject`, scanned a page at a time (each command well inside the command timeout). */
+  async #idsOf(subject: string): Promise<number[]> {
+    const ids: number[] = [];
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.#client.hscan(KEY.subjects, cursor, 'COUNT', 1000);
+      for (let i = 0; i + 1 < flat.length; i += 2) if (flat[i + 1] === subject) ids.push(Number(flat[i]));
+      cursor = next;
+    } while (cursor !== '0');
+    return [...new Set(ids.filter(isSampleId))].sort((a, b) => a - b); // HSCAN may return a field twice
+  }
+
+  async #samplesOf(subject: string): Promise<StoredSample[]> {
+    const ids = await this.#idsOf(subject);
+    if (ids.length === 0) return [];
+    const keys = ids.map(String);
+    const records = await this.#client.hmget(KEY.samples, ...keys);
+    const crops = await this.#client.hmgetBuffer(KEY.crops, ...keys);
+    const out: StoredSample[] = [];
+    ids.forEach((id, k) => {
+      const text = records[k];
+      if (text == null) return; // removed meanwhile
+      const v = decodeRow(String(id), text);
+      if ('reason' in v || v.subject !== subject) return; // unreadable (quarantined), or moved meanwhile
+      out.push({ ...v, crop: crops[k] ?? null, cropRect: (parseRecord(text) as SampleRecord).cropRect });
+    });
+    return out;
+  }
+
+  move(id: number, from: string, to: string): Promise<SampleVector | null> {
+    return storeErrors(this.#move(id, from, to));
+  }
+
+  async #move(id: number, from: string, to: string): Promise<SampleVector | null> {
+    for (let attempt = 0; attempt < MOVE_TRIES; attempt++) {
+      const [subject, text] = await Promise.all([this.#client.hget(KEY.subjects, String(id)), this.#client.hget(KEY.samples, String(id))]);
+      if (subject !== from || text == null) return null;
+      const v = decodeRow(String(id), text);
+      if ('reason' in v) return null; // unreadable: it stays where it is, quarantined
+      const moved: SampleRecord = { ...(parseRecord(text) as SampleRecord), subject: to };
+      const write = randomUUID();
+      // Published as the sample added again under its new subject: every server replaces the id in its index.
+      const message: ChangeMessage = { origin: this.origin, write, op: 'add', samples: [{ id, ...moved }] };
+      const multi = this.#client.multi().eval(MOVE_SCRIPT, 2, KEY.samples, KEY.subjects, String(id), text, from, JSON.stringify(moved), to, CHANNEL, JSON.stringify(message));
+      const [applied] = await this.#exec(multi, write, 'gallery move');
+      // [] : the answer was lost but the broadcast came, so the script did move it.
+      if (applied === 1 || applied === undefined) return { ...v, subject: to };
+    }
+    throw new GalleryStoreError(`gallery move: sample ${id} changed ${MOVE_TRIES} times while it was being moved; try again`);
   }
 
   updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void> {

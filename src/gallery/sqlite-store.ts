@@ -155,6 +155,27 @@ export class SqliteGalleryStore implements GalleryStore {
     })();
   }
 
+  async samplesOf(subject: string): Promise<StoredSample[]> {
+    const rows = this.#prepare('SELECT * FROM samples WHERE subject = ? ORDER BY id').all(subject) as SampleRow[];
+    const out: StoredSample[] = [];
+    for (const r of rows) {
+      const v = decodeRow(r);
+      if (!('reason' in v)) out.push({ ...v, crop: r.crop, cropRect: parseRect(r.crop_rect) });
+    }
+    return out;
+  }
+
+  async move(id: number, from: string, to: string): Promise<SampleVector | null> {
+    return this.#db.transaction(() => {
+      const row = this.#prepare('SELECT id, subject, created_at, model, model_version, embedding FROM samples WHERE id = ? AND subject = ?').get(id, from) as SampleRow | undefined;
+      if (!row) return null;
+      const v = decodeRow(row);
+      if ('reason' in v) return null; // unreadable: it stays where it is, quarantined
+      this.#prepare('UPDATE samples SET subject = ? WHERE id = ?').run(to, id);
+      return { ...v, subject: to };
+    })();
+  }
+
   async updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void> {
     const set = this.#prepare('UPDATE samples SET model = ?, model_version = ?, embedding = ? WHERE id = ?');
     this.#db.transaction(() => {

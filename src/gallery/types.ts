@@ -77,6 +77,14 @@ export interface GalleryStore {
   addMany(samples: NewSample[], replace: boolean): Promise<StoredSample[]>;
   /** Removes the subject's samples (only `id` when given); resolves with the ids removed. */
   remove(subject: string, id?: number): Promise<number[]>;
+  /** The subject's samples with their crops, in id order; rows that cannot be decoded are left out. */
+  samplesOf(subject: string): Promise<StoredSample[]>;
+  /**
+   * Gives sample `id` of `from` to `to`, in one transaction (a fleet store broadcasts it as the sample added again
+   * under its new subject: adding an id again replaces it). Resolves with the sample as it is now, or null when
+   * `from` has no readable sample `id` (nothing changed).
+   */
+  move(id: number, from: string, to: string): Promise<SampleVector | null>;
   /** New embeddings for existing samples (re-embedding after a model change). */
   updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void>;
   /** Fleet stores call these when another server changes the gallery; a local store never does. */

@@ -2,7 +2,8 @@
 //   POST /v1/vision/detection      image, min_confidence (default 0.40), limit (default 20)
 //   POST /v1/vision/custom/<model> the same, with a model by name (404 for a name the server does not have)
 //   POST /v1/vision/custom/list    -> {"success":true,"models":["yolov5s"],"duration":0}
-// -> {"success":true,"predictions":[{"label":"dog","confidence":0.87,"x_min":..,"y_min":..,"x_max":..,"y_max":..}],"duration":0}
+// -> {"success":true,"predictions":[{"label":"dog","confidence":0.87,"x_min":..,"y_min":..,"x_max":..,"y_max":..}],
+//     "inferenceMs":23,"processMs":25,"duration":0}   (CodeProject.AI's timing fields: timing.ts)
 // Predictions are sorted by confidence, highest first (Frigate stops at the first one under its threshold and has
 // room for 20), boxes are integer pixels of the posted image clipped to it, labels are COCO names in lower case
 // with spaces ("traffic light").
@@ -16,6 +17,7 @@ import { observed } from '../inference-route.js';
 import { customModels, hasObjectModel, type ObjectModelRun } from './models.js';
 import { dsReply } from './reply.js';
 import { limitField, minConfidence, requestImage, type DeepStackEnv } from './request.js';
+import { codeProjectTimes, modelMs } from './timing.js';
 
 // maxLimit: what the engine accepts as maxObjects.
 export const DETECTION_DEFAULTS = { minConfidence: 0.4, limit: 20, maxLimit: ENGINE_RANGES.maxObjects.max } as const;
@@ -50,12 +52,13 @@ export function deepStackDetectionRoutes(deps: { engine: PoseObjectEngine; open:
   const { engine, open } = deps;
 
   const detect = async (c: Context<DeepStackEnv>, model: string, run: ObjectModelRun) => {
+    const t0 = performance.now();
     const req = c.get('deepstack');
     const image = requestImage(req);
     const scoreThreshold = minConfidence(req, DETECTION_DEFAULTS.minConfidence);
     const limit = limitField(req, DETECTION_DEFAULTS.limit, DETECTION_DEFAULTS.maxLimit);
     const result = await observed(engine, model, run(image, { scoreThreshold, maxObjects: limit }));
-    return dsReply(c, { success: true, predictions: objectPredictions(result, limit) });
+    return dsReply(c, { success: true, predictions: objectPredictions(result, limit), ...codeProjectTimes(t0, modelMs(result.timings)) });
   };
 
   return (

@@ -8,6 +8,8 @@
 //        -> {"success":true,"message":"face added","duration":0}; every photo is kept as its own sample
 //   POST /v1/vision/face/list        -> {"success":true,"faces":["alice","bob"],"duration":0}
 //   POST /v1/vision/face/delete      userid (API key) -> {"success":true,"duration":0}, also for an unknown user
+//   POST /v1/vision/face/match       image1, image2 -> {"success":true,"similarity":0.83,...} (face-match.ts)
+// The routes that run a model also answer CodeProject.AI's inferenceMs and processMs (timing.ts).
 
 import { Hono, type MiddlewareHandler } from 'hono';
 import { EnrolmentError, type RecognitionService } from '../../gallery/recognition-service.js';
@@ -15,16 +17,21 @@ import { engineErrorCode, type FaceEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
 import { observed } from '../inference-route.js';
 import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
+import { faceMatch } from './face-match.js';
 import { dsReply, INVALID_IMAGE, NO_IMAGE } from './reply.js';
 import { minConfidence, requestImage, userId, type DeepStackEnv } from './request.js';
 import { DEEPSTACK_RECOGNITION_THRESHOLD, similarityFromDistance } from './similarity.js';
+import { codeProjectTimes, modelMs } from './timing.js';
 
 export const FACE_DETECTION_MIN_CONFIDENCE = 0.55;
 
 type Box = [number, number, number, number];
 const box = (r: Box) => ({ x_min: r[0], y_min: r[1], x_max: r[2], y_max: r[3] });
 
-/** Enrols each photo as its own sample; photos without exactly one face are skipped, as DeepStack skips them. */
+/**
+ * Enrols each photo as its own sample; photos without exactly one face, or with a face too small or too blurred
+ * (EnrolmentError), are skipped, as DeepStack skips faceless ones.
+ */
 async function registerPhotos(service: RecognitionService, subject: string, photos: Buffer[]): Promise<number> {
   let added = 0;
   let firstFailure: string | undefined;
@@ -35,7 +42,8 @@ async function registerPhotos(service: RecognitionService, subject: string, phot
     } catch (e) {
       const code = engineErrorCode(e);
       if (e instanceof EnrolmentError) {
-        firstFailure ??= e.reason === 'no-face' ? 'no face detected' : 'more than one face detected: register photos of this person alone';
+        firstFailure ??=
+          e.reason === 'no-face' ? 'no face detected' : e.reason === 'multiple-faces' ? 'more than one face detected: register photos of this person alone' : e.message;
       } else if (code === 'INVALID_IMAGE' || code === 'UNSUPPORTED_FORMAT') {
         firstFailure ??= INVALID_IMAGE;
       } else {
@@ -64,26 +72,28 @@ export function deepStackFaceRoutes(deps: {
 
   return new Hono<DeepStackEnv>()
     .post('/face', open, async (c) => {
+      const t0 = performance.now();
       const req = c.get('deepstack');
       const image = requestImage(req);
       const model = engine.models?.faceDetector ?? 'face-detector';
       const result = await observed(engine, model, engine.detectFaces(image, { scoreThreshold: minConfidence(req, FACE_DETECTION_MIN_CONFIDENCE) }));
       const predictions = [...result.faces].sort((a, b) => b.score - a.score).map((f) => ({ confidence: f.score, ...box(f.rect) }));
-      return dsReply(c, { success: true, predictions });
+      return dsReply(c, { success: true, predictions, ...codeProjectTimes(t0, modelMs(result.timings)) });
     })
     .post('/face/recognize', open, async (c) => {
+      const t0 = performance.now();
       const req = c.get('deepstack');
       const image = requestImage(req);
       const threshold = minConfidence(req, DEEPSTACK_RECOGNITION_THRESHOLD);
       const recognition = service();
-      const { faces } = await observed(engine, recognition.embedder.model, recognitionCall(() => recognition.identify(image)));
+      const { faces, timings } = await observed(engine, recognition.embedder.model, recognitionCall(() => recognition.identify(image)));
       const predictions = faces.map((f) => {
         const similarity = f.match ? similarityFromDistance(f.match.distance) : 0;
         return f.match && similarity >= threshold
           ? { userid: f.match.subject, confidence: similarity, ...box(f.rect) }
           : { userid: 'unknown', confidence: 0, ...box(f.rect) };
       });
-      return dsReply(c, { success: true, predictions });
+      return dsReply(c, { success: true, predictions, ...codeProjectTimes(t0, modelMs(timings)) });
     })
     .post('/face/register', open, admin, async (c) => {
       const req = c.get('deepstack');
@@ -92,6 +102,7 @@ export function deepStackFaceRoutes(deps: {
       await registerPhotos(service(), subject, req.files.map((f) => f.bytes));
       return dsReply(c, { success: true, message: 'face added' });
     })
+    .post('/face/match', open, (c) => faceMatch(c, engine, service()))
     .post('/face/list', open, (c) => dsReply(c, { success: true, faces: service().subjects().map((s) => s.subject) }))
     .post('/face/delete', open, admin, async (c) => {
       const subject = userId(c.get('deepstack'));

@@ -1,5 +1,6 @@
-// GET / : the demo page (web/index.html), its script (web/demo.js, served as is: no build step) and /body25.js, an
-// ES module made from the library's BODY_25_BONES so that the page draws the bones the server documents.
+// GET / : the demo page (web/index.html), its scripts (web/demo.js, and web/library.js for the face library, served
+// as they are: no build step) and /body25.js, an ES module made from the library's BODY_25_BONES so that the page
+// draws the bones the server documents.
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -44,10 +45,14 @@ export function demoPage(): Hono {
   return new Hono().get('/', (c) => c.html(page, 200, headers));
 }
 
-/** /demo.js and /body25.js, mounted at /. */
+/** /demo.js, /library.js and /body25.js, mounted at /. */
 export function demoScripts(): Hono {
   const script = fs.readFileSync(path.join(WEB_DIR, 'demo.js'), 'utf8');
+  const library = fs.readFileSync(path.join(WEB_DIR, 'library.js'), 'utf8');
   const bones = `// made by the server from BODY_25_BONES (src/engine/pose.ts)\nexport const BODY_25_BONES = ${JSON.stringify(BODY_25_BONES)};\n`;
   const headers = { ...HEADERS, 'Content-Type': JS };
-  return new Hono().get('/demo.js', (c) => c.body(script, 200, headers)).get('/body25.js', (c) => c.body(bones, 200, headers));
+  return new Hono()
+    .get('/demo.js', (c) => c.body(script, 200, headers))
+    .get('/library.js', (c) => c.body(library, 200, headers))
+    .get('/body25.js', (c) => c.body(bones, 200, headers));
 }

@@ -1,9 +1,10 @@
 // Enrolment: the gallery's routes. All but GET /trainer/subjects/ need the admin (requireAdmin, admin-auth.ts).
 //   POST /trainer/add/      subject + image (multipart, urlencoded base64, or a raw image body with ?subject=)
 //                           -> {"success":"true","subject":"alice","id":17,"samples":3,"rect":[l,t,r,b],"rects":[[l,t,r,b]],...times}
-//                           a photo without exactly one face: 200 {"success":"false","reason":"No face detected"
-//                           (or "More than 1 face"),...times}, the original training server's answer (its clients
-//                           take any other status for a lost connection)
+//                           a photo that would make a poor sample: 200 {"success":"false","reason":"No face detected"
+//                           (or "More than 1 face", "Face too small: ...", "Face too blurred: ...": enrolment-check.ts),
+//                           ...times}, the original training server's answer (its clients take any other status for
+//                           a lost connection)
 //   POST /trainer/train/    subject (owner_name, owner_id ignored) -> {"success":"true",...times}: the original
 //                           server's retraining step; edgecv's gallery is up to date after every add, so it only
 //                           checks the subject exists (404 otherwise; the original answered 400)
@@ -11,46 +12,24 @@
 //   GET  /trainer/subjects/ -> {"success":"true","subjects":[{"subject":"alice","samples":3,"ids":[4,9,17]}]}
 //   POST /trainer/remove/   subject, optional id (query, urlencoded, multipart or JSON)
 //                           -> {"success":"true","subject":"alice","removed":[4,9,17]}; 404 when nothing matched
+//   GET  /trainer/samples/, POST /trainer/move/: the face library (face-library.ts)
 //   POST /trainer/import/   JSON lines (gallery/jsonl.ts); ?mode=append (default) or replace
 //                           -> {"success":"true","added":55,"samples":55}
 //   GET  /trainer/export/   JSON lines of every stored sample
 
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { stream } from 'hono/streaming';
 import { JSONL_MEDIA_TYPE } from '../../gallery/jsonl.js';
 import { EnrolmentError, type RecognitionService } from '../../gallery/recognition-service.js';
 import { requireAdmin } from '../admin-auth.js';
 import { HttpError } from '../errors.js';
-import { mediaType, readFormParts, readImageInput } from '../image-input.js';
+import { mediaType, readImageInput } from '../image-input.js';
 import { elapsedMs } from '../inference-route.js';
 import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
+import { faceLibraryRoutes, sampleIdField } from './face-library.js';
+import { readFields } from './request-fields.js';
 
 const JSONL_TYPES = new Set([JSONL_MEDIA_TYPE, 'application/jsonl', 'application/json-lines', 'application/x-jsonlines', 'text/plain']);
-
-/** Text fields of a request without an image: query string, then the body (urlencoded, multipart or JSON) wins. */
-async function readFields(c: Context): Promise<Map<string, string>> {
-  const fields = new Map<string, string>(Object.entries(c.req.query()));
-  const type = mediaType(c.req.header('content-type'));
-  try {
-    if (type === 'application/x-www-form-urlencoded' || type === 'multipart/form-data') {
-      // streamed and bounded (form-body.ts): a form of many parts is refused, not parsed whole
-      const form = await readFormParts(c);
-      for (const [k, v] of form?.fields ?? []) fields.set(k, v);
-    } else if (type === 'application/json') {
-      const body: unknown = await c.req.json();
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('the JSON body must be an object');
-      for (const [k, v] of Object.entries(body)) {
-        if (typeof v === 'string' || typeof v === 'number') fields.set(k, String(v));
-      }
-    } else if (type !== '') {
-      throw new HttpError(415, `unsupported Content-Type '${type}'; send subject (and id) as form fields, JSON or query parameters`);
-    }
-  } catch (e) {
-    if (e instanceof HttpError) throw e;
-    throw new HttpError(400, `malformed request body: ${(e as Error).message}`);
-  }
-  return fields;
-}
 
 /** Mounted at /trainer. */
 export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?: string }): Hono {
@@ -96,18 +75,14 @@ export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?
       const fields = await readFields(c);
       const subject = fields.get('subject');
       if (subject === undefined) throw new HttpError(400, "missing 'subject'");
-      const idText = fields.get('id');
-      let id: number | undefined;
-      if (idText !== undefined) {
-        if (!/^\d{1,15}$/.test(idText.trim())) throw new HttpError(400, "'id' must be a sample id (a positive integer)");
-        id = Number(idText.trim());
-      }
+      const id = sampleIdField(fields.get('id'));
       const removed = await recognitionCall(() => service.remove(subject, id));
       if (removed.length === 0) {
         throw new HttpError(404, id === undefined ? `no subject '${subject}'` : `subject '${subject}' has no sample ${id}`);
       }
       return c.json({ success: 'true', subject, removed });
     })
+    .route('/', faceLibraryRoutes({ service, admin }))
     .post('/import', admin, async (c) => {
       const type = mediaType(c.req.header('content-type'));
       if (!JSONL_TYPES.has(type)) throw new HttpError(415, `send the gallery as JSON lines (Content-Type ${JSONL_MEDIA_TYPE})`);
