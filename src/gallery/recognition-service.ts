@@ -14,108 +14,36 @@
 import type { Engine } from '../engine/engine.js';
 import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../engine/face-embedding.js';
 import { checkEnrolmentPhoto } from './enrolment-check.js';
-import type { GalleryIndex, GalleryIndexOptions } from '../engine/gallery/gallery-index.js';
+import type { GalleryIndex } from '../engine/gallery/gallery-index.js';
+import { sampleFromImportItem } from './import-item.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
-import { embeddingProblem, isSampleId } from './sample-check.js';
-import { QualityCache, type SampleQuality } from './sample-quality.js';
-import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SampleVector, StoreDurability } from './types.js';
+import { retryUntilDone } from './retry.js';
+import { quarantineMessage, sortStoredRows, vectorProblem } from './stored-rows.js';
+import { embeddingProblem } from './sample-check.js';
+import { QualityCache } from './sample-quality.js';
+import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SampleVector } from './types.js';
+import {
+  GalleryBusyError,
+  GalleryEmptyError,
+  SubjectError,
+  type Enrolment,
+  type GalleryState,
+  type GalleryStatus,
+  type IdentifiedFace,
+  type LibrarySample,
+  type Prediction,
+  type RecognitionOptions,
+  subjectSummaries,
+  type SubjectSummary,
+} from './recognition-types.js';
 
 export { EnrolmentError, type EnrolmentRefusal } from './enrolment-check.js';
+export * from './recognition-types.js';
 
 export type RecognitionEngine = Pick<Engine, 'embedFace' | 'recognizeFace' | 'faceEmbedder' | 'createGallery'>;
 
-/** The gallery is being rebuilt; retry shortly. */
-export class GalleryBusyError extends Error {
-  override name = 'GalleryBusyError';
-  constructor() {
-    super('Training data update in progress');
-  }
-}
-
-/** Nobody is enrolled yet. */
-export class GalleryEmptyError extends Error {
-  override name = 'GalleryEmptyError';
-  constructor() {
-    super('no subject is enrolled yet: enrol one with POST /trainer/add/');
-  }
-}
-
-/** A sample as the face library lists it (GET /trainer/samples/). */
-export interface LibrarySample {
-  id: number;
-  createdAt: number;
-  /** The kept face crop (JPEG) and the face box inside it; null when crops are not kept. */
-  crop: Buffer | null;
-  cropRect: Rect | null;
-  /** Measured on the crop (sample-quality.ts); null without a crop. */
-  quality: SampleQuality | null;
-}
-
-/** A subject name that breaks the rules (checkSubject). */
-export class SubjectError extends Error {
-  override name = 'SubjectError';
-}
-
-export interface RecognitionOptions {
-  /** Keep each sample's face crop (needed to re-embed after a model change). Default true. */
-  storeCrops?: boolean;
-  /** When the in-memory index turns approximate, and its storage (GalleryIndex options). */
-  gallery?: GalleryIndexOptions;
-  log?: (message: string) => void;
-}
-
-export type Prediction = (
-  | { face: null }
-  | { face: { rect: Rect; score: number }; subject: string; sampleId: number; distance: number; cosine: number }
-) & {
-  /** Per-stage milliseconds of the recognition job (for the inference metrics). */
-  timings: FaceEmbeddingResult['timings'];
-};
-
-/** One face of a photo and its nearest enrolled sample (null when nobody is enrolled). */
-export interface IdentifiedFace {
-  rect: Rect;
-  score: number;
-  match: { subject: string; sampleId: number; distance: number } | null;
-}
-
-export interface Enrolment {
-  id: number;
-  subject: string;
-  rect: Rect;
-  /** The subject's sample count after this one. */
-  samples: number;
-}
-
-export interface SubjectSummary {
-  subject: string;
-  samples: number;
-  ids: number[];
-}
-
 type IndexChange = { op: 'add'; samples: SampleVector[] } | { op: 'remove'; ids: number[] };
 
-/**
- * Where the gallery stands, for readiness checks: 'loading' until the first load succeeded (retried while the
- * store fails), 'syncing' during any later rebuild (import swap, fleet resync, re-embedding), else 'ready'.
- * Predictions answer 503 unless 'ready'.
- */
-export type GalleryState = 'loading' | 'syncing' | 'ready';
-
-export interface GalleryStatus {
-  state: GalleryState;
-  samples: number;
-  /** Stored rows left out of the index (unreadable, or an embedding that cannot be searched). */
-  quarantined: number;
-  store: StoreDurability;
-  /** The model whose embeddings the gallery holds: an import line of this model and version keeps its embedding. */
-  embedder: { model: string; version: string; dim: number };
-  /** The last load or resync failure while it is being retried; null otherwise. */
-  lastError: string | null;
-}
-
-/** Quarantined rows named one by one in the log (the count is always given). */
-const QUARANTINE_LOG_ROWS = 10;
 /** Longest wait between two tries of a failed load. */
 const LOAD_RETRY_MAX_MS = 30_000;
 
@@ -177,34 +105,16 @@ export class RecognitionService {
   }
 
   async #loadUntilDone(): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.#loadAll();
-        this.#loaded = true;
-        this.#lastError = null;
-        return;
-      } catch (e) {
-        if (this.#closed) throw e;
-        this.#lastError = (e as Error).message;
-        const wait = Math.min(1000 * 2 ** (attempt - 1), LOAD_RETRY_MAX_MS);
-        this.#log(`loading the gallery failed (try ${attempt}, again in ${wait / 1000} s): ${this.#lastError}`);
-        await this.#sleep(wait);
-        if (this.#closed) throw new Error('closed before the gallery could be loaded');
-      }
-    }
-  }
-
-  /** Waits `ms`, or less when the service closes. */
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const started = Date.now();
-      const tick = setInterval(() => {
-        if (this.#closed || Date.now() - started >= ms) {
-          clearInterval(tick);
-          resolve();
-        }
-      }, Math.min(ms, 100));
+    await retryUntilDone(() => this.#loadAll(), {
+      maxWaitMs: LOAD_RETRY_MAX_MS,
+      closed: () => this.#closed,
+      failed: (attempt, wait, error) => {
+        this.#lastError = error.message;
+        this.#log(`loading the gallery failed (try ${attempt}, again in ${wait / 1000} s): ${error.message}`);
+      },
     });
+    this.#loaded = true;
+    this.#lastError = null;
   }
 
   /** The embedding model and its calibration. */
@@ -250,21 +160,10 @@ export class RecognitionService {
     };
   }
 
-  /** Why a vector of the current model cannot go into the index; null when it can. */
-  #problem(s: SampleVector): string | null {
-    if (!isSampleId(s.id)) return 'the id is not a positive integer';
-    if (typeof s.subject !== 'string' || s.subject === '') return 'no subject';
-    return embeddingProblem(s.embedding, this.#embedder.dim);
-  }
-
   #quarantineRows(rows: QuarantinedSample[], where: string): void {
     if (rows.length === 0) return;
     for (const r of rows) this.#quarantine.set(r.id, r);
-    const named = rows.slice(0, QUARANTINE_LOG_ROWS).map((r) => `id ${r.id}${r.subject === null ? '' : ` (${JSON.stringify(r.subject)})`}: ${r.reason}`);
-    const more = rows.length > QUARANTINE_LOG_ROWS ? `; and ${rows.length - QUARANTINE_LOG_ROWS} more` : '';
-    this.#log(
-      `gallery: ${rows.length} ${where} quarantined, left out of the index (${this.#quarantine.size} in all; remove with POST /trainer/remove/ subject and id): ${named.join('; ')}${more}`,
-    );
+    this.#log(quarantineMessage(rows, where, this.#quarantine.size));
   }
 
   // ------------------------------------------------------------------ the index
@@ -276,7 +175,7 @@ export class RecognitionService {
       // A vector the index cannot take (another server's, or a bug) is quarantined: the rest still goes in.
       const bad: QuarantinedSample[] = [];
       const fresh = current.filter((s) => {
-        const problem = this.#problem(s);
+        const problem = vectorProblem(s, this.#embedder.dim);
         if (problem !== null) bad.push({ id: s.id, subject: typeof s.subject === 'string' ? s.subject : null, reason: problem });
         return problem === null;
       });
@@ -345,19 +244,7 @@ export class RecognitionService {
   /** Replaces the index with the store's content, re-embedding samples made by another model. */
   async #loadAll(): Promise<void> {
     const { vectors, unreadable } = await this.#store.vectors();
-    const isCurrent = (v: SampleVector) => v.model === this.#embedder.model && v.modelVersion === this.#embedder.version;
-    const bad: QuarantinedSample[] = [...unreadable];
-    const current: SampleVector[] = [];
-    const stale = new Set<number>();
-    for (const v of vectors) {
-      if (!isCurrent(v)) {
-        stale.add(v.id); // re-embedded from its crop: its stored vector does not matter
-        continue;
-      }
-      const problem = this.#problem(v);
-      if (problem === null) current.push(v);
-      else bad.push({ id: v.id, subject: v.subject, reason: problem });
-    }
+    const { current, stale, bad } = sortStoredRows(vectors, unreadable, this.#embedder);
     this.#index.replace(current.map((s) => ({ id: s.id, subject: s.subject, embedding: s.embedding })));
     this.#subjectOf.clear();
     for (const s of current) this.#subjectOf.set(s.id, s.subject);
@@ -506,15 +393,7 @@ export class RecognitionService {
 
   /** Every subject in the index with its sample count and ids, by name. */
   subjects(): SubjectSummary[] {
-    const by = new Map<string, number[]>();
-    for (const [id, subject] of this.#subjectOf) {
-      const ids = by.get(subject) ?? [];
-      ids.push(id);
-      by.set(subject, ids);
-    }
-    return [...by.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([subject, ids]) => ({ subject, samples: ids.length, ids: ids.sort((a, b) => a - b) }));
+    return subjectSummaries(this.#subjectOf);
   }
 
   /** The whole store as JSON lines (see jsonl.ts), each ending in a newline. */
@@ -524,26 +403,13 @@ export class RecognitionService {
     }
   }
 
-  async #sampleFromItem(item: ImportItem): Promise<NewSample> {
-    const { model, version } = this.#embedder;
-    try {
-      if ('image' in item) return (await this.#sampleFromPhoto(item.subject, item.image)).sample;
-      const createdAt = item.createdAt ?? Date.now();
-      const crop = this.#storeCrops ? item.crop : null;
-      const cropRect = crop ? item.cropRect : null;
-      if (item.embedding && item.model === model && item.modelVersion === version) {
-        const problem = embeddingProblem(item.embedding, this.#embedder.dim);
-        if (problem !== null) throw new Error(`'embedding': ${problem}`);
-        return { subject: item.subject, createdAt, model, modelVersion: version, embedding: item.embedding, crop, cropRect };
-      }
-      if (!item.crop || !item.cropRect) throw new Error(`the embedding is not from ${model} ${version} and there is no crop to compute it from`);
-      const r = await this.#engine.embedFace(item.crop, { rect: item.cropRect });
-      if (!r.embedding) throw new Error('no embedding from the crop');
-      return { subject: item.subject, createdAt, model, modelVersion: version, embedding: r.embedding, crop, cropRect };
-    } catch (e) {
-      if (e instanceof ImportError) throw e;
-      throw new ImportError(item.line, (e as Error).message);
-    }
+  #sampleFromItem(item: ImportItem): Promise<NewSample> {
+    return sampleFromImportItem(item, {
+      embedder: this.#embedder,
+      storeCrops: this.#storeCrops,
+      fromPhoto: async (subject, image) => (await this.#sampleFromPhoto(subject, image)).sample,
+      embedCrop: async (crop, rect) => (await this.#engine.embedFace(crop, { rect })).embedding,
+    });
   }
 
   /**
