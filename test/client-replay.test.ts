@@ -156,7 +156,7 @@ describe('deepstack-python as Home Assistant runs it (min_confidence 0.45, which
       }
     }
     expect(strangers).toBeGreaterThanOrEqual(15);
-    // the issue's bound is 5% of strangers; with the straight line of before, nearly all of them were named
+    // the bound is 5% of strangers; with the straight line of before, nearly all of them were named
     expect(named.length, named.join('\n')).toBeLessThanOrEqual(Math.floor(0.05 * strangers));
 
     let genuine = 0;

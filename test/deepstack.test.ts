@@ -444,7 +444,7 @@ describe('Double Take: register two people, recognize them, a stranger is unknow
     expect(predictionsOf<RecognizedFace>(rec.body)[0]!.userid).toBe('John_Shimkus');
   });
 
-  // Issue 24: DeepStack's server.go guards register and delete with the API key only (the admin key guards models
+  // DeepStack's server.go guards register and delete with the API key only (the admin key guards models
   // and backups), and the SDK's registerFace/deleteFace, Double Take and deepstack-python send the API key there.
   it('two keys: register and delete take the API key, as in DeepStack; --deepstack-enrolment-key admin keeps them to the admin key', async () => {
     const twoKeys = appWith(service, { apiKey: API, adminKey: ADMIN });

@@ -221,7 +221,7 @@ describe('demo page in chromium', () => {
     }
   });
 
-  // Issue 21, item 11: the page forbids framing and any script but its own, and works under that policy.
+  // The page forbids framing and any script but its own, and works under that policy.
   it('is served with a Content-Security-Policy and X-Frame-Options that it runs under without a violation', async () => {
     const r = await httpsRequest(running.url, { ca });
     expect(r.status).toBe(200);

@@ -1,4 +1,4 @@
-// The drain against what a fleet meets (issue 37, items 2, 3 and 5), with real processes: an `edgecv serve`
+// The drain against what a fleet meets, with real processes: an `edgecv serve`
 // holding a TCP connection that never starts TLS and a metrics sink whose InfluxDB trickles its answer, and an
 // `edgecv console` with a request waiting on a trickling region. SIGTERM: each exits 0 within --drain-timeout
 // plus a second, and the server's last metrics sample is in its store for the next start to send.

@@ -1,4 +1,4 @@
-// The metrics sink and the console when InfluxDB misbehaves (issue 37), against a real influxd where it can
+// The metrics sink and the console when InfluxDB misbehaves, against a real influxd where it can
 // show the fault (a retention policy that refuses old points, a backslash in a tag) and a fake InfluxDB over
 // a real loopback socket where it cannot (an answer that trickles, one too large or of the wrong shape, a
 // 400 "unable to parse" for every batch): a partly refused batch is counted and passed, never sent again;
