@@ -17,8 +17,8 @@ import { lineOf } from '../src/metrics/influx-line.js';
 import { InfluxSink } from '../src/metrics/influx-sink.js';
 import { MetricsStore, type MetricsSample } from '../src/metrics/store.js';
 import { nowNs } from '../src/metrics/time.js';
-import { startInfluxd } from '../test/support/influxd.js';
-import { REPO_ROOT, writeResult } from '../test/support/server-process.js';
+import { startInfluxd } from './shared/influxd.js';
+import { REPO_ROOT, writeResult } from './shared/server-process.js';
 import { table } from './table.js';
 import { percentile } from '../src/metrics/percentiles.js';
 
