@@ -12,9 +12,9 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadJohns } from '../test/support/face-verification.js';
-import { fleetLayout, haproxyConfig, startHaproxy, startMembers, startRedis, steadyLoad, type FleetMember } from '../test/support/fleet.js';
-import { startServerProcess, writeResult, type ServerProcess } from '../test/support/server-process.js';
+import { loadJohns } from './shared/face-verification.js';
+import { fleetLayout, haproxyConfig, startHaproxy, startMembers, startRedis, steadyLoad, type FleetMember } from './shared/fleet.js';
+import { startServerProcess, writeResult, type ServerProcess } from './shared/server-process.js';
 import { table } from './table.js';
 import { percentile } from '../src/metrics/percentiles.js';
 

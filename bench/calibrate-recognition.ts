@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance, Engine, ENGINE_DEFAULTS, FACE_EMBEDDER_MODELS, type FaceEmbedderModel } from '../src/index.js';
-import { errorRates, loadJohns, verificationReport, type VerificationReport } from '../test/support/face-verification.js';
+import { errorRates, loadJohns, verificationReport, type VerificationReport } from './shared/face-verification.js';
 import { svgHistogram } from './svg-histogram.js';
 
 export const UNKNOWN_THRESHOLD = 105;

@@ -2,7 +2,7 @@
 // the image plane, small, JPEG quality 30, blurred, dim and noisy. Deterministic: `n` (the photo's number) picks the
 // direction of a turn and seeds the noise.
 import jpeg from 'jpeg-js';
-import type { Rgba } from '../test/support/vga-photos.js';
+import type { Rgba } from './shared/vga-photos.js';
 
 export interface CameraChange {
   name: string;

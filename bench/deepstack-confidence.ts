@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance, Engine } from '../src/index.js';
 import { CONFIDENCE_WIDTH, DEEPSTACK_RECOGNITION_THRESHOLD, EER_DISTANCE, similarityFromDistance } from '../src/server/deepstack/similarity.js';
-import { cosine, embedAll, loadJohns, pairDistances } from '../test/support/face-verification.js';
+import { cosine, embedAll, loadJohns, pairDistances } from './shared/face-verification.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dataDir = join(root, 'test', 'data');

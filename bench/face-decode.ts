@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine } from '../src/index.js';
 import { median } from '../src/metrics/percentiles.js';
-import { scaledJpeg } from '../test/support/vga-photos.js';
+import { scaledJpeg } from './shared/vga-photos.js';
 import { table } from './table.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -18,10 +18,10 @@ import * as ort from 'onnxruntime-node';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { findRoot } from '../models/model-packages.js';
 import { OBJECT_DEFAULTS } from '../src/engine/limits.js';
-import { ORT_PRECISION_MODE } from '../test/support/cpu-int8.js';
-import { loadObjectLabels } from '../test/support/object-labels.js';
-import { ANSWERS_FILE, int8Input, photoInput, RECORD_COMMAND, type RecordedAnswers } from '../test/support/int8-answers.js';
-import { compareBoxes, decodeYolo, type OutputTensor, type YoloSpec } from '../test/support/yolo-decode.js';
+import { ORT_PRECISION_MODE } from './shared/cpu-int8.js';
+import { loadObjectLabels } from './shared/object-labels.js';
+import { ANSWERS_FILE, int8Input, photoInput, RECORD_COMMAND, type RecordedAnswers } from './shared/int8-answers.js';
+import { compareBoxes, decodeYolo, type OutputTensor, type YoloSpec } from './shared/yolo-decode.js';
 import { table } from './table.js';
 
 const MODELS = ['yolov5s', 'yolov5s-320', 'movenet-multipose', 'faceres'] as const;

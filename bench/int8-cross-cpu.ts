@@ -13,8 +13,8 @@ import { join, resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { findRoot } from '../models/model-packages.js';
-import { ORT_PRECISION_MODE } from '../test/support/cpu-int8.js';
-import { photoTensor } from '../test/support/photo-tensor.js';
+import { ORT_PRECISION_MODE } from './shared/cpu-int8.js';
+import { photoTensor } from './shared/photo-tensor.js';
 
 const PHOTOS = ['skimage/astronaut.png', 'skimage/motorcycle_left.png'];
 const MODELS: { name: string; precision: 'int8' | 'fp32'; photos?: number }[] = [

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine, OBJECT_DETECTOR_MODELS, type DetectedObject } from '../src/index.js';
 import { median } from '../src/metrics/percentiles.js';
-import { IOU_MATCH, labelsSummary, loadObjectLabels, scorePhoto, sumScores } from '../test/support/object-labels.js';
+import { IOU_MATCH, labelsSummary, loadObjectLabels, scorePhoto, sumScores } from './shared/object-labels.js';
 import { findRoot } from '../models/model-packages.js';
 import { table } from './table.js';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { Engine, type GalleryEntry, type GalleryIndex, type GalleryMatch } from '../src/index.js';
-import { distractors, embedRealFaces, statistics } from '../test/support/face-corpus.js';
+import { distractors, embedRealFaces, statistics } from './shared/face-corpus.js';
 
 type Row = Record<string, string | number>;
 

@@ -15,8 +15,8 @@ import { fileURLToPath } from 'node:url';
 import jpeg from 'jpeg-js';
 import { calibratedDistance, Engine, type EmbedFaceOptions, type FaceEmbedderModel, type Precision } from '../src/index.js';
 import { EER_DISTANCE } from '../src/engine/face-embedding.js';
-import { cosine, equalErrorRate, loadJohns } from '../test/support/face-verification.js';
-import { decode, type Rgba } from '../test/support/vga-photos.js';
+import { cosine, equalErrorRate, loadJohns } from './shared/face-verification.js';
+import { decode, type Rgba } from './shared/vga-photos.js';
 import { CAMERA_CHANGES, type CameraChange } from './camera-changes.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url';
 import jpeg from 'jpeg-js';
 import { Engine } from '../src/index.js';
 import { median, percentile } from '../src/metrics/percentiles.js';
-import { freePort, startServerProcess, writeResult } from '../test/support/server-process.js';
-import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../test/support/vga-photos.js';
+import { freePort, startServerProcess, writeResult } from './shared/server-process.js';
+import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
 import { table } from './table.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -5,7 +5,7 @@
 //   node dist/bench/sample-quality.js --cost     only the time of one measure (jpeg-js decode + Laplacian) per crop
 //
 // Photos: every face photo of test/data (dlib's johns: 5 people x 11 tight crops; dlib's group photos, first face;
-// skimage's astronaut). Degraded copies, made in JS (test/support/degraded-photos.ts): Gaussian blur of sigma 1 to
+// skimage's astronaut). Degraded copies, made in JS (bench/shared/degraded-photos.ts): Gaussian blur of sigma 1 to
 // 4 px, and shrinks that bring the face box's side to 48 down to 24 px. For each: the face found or not, its side,
 // the sharpness of the kept crop (what enrolment measures), and, for the johns, whether the degraded copy still
 // matches its own person among the 54 other johns' originals within the accept threshold (105): a copy that does
@@ -15,10 +15,10 @@ import { fileURLToPath } from 'node:url';
 import { calibratedDistance, Engine } from '../src/index.js';
 import { EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { MIN_FACE_SIDE, MIN_SHARPNESS, sampleQuality } from '../src/gallery/sample-quality.js';
-import { blurred, jpegOf, shrunk } from '../test/support/degraded-photos.js';
-import { facePhotos } from '../test/support/face-corpus.js';
-import { cosine } from '../test/support/face-verification.js';
-import { decode } from '../test/support/vga-photos.js';
+import { blurred, jpegOf, shrunk } from './shared/degraded-photos.js';
+import { facePhotos } from './shared/face-corpus.js';
+import { cosine } from './shared/face-verification.js';
+import { decode } from './shared/vga-photos.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dataDir = join(root, 'test', 'data');

@@ -14,8 +14,9 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { calibrationSubject } from './calibrate.js';
+import { foldIntoConvs } from './convert/fold-into-convs.js';
 import { encodeOnnxModel, OnnxDataType, type OnnxModel, type OnnxNode } from './convert/onnx-writer.js';
-import { foldIntoConvs, quantizeModel, type QuantizeOptions } from './convert/quantize.js';
+import { integerWeightConvs, quantizeModel, type QuantizeOptions } from './convert/quantize.js';
 import type { CalibrationFile } from './model-manifest.js';
 import { findRoot, readSourceManifest } from './model-packages.js';
 
@@ -88,7 +89,7 @@ export async function weightSensitivity(root: string, name: string, int8: { keep
   // multiply-adds: each convolution's weight count times its output's area, from one fp32 pass with them exposed
   const folded = foldIntoConvs(graph);
   const weights = new Map(folded.initializers.map((t) => [t.name, t.dims]));
-  const intConvs = new Set(quantized.nodes.filter((n) => n.opType === 'Conv' && n.inputs[1]!.endsWith('/weight_dq')).map((n) => n.name));
+  const intConvs = new Set(integerWeightConvs(quantized).map((n) => n.name));
   const convs = folded.nodes.filter((n) => intConvs.has(n.name) && !isDepthwise(n, weights.get(n.inputs[1]!)!));
   const probe: OnnxModel = { ...folded, outputs: [...folded.outputs, ...convs.map((c) => ({ name: c.outputs[0]!, dataType: OnnxDataType.FLOAT }))] };
   const session = await ort.InferenceSession.create(encodeOnnxModel(probe), { intraOpNumThreads: 2 });

@@ -22,8 +22,8 @@ import WebSocket from 'ws';
 import { ConfigError, parseServerConfig } from '../src/config.js';
 import { plainListenerNote } from '../src/server/serve.js';
 import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
-import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
-import { freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { freePort, startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
 
 const newTmpDir = useTempDirs();
 let server: ServerProcess;
@@ -157,7 +157,7 @@ describe('deepstack-python as Home Assistant runs it (min_confidence 0.45, which
       }
     }
     expect(strangers).toBeGreaterThanOrEqual(15);
-    // the issue's bound is 5% of strangers; with the straight line of before, nearly all of them were named
+    // the bound is 5% of strangers; with the straight line of before, nearly all of them were named
     expect(named.length, named.join('\n')).toBeLessThanOrEqual(Math.floor(0.05 * strangers));
 
     let genuine = 0;

@@ -1,4 +1,4 @@
-// The console's record of logins (issue 37, item 9): every request, a failed login included, leaves an audit
+// The console's record of logins: every request, a failed login included, leaves an audit
 // line in <data-dir>/audit/audit.log and is counted in GET /metrics (served to loopback only), as serve's are.
 
 import fs from 'node:fs';

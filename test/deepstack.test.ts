@@ -8,7 +8,7 @@ import https from 'node:https';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
+import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -17,7 +17,7 @@ import { createApp, createDeepStackApp } from '../src/server/app.js';
 import { similarityFromDistance } from '../src/server/deepstack/similarity.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
-import { freePort, startServerProcess } from './support/server-process.js';
+import { freePort, startServerProcess } from '../bench/shared/server-process.js';
 
 const ADMIN = 'deepstack-admin-key-0123456789';
 const API = 'deepstack-api-key-9876543210';
@@ -454,7 +454,7 @@ describe('Double Take: register two people, recognize them, a stranger is unknow
     expect(predictionsOf<RecognizedFace>(rec.body)[0]!.userid).toBe('John_Shimkus');
   });
 
-  // Issue 24: DeepStack's server.go guards register and delete with the API key only (the admin key guards models
+  // DeepStack's server.go guards register and delete with the API key only (the admin key guards models
   // and backups), and the SDK's registerFace/deleteFace, Double Take and deepstack-python send the API key there.
   it('two keys: register and delete take the API key, as in DeepStack; --deepstack-enrolment-key admin keeps them to the admin key', async () => {
     const twoKeys = appWith(service, { apiKey: API, adminKey: ADMIN });

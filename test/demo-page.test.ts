@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns } from './support/face-verification.js';
+import { loadJohns } from '../bench/shared/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -221,7 +221,7 @@ describe('demo page in chromium', () => {
     }
   });
 
-  // Issue 38: the face library. A subject's samples with their crops; one deleted and one moved from the page.
+  // The face library: a subject's samples with their crops; one deleted and one moved from the page.
   it('shows a subject samples with their crops, deletes one and moves one', async () => {
     const photos = loadJohns(DATA_DIR).filter((p) => p.subject === 'John_Simm').slice(5, 8);
     for (const p of photos) await service.enrol('library demo', p.bytes);
@@ -252,7 +252,7 @@ describe('demo page in chromium', () => {
     expect(await cards.count()).toBe(1);
   });
 
-  // Issue 21, item 11: the page forbids framing and any script but its own, and works under that policy.
+  // The page forbids framing and any script but its own, and works under that policy.
   it('is served with a Content-Security-Policy and X-Frame-Options that it runs under without a violation', async () => {
     const r = await httpsRequest(running.url, { ca });
     expect(r.status).toBe(200);

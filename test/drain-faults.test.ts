@@ -1,4 +1,4 @@
-// The drain against what a fleet meets (issue 37, items 2, 3 and 5), with real processes: an `edgecv serve`
+// The drain against what a fleet meets, with real processes: an `edgecv serve`
 // holding a TCP connection that never starts TLS and a metrics sink whose InfluxDB trickles its answer, and an
 // `edgecv console` with a request waiting on a trickling region. SIGTERM: each exits 0 within --drain-timeout
 // plus a second, and the server's last metrics sample is in its store for the next start to send.
@@ -13,8 +13,8 @@ import { METRICS_DB_FILE, MetricsStore } from '../src/metrics/store.js';
 import { nowNs } from '../src/metrics/time.js';
 import { httpsRequest, useTempDirs } from './helpers.js';
 import { emptyQueryAnswer, startFakeInflux, trickle, type FakeInflux } from './support/fake-influx.js';
-import { influxQuery, startInfluxd } from './support/influxd.js';
-import { eventually, REPO_ROOT, startServerProcess } from './support/server-process.js';
+import { influxQuery, startInfluxd } from '../bench/shared/influxd.js';
+import { eventually, REPO_ROOT, startServerProcess } from '../bench/shared/server-process.js';
 
 const tmpDir = useTempDirs();
 const CLI = path.join(REPO_ROOT, 'dist/src/cli.js');

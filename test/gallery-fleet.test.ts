@@ -11,12 +11,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHANGE_CHANNEL, malformedChangeMessages, type ChannelEmbedder } from './support/fuzz/redis-channel.js';
-import { runChannelFuzz } from './support/fuzz/run-channel-fuzz.js';
-import { loadJohns, type LabelledPhoto } from './support/face-verification.js';
+import { CHANGE_CHANNEL, malformedChangeMessages, type ChannelEmbedder } from '../bench/shared/fuzz/redis-channel.js';
+import { runChannelFuzz } from '../bench/shared/fuzz/run-channel-fuzz.js';
+import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';
-import { startRedis, type RedisServer } from './support/redis-server.js';
-import { eventually, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { startRedis, type RedisServer } from '../bench/shared/redis-server.js';
+import { eventually, startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
 
 const KEY = 'fleet-admin-key';
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });

@@ -1,4 +1,4 @@
-// DNS rebinding (issue 37, item 4): a request or WebSocket upgrade whose Host is not one of the server's
+// DNS rebinding: a request or WebSocket upgrade whose Host is not one of the server's
 // names is refused with 421 before any route, over a real socket; its own names (localhost, its addresses,
 // its host name, --allowed-hosts) pass, with or without a port; --allowed-hosts is checked at start.
 

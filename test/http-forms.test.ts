@@ -11,7 +11,7 @@ import { FORM_LIMITS } from '../src/server/form-body.js';
 import { isAllowedOrigin, parseAllowedOrigins } from '../src/server/origin-check.js';
 import https from 'node:https';
 import { httpsRequest, photo, useTempDirs } from './helpers.js';
-import { freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
 
 const API = 'http-forms-api-key-0123456789';
 const LIMIT = 20 * 1024 * 1024;
@@ -27,7 +27,7 @@ let httpPort: number;
 
 beforeAll(async () => {
   httpPort = await freePort();
-  // no --admin-key: loopback clients are the admin, as on the edge machine the issue's browser runs on
+  // no --admin-key: loopback clients are the admin, as on an edge machine whose browser uses it
   server = await startServerProcess([
     '--data-dir', newTmpDir('edgecv-http-forms-'), '--workers', '1', '--body-limit', String(LIMIT),
     '--api-key', API, '--http-port', String(httpPort), '--allowed-origins', 'https://nvr.example:8443',
@@ -104,9 +104,9 @@ function answers(text: string): { status: number; body: Record<string, unknown> 
   return out;
 }
 
-/** The issue's body: `count` multipart parts of one byte each, cut into 64 KB chunks. */
+/** A many-part form: `count` multipart parts of one byte each, cut into 64 KB chunks. */
 function manyPartForm(count: number, extra: { before?: string; image?: boolean } = {}): { boundary: string; chunks: Buffer[]; length: number } {
-  // as long as a boundary may be (RFC 2046: 70): 124 bytes a part, as in the issue's 18.8 MB
+  // as long as a boundary may be (RFC 2046: 70): 124 bytes a part (150,000 parts: 18.8 MB)
   const boundary = `edgecv-many-parts-${'0123456789'.repeat(5)}-x`;
   const part = `--${boundary}\r\nContent-Disposition: form-data; name="part"\r\n\r\nx\r\n`;
   let text = extra.before ?? '';

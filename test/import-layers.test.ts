@@ -1,9 +1,10 @@
 // The code's layers point one way (test/support/import-layers.ts writes the order once): no TypeScript import under
-// src/ and no #include under native/ reaches a layer above its own, and every file is in a layer. The checker is
+// src/ and no #include under native/ reaches a layer above its own, every file is in a layer, and no bench imports
+// test code. The checker is
 // also run on made-up trees, so it can fail.
 
 import { describe, expect, it } from 'vitest';
-import { layerViolations, NATIVE_LAYERS, readSources, TS_LAYERS } from './support/import-layers.js';
+import { importsOf, layerViolations, NATIVE_LAYERS, readSources, TS_LAYERS } from './support/import-layers.js';
 import { ROOT } from './helpers.js';
 
 const shown = (v: { file: string; imports: string; why: string }) => `${v.file} -> ${v.imports || '(itself)'}: ${v.why}`;
@@ -15,6 +16,11 @@ describe('layers', () => {
 
   it('native/ includes only its own layer and the ones below', () => {
     expect(layerViolations(NATIVE_LAYERS, readSources(ROOT, 'native', ['.cc', '.h'])).map(shown)).toEqual([]);
+  });
+
+  it('bench/ imports nothing from test/ (what both use lives in bench/shared/)', () => {
+    const reachingTests = [...readSources(ROOT, 'bench', ['.ts'])].flatMap(([file, text]) => importsOf(file, text).filter((t) => t.startsWith('test/')).map((t) => `${file} -> ${t}`));
+    expect(reachingTests).toEqual([]);
   });
 
   it('names an upward import, a file in no layer and an import out of the tree', () => {

@@ -1,4 +1,4 @@
-// The metrics sink and the console when InfluxDB misbehaves (issue 37), against a real influxd where it can
+// The metrics sink and the console when InfluxDB misbehaves, against a real influxd where it can
 // show the fault (a retention policy that refuses old points, a backslash in a tag) and a fake InfluxDB over
 // a real loopback socket where it cannot (an answer that trickles, one too large or of the wrong shape, a
 // 400 "unable to parse" for every batch): a partly refused batch is counted and passed, never sent again;
@@ -22,9 +22,9 @@ import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { Hono } from 'hono';
 import { useTempDirs } from './helpers.js';
-import { fuzzConsoleQueries, fuzzSinkAnswers } from './support/fuzz/influx-fuzz.js';
+import { fuzzConsoleQueries, fuzzSinkAnswers } from '../bench/shared/fuzz/influx-fuzz.js';
 import { emptyQueryAnswer, startFakeInflux, trickle, type FakeInflux } from './support/fake-influx.js';
-import { influxQuery, startInfluxd, type Influxd } from './support/influxd.js';
+import { influxQuery, startInfluxd, type Influxd } from '../bench/shared/influxd.js';
 
 const tmpDir = useTempDirs();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,7 +1,7 @@
 // The int8 (QDQ) models against their fp32 files, on real photos with the real addon and onnxruntime: the same
 // model name runs the int8 file on an engine opened with precision 'int8'; its raw outputs stay within measured
 // bounds of fp32's; and on the labelled sets (bench/labels/objects.json) it finds what fp32 finds, within the
-// issue's margins. Where the CPU has AVX-512 VBMI the engine runs the YOLOs' int8 graphs with its own operators
+// margins below. Where the CPU has AVX-512 VBMI the engine runs the YOLOs' int8 graphs with its own operators
 // (native/ops/int8_graph_fusion.h): their outputs must be onnxruntime-node's on the same file, bit for bit.
 // Where it has no VNNI, both run onnxruntime's exact int8 kernels (its fast ones saturate there): the same check.
 // None of these photos is a calibration photo (models/calibrate.ts CALIBRATION_PHOTOS).
@@ -16,11 +16,11 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, POSE_DEFAULTS, type Precision } from '../src/index.js';
 import { CALIBRATION_PHOTOS } from '../models/calibrate.js';
-import { loadObjectLabels, scorePhoto, sumScores, type PhotoScore } from './support/object-labels.js';
-import { HAS_INT8_DOT_PRODUCT, HAS_VBMI, ORT_EXACT_INT8 } from './support/cpu-int8.js';
-import { photoTensor } from './support/photo-tensor.js';
-import { scorePoses } from './support/pose-scoring.js';
-import { cosine, equalErrorRate, loadJohns, pairDistances, type EmbeddedPhoto } from './support/face-verification.js';
+import { loadObjectLabels, scorePhoto, sumScores, type PhotoScore } from '../bench/shared/object-labels.js';
+import { HAS_INT8_DOT_PRODUCT, HAS_VBMI, ORT_EXACT_INT8 } from '../bench/shared/cpu-int8.js';
+import { photoTensor } from '../bench/shared/photo-tensor.js';
+import { scorePoses } from '../bench/shared/pose-scoring.js';
+import { cosine, equalErrorRate, loadJohns, pairDistances, type EmbeddedPhoto } from '../bench/shared/face-verification.js';
 import { calibratedDistance } from '../src/index.js';
 import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
 
@@ -171,7 +171,7 @@ describe('int8 models', () => {
         // The person-centre, box and keypoint heatmaps (outputs 0-3): bound from the measured values (docs/int8.md).
         // The keypoint regressions and offsets are small values read only at a found centre or keypoint, where an
         // error is a large share of nothing: the poses they make are checked on the labelled set below and by
-        // pose-objects.test.ts (camera.png, Tom_Cruise_avp_2014_4.jpg) at the int8 default.
+        // pose-object-engine.test.ts (camera.png, Tom_Cruise_avp_2014_4.jpg) at the int8 default.
         for (const [i, e] of errors.slice(0, 4).entries()) expect(e, `${file} output ${i}`).toBeLessThan(0.25);
       }
     } finally {

@@ -1,7 +1,7 @@
 // YOLO on its image's own aspect (models/convert/open-input-size.ts): the onnxruntime files of yolov5s (the
 // objects model) leave the input height and width open, so a 640x480 photo runs on 640x480 instead of a padded
 // 640x640. yolov5s-320, the pose route's person detector, stays square: on a rectangle it added 3 stray poses on
-// the labelled pose set (pose-objects.test.ts). Checked with onnxruntime-node on the converted files (the same outputs at the square, the right grids
+// the labelled pose set (pose-object-engine.test.ts). Checked with onnxruntime-node on the converted files (the same outputs at the square, the right grids
 // at another size) and with the real addon (boxes on a rectangle where the square OpenCV file puts them).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type DetectedObject } from '../src/index.js';
 import { openInputSize } from '../models/convert/open-input-size.js';
 import { OnnxDataType, type OnnxModel } from '../models/convert/onnx-writer.js';
-import { iou } from './support/boxes.js';
-import { loadObjectLabels, scorePhoto, sumScores } from './support/object-labels.js';
-import { VGA_SCENE_PHOTO, vgaJpeg } from './support/vga-photos.js';
+import { iou } from '../bench/shared/boxes.js';
+import { loadObjectLabels, scorePhoto, sumScores } from '../bench/shared/object-labels.js';
+import { VGA_SCENE_PHOTO, vgaJpeg } from '../bench/shared/vga-photos.js';
 import { photo, ROOT } from './helpers.js';
 
 const MODELS = join(ROOT, 'models', 'onnx');

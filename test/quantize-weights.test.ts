@@ -6,8 +6,8 @@
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { encodeOnnxModel, OnnxDataType, type OnnxModel, type OnnxTensor } from '../models/convert/onnx-writer.js';
-import { quantizeModel, quantizeWeights } from '../models/convert/quantize.js';
-import { HAS_INT8_DOT_PRODUCT, ORT_PRECISION_MODE } from './support/cpu-int8.js';
+import { integerWeightConvs, quantizeModel, quantizeWeights } from '../models/convert/quantize.js';
+import { HAS_INT8_DOT_PRODUCT, ORT_PRECISION_MODE } from '../bench/shared/cpu-int8.js';
 
 /** A float initializer of the test models. */
 function f32(name: string, dims: number[], values: number[]): OnnxTensor {
@@ -60,6 +60,17 @@ describe('sevenBitWeights: 7-bit weights for the named convolutions only', () =>
       expect([largestWeight(q, 'stem/conv'), largestWeight(q, 'head/conv')]).toEqual([stem, head]);
     });
   }
+
+  it('integerWeightConvs finds the convolutions given integer weights by the graph, whatever their names', () => {
+    expect(integerWeightConvs(quantizeModel(model, { ranges })).map((n) => n.name)).toEqual(['stem/conv', 'head/conv']);
+    // head/conv kept float: its weight is the float initializer itself, no DequantizeLinear feeds it
+    expect(integerWeightConvs(quantizeModel(model, { ranges, keepFloat: ['head/'] })).map((n) => n.name)).toEqual(['stem/conv']);
+    // renamed tensors (no '/weight_dq' suffix anywhere) are still found by structure
+    const q = quantizeModel(model, { ranges });
+    const rename = (t: string) => t.replace('/weight_dq', '/w_int8');
+    const renamed = { ...q, nodes: q.nodes.map((n) => ({ ...n, inputs: n.inputs.map(rename), outputs: n.outputs.map(rename) })) };
+    expect(integerWeightConvs(renamed).map((n) => n.name)).toEqual(['stem/conv', 'head/conv']);
+  });
 
   it('a name that matches no convolution is an error, not a silent 8-bit layer', () => {
     expect(() => quantizeModel(model, { ranges, sevenBitWeights: ['head/conv', 'neck/conv', 'stem/r'] })).toThrow(/no convolution named "neck\/conv", "stem\/r"/);

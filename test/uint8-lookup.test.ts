@@ -4,7 +4,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { HAS_VBMI } from './support/cpu-int8.js';
+import { HAS_VBMI } from '../bench/shared/cpu-int8.js';
 import { ROOT, useTempDirs } from './helpers.js';
 
 const newTmpDir = useTempDirs();

@@ -2,7 +2,7 @@
 // opencv4nodejs's cv.dnn, TF.js): letterbox geometry, and decoding the raw heads of the three models into boxes
 // with NMS. It mirrors what the addon does in C++ (native/models/face_detector.cc, pose_estimator.cc, yolo_detector.cc)
 // on purpose: this is the code edgecv spares its user, and the alternatives must give comparable answers.
-import { iou } from '../../test/support/boxes.js';
+import { iou } from '../shared/boxes.js';
 
 /** [left, top, right, bottom] in image pixels, a score, and a label (class name, 'face' or 'person'). */
 export interface Box {

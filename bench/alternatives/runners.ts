@@ -214,7 +214,7 @@ async function openTfjs(root: string, route: Route): Promise<Opened> {
   const sharp = loadBenchDep<Sharp>(root, 'sharp');
   if (!sharp.ok) return { ok: false, reason: `needs sharp to decode: ${sharp.reason}` };
   const { setThreadsCount } = await import('@tensorflow/tfjs-backend-wasm');
-  const { TfjsReference, useTfjsBackend } = await import('../../test/support/tfjs-reference.js');
+  const { TfjsReference, useTfjsBackend } = await import('../shared/tfjs-reference.js');
   // Asks for 2 threads; in Node the wasm backend runs its single-threaded build anyway (getThreadsCount() is 1).
   setThreadsCount(THREADS);
   await useTfjsBackend('wasm');

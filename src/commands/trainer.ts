@@ -69,7 +69,19 @@ function writeProgress(file: string, p: Progress): void {
   fs.renameSync(tmp, file); // atomic: a crash leaves the old record or the new one
 }
 
-export async function runTrainer(args: string[]): Promise<number> {
+/** One import's settings, from the command line. */
+interface ImportRun {
+  file: string;
+  progressFile: string;
+  mode: Progress['mode'];
+  batch: number;
+  key?: string;
+  tls: TlsChoice;
+  /** The parsed flags: --addr is read once the file and its progress are checked. */
+  parsed: ReturnType<typeof parseCommandArgs>;
+}
+
+function parseImportArgs(args: string[]): ImportRun {
   const [sub, ...rest] = args;
   if (sub !== 'import') throw new ConfigError(sub === undefined ? 'which one? only `trainer import` exists' : `unknown trainer subcommand '${sub}': only 'import'`);
   const fileArg = rest[0] !== undefined && !rest[0].startsWith('-') ? rest[0] : undefined;
@@ -95,8 +107,90 @@ export async function runTrainer(args: string[]): Promise<number> {
   const cacert = stringFlag(p, 'cacert');
   const tls: TlsChoice = p.flags['insecure'] === true ? { insecure: true } : cacert !== undefined ? { cacert: path.resolve(cacert) } : {};
   const file = path.resolve(fileArg);
-  const progressFile = `${file}.progress`;
+  return { file, progressFile: `${file}.progress`, mode, batch, ...(key ? { key } : {}), tls, parsed: p };
+}
 
+/** The progress line: in place on a terminal, one line per batch otherwise. */
+function progressLine(progress: Progress, total: number): (final: boolean) => void {
+  const started = performance.now();
+  const startLines = progress.lines;
+  return (final) => {
+    const pct = total > 0 ? ((100 * progress.lines) / total).toFixed(1) : '100.0';
+    const rate = (progress.lines - startLines) / Math.max(0.001, (performance.now() - started) / 1000);
+    const line = `imported ${progress.lines.toLocaleString('en')} / ${total.toLocaleString('en')} lines (${pct}%), ${progress.added.toLocaleString('en')} samples added, ${rate.toFixed(0)} lines/s`;
+    if (process.stderr.isTTY) process.stderr.write(`\r${line}${final ? '\n' : ''}`);
+    else console.error(line);
+  };
+}
+
+/** Sends one batch of `count` file lines; on its acknowledgement, records it in the progress file. */
+async function sendBatch(run: ImportRun, addr: string, progress: Progress, show: (final: boolean) => void, lines: string[], count: number): Promise<void> {
+  // The first batch of a replace import replaces; the rest (and every batch after a resume) append.
+  const batchMode = run.mode === 'replace' && progress.lines === 0 ? 'replace' : 'append';
+  if (lines.every((l) => l.trim() === '')) {
+    progress.lines += count; // nothing to send: the server skips blank lines anyway
+    return;
+  }
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const answer = (await apiRequest({
+        addr,
+        method: 'POST',
+        path: `/trainer/import/?mode=${batchMode}`,
+        raw: { contentType: JSONL_MEDIA_TYPE, text: lines.join('\n') },
+        ...(run.key ? { token: run.key } : {}),
+        tls: run.tls,
+        timeoutMs: 600_000,
+      })) as { added?: number };
+      progress.lines += count;
+      progress.added += answer.added ?? 0;
+      writeProgress(run.progressFile, progress);
+      show(false);
+      return;
+    } catch (e) {
+      // 503: a training data update (another import, a resync) is in progress: wait for it.
+      if (e instanceof ClientError && e.status === 503 && attempt < BUSY_RETRIES) {
+        await new Promise((r) => setTimeout(r, 2000));
+        continue;
+      }
+      if (e instanceof ClientError && e.status === 400) {
+        throw new ClientError(`${e.message} (the line number counts from line ${progress.lines + 1} of ${run.file})`, 400);
+      }
+      throw e;
+    }
+  }
+}
+
+/** The file's lines after those already acknowledged, in batches of run.batch; then the progress file says done. */
+async function importLines(run: ImportRun, progress: Progress): Promise<void> {
+  const addr = normalizeAddr(requiredFlag(run.parsed, 'addr'));
+  const total = await countLines(run.file);
+  const show = progressLine(progress, total);
+  if (progress.lines > 0) console.error(`carrying on after line ${progress.lines.toLocaleString('en')} (${run.progressFile})`);
+  const reader = readline.createInterface({ input: fs.createReadStream(run.file), crlfDelay: Infinity });
+  let lineNo = 0;
+  let pending: string[] = [];
+  let pendingCount = 0;
+  for await (const line of reader) {
+    lineNo++;
+    if (lineNo <= progress.lines) continue;
+    pending.push(line);
+    pendingCount++;
+    if (pending.length >= run.batch) {
+      await sendBatch(run, addr, progress, show, pending, pendingCount);
+      pending = [];
+      pendingCount = 0;
+    }
+  }
+  if (pendingCount > 0) await sendBatch(run, addr, progress, show, pending, pendingCount);
+  progress.done = true;
+  writeProgress(run.progressFile, progress);
+  show(true);
+}
+
+export async function runTrainer(args: string[]): Promise<number> {
+  const run = parseImportArgs(args);
+  const { file, progressFile } = run;
   let stat: fs.Stats;
   try {
     stat = fs.statSync(file);
@@ -104,81 +198,13 @@ export async function runTrainer(args: string[]): Promise<number> {
     console.error(`edgecv trainer import: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     return 1;
   }
-  const progress = readProgress(progressFile, stat, mode);
+  const progress = readProgress(progressFile, stat, run.mode);
   if (progress.done) {
     console.error(`edgecv trainer import: ${file} was imported already (${progress.added} samples; see ${progressFile}): remove that file to import it again`);
     return 1;
   }
   try {
-    const addr = normalizeAddr(requiredFlag(p, 'addr'));
-    const total = await countLines(file);
-    const started = performance.now();
-    const startLines = progress.lines;
-    const show = (final: boolean) => {
-      const pct = total > 0 ? ((100 * progress.lines) / total).toFixed(1) : '100.0';
-      const rate = (progress.lines - startLines) / Math.max(0.001, (performance.now() - started) / 1000);
-      const line = `imported ${progress.lines.toLocaleString('en')} / ${total.toLocaleString('en')} lines (${pct}%), ${progress.added.toLocaleString('en')} samples added, ${rate.toFixed(0)} lines/s`;
-      if (process.stderr.isTTY) process.stderr.write(`\r${line}${final ? '\n' : ''}`);
-      else console.error(line);
-    };
-    if (startLines > 0) console.error(`carrying on after line ${startLines.toLocaleString('en')} (${progressFile})`);
-
-    const send = async (lines: string[], count: number) => {
-      // The first batch of a replace import replaces; the rest (and every batch after a resume) append.
-      const batchMode = mode === 'replace' && progress.lines === 0 ? 'replace' : 'append';
-      if (lines.every((l) => l.trim() === '')) {
-        progress.lines += count; // nothing to send: the server skips blank lines anyway
-        return;
-      }
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const answer = (await apiRequest({
-            addr,
-            method: 'POST',
-            path: `/trainer/import/?mode=${batchMode}`,
-            raw: { contentType: JSONL_MEDIA_TYPE, text: lines.join('\n') },
-            ...(key ? { token: key } : {}),
-            tls,
-            timeoutMs: 600_000,
-          })) as { added?: number };
-          progress.lines += count;
-          progress.added += answer.added ?? 0;
-          writeProgress(progressFile, progress);
-          show(false);
-          return;
-        } catch (e) {
-          // 503: a training data update (another import, a resync) is in progress: wait for it.
-          if (e instanceof ClientError && e.status === 503 && attempt < BUSY_RETRIES) {
-            await new Promise((r) => setTimeout(r, 2000));
-            continue;
-          }
-          if (e instanceof ClientError && e.status === 400) {
-            throw new ClientError(`${e.message} (the line number counts from line ${progress.lines + 1} of ${file})`, 400);
-          }
-          throw e;
-        }
-      }
-    };
-
-    const reader = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
-    let lineNo = 0;
-    let pending: string[] = [];
-    let pendingCount = 0;
-    for await (const line of reader) {
-      lineNo++;
-      if (lineNo <= progress.lines) continue;
-      pending.push(line);
-      pendingCount++;
-      if (pending.length >= batch) {
-        await send(pending, pendingCount);
-        pending = [];
-        pendingCount = 0;
-      }
-    }
-    if (pendingCount > 0) await send(pending, pendingCount);
-    progress.done = true;
-    writeProgress(progressFile, progress);
-    show(true);
+    await importLines(run, progress);
     console.log(`imported ${file}: ${progress.added} samples added`);
     return 0;
   } catch (e) {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATA_DIR, httpsRequest, photo, useTempDirs } from '../helpers.js';
 import { Container, imageConfig, startImageServer, uidIn, type ImageServer } from '../support/container-image.js';
-import { freePort, startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../../bench/shared/server-process.js';
 
 const IMAGE = process.env['EDGECV_TEST_IMAGE'] ?? 'localhost/edgecv:test';
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });

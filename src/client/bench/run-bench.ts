@@ -113,14 +113,9 @@ export function reportedServerMs(text: string): number | undefined {
   }
 }
 
-export async function runBench(opts: BenchOptions): Promise<BenchReport> {
-  const url = new URL(opts.addr);
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const port = Number(url.port || 443);
-  const path = BENCH_ROUTES[opts.route];
+/** Every client connects before the clock starts: connection set-up is not part of the frames' round trip. */
+async function connectSenders(opts: BenchOptions, path: string): Promise<Sender[]> {
   const senderOpts = { addr: opts.addr, path, tls: tlsOptions(opts.tls), timeoutMs: 30_000 };
-
-  // every client connects before the clock starts: connection set-up is not part of the frames' round trip
   const senders: Sender[] = [];
   try {
     for (let i = 0; i < opts.clients; i++) senders.push(opts.transport === 'ws' ? await webSocketSender(senderOpts) : restSender(senderOpts));
@@ -129,107 +124,153 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const err = e as NodeJS.ErrnoException;
     throw err.code ? describeNetworkError(opts.addr, err) : new ClientError(`${opts.addr}: ${err.message}`);
   }
+  return senders;
+}
 
-  const roundTrip = new Series();
-  const serverTime = new Series();
-  const network = new Series();
-  const usage = new Map<string, { sum: number; max: number; n: number }>();
-  const errors: Record<string, number> = {};
-  const perClient = new Array<number>(opts.clients).fill(0);
-  let usageMissing = false;
+/** /server/usage/'s numeric fields, summed and maxed over the polls. */
+class UsagePoll {
+  private fields = new Map<string, { sum: number; max: number; n: number }>();
+  /** An older server has no such route: stop asking. */
+  private missing = false;
 
-  const t0 = performance.now();
-  const end = t0 + opts.durationMs;
-  let stopped = false;
-
-  const client = async (index: number, sender: Sender) => {
-    let i = index % opts.images.length;
-    while (performance.now() < end && !stopped) {
-      const image = opts.images[i]!;
-      i = (i + 1) % opts.images.length;
-      const sent = performance.now();
-      try {
-        const answer = await sender.send(image);
-        if (answer.status === 200) {
-          roundTrip.add(performance.now() - sent);
-          perClient[index]!++;
-          const ms = reportedServerMs(answer.text);
-          if (ms !== undefined) serverTime.add(ms);
-        } else {
-          errors[String(answer.status)] = (errors[String(answer.status)] ?? 0) + 1;
-        }
-      } catch {
-        errors['network'] = (errors['network'] ?? 0) + 1;
-        await new Promise((r) => setTimeout(r, 100)); // a dead server: do not spin
-      }
-    }
-  };
-
-  const sampleOnce = async () => {
-    const ms = await connectTime(host, port);
-    if (ms !== undefined) network.add(ms);
-    if (usageMissing) return;
+  async poll(opts: BenchOptions): Promise<void> {
+    if (this.missing) return;
     try {
       const u = (await apiRequest({ addr: opts.addr, method: 'GET', path: '/server/usage/', tls: opts.tls, timeoutMs: 5000 })) as Record<string, unknown>;
       for (const [key, value] of Object.entries(u)) {
         const n = typeof value === 'number' ? value : typeof value === 'string' && key !== 'success' ? Number(value) : NaN;
         if (!Number.isFinite(n)) continue;
-        const s = usage.get(key) ?? { sum: 0, max: -Infinity, n: 0 };
+        const s = this.fields.get(key) ?? { sum: 0, max: -Infinity, n: 0 };
         s.sum += n;
         s.max = Math.max(s.max, n);
         s.n++;
-        usage.set(key, s);
+        this.fields.set(key, s);
       }
     } catch (e) {
-      if ((e as { status?: number }).status === 404) usageMissing = true; // an older server
+      if ((e as { status?: number }).status === 404) this.missing = true; // an older server
     }
-  };
+  }
 
-  const sampler = (async () => {
-    while (performance.now() < end && !stopped) {
+  /** Means and maxima, rounded; undefined when no poll answered. */
+  summary(round2: (n: number) => number): Record<string, { mean: number; max: number }> | undefined {
+    if (this.fields.size === 0) return undefined;
+    return Object.fromEntries([...this.fields].map(([k, s]) => [k, { mean: round2(s.sum / s.n), max: round2(s.max) }]));
+  }
+}
+
+/** What one run measures while its clients send. */
+class BenchRun {
+  readonly roundTrip = new Series();
+  readonly serverTime = new Series();
+  readonly network = new Series();
+  readonly usage = new UsagePoll();
+  readonly errors: Record<string, number> = {};
+  readonly perClient: number[];
+  readonly t0 = performance.now();
+  readonly end: number;
+  stopped = false;
+
+  constructor(private opts: BenchOptions) {
+    this.perClient = new Array<number>(opts.clients).fill(0);
+    this.end = this.t0 + opts.durationMs;
+  }
+
+  private running(): boolean {
+    return performance.now() < this.end && !this.stopped;
+  }
+
+  /** One client: images back to back, each answer's round trip and reported server time recorded. */
+  async client(index: number, sender: Sender): Promise<void> {
+    const images = this.opts.images;
+    let i = index % images.length;
+    while (this.running()) {
+      const image = images[i]!;
+      i = (i + 1) % images.length;
+      const sent = performance.now();
+      try {
+        const answer = await sender.send(image);
+        if (answer.status === 200) {
+          this.roundTrip.add(performance.now() - sent);
+          this.perClient[index]!++;
+          const ms = reportedServerMs(answer.text);
+          if (ms !== undefined) this.serverTime.add(ms);
+        } else {
+          this.errors[String(answer.status)] = (this.errors[String(answer.status)] ?? 0) + 1;
+        }
+      } catch {
+        this.errors['network'] = (this.errors['network'] ?? 0) + 1;
+        await new Promise((r) => setTimeout(r, 100)); // a dead server: do not spin
+      }
+    }
+  }
+
+  /** Each second until the end: the TCP connect time, and /server/usage/. */
+  async sample(host: string, port: number): Promise<void> {
+    while (this.running()) {
       const next = performance.now() + 1000;
-      await sampleOnce();
-      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(next, end) - performance.now())));
+      const ms = await connectTime(host, port);
+      if (ms !== undefined) this.network.add(ms);
+      await this.usage.poll(this.opts);
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(next, this.end) - performance.now())));
     }
-  })();
-  const progress = opts.onProgress
-    ? setInterval(() => {
-        const elapsed = performance.now() - t0;
-        const frames = perClient.reduce((a, b) => a + b, 0);
-        opts.onProgress!({
-          elapsedMs: elapsed,
-          frames,
-          errors: Object.values(errors).reduce((a, b) => a + b, 0),
-          fps: frames / (elapsed / 1000),
-          roundTripP50: roundTrip.summary().p50,
-        });
-      }, 500)
-    : undefined;
+  }
 
+  frames(): number {
+    return this.perClient.reduce((a, b) => a + b, 0);
+  }
+
+  progress(): BenchProgress {
+    const elapsed = performance.now() - this.t0;
+    const frames = this.frames();
+    return {
+      elapsedMs: elapsed,
+      frames,
+      errors: Object.values(this.errors).reduce((a, b) => a + b, 0),
+      fps: frames / (elapsed / 1000),
+      roundTripP50: this.roundTrip.summary().p50,
+    };
+  }
+
+  report(path: string): BenchReport {
+    const { opts } = this;
+    const seconds = (performance.now() - this.t0) / 1000;
+    const round2 = (n: number) => Math.round(n * 100) / 100;
+    const report: BenchReport = {
+      addr: opts.addr,
+      route: path,
+      transport: opts.transport,
+      clients: opts.clients,
+      durationS: round2(seconds),
+      images: opts.images.length,
+      frames: this.frames(),
+      errors: this.errors,
+      fps: { total: round2(this.frames() / seconds), perClient: this.perClient.map((n) => round2(n / seconds)) },
+      roundTrip: this.roundTrip.summary(),
+      serverTime: this.serverTime.summary(),
+      networkLatency: this.network.summary(),
+    };
+    const usage = this.usage.summary(round2);
+    if (usage) report.usage = usage;
+    return report;
+  }
+}
+
+export async function runBench(opts: BenchOptions): Promise<BenchReport> {
+  const url = new URL(opts.addr);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(url.port || 443);
+  const path = BENCH_ROUTES[opts.route];
+  const senders = await connectSenders(opts, path);
+  const run = new BenchRun(opts);
+  const sampler = run.sample(host, port);
+  const progress = opts.onProgress ? setInterval(() => opts.onProgress!(run.progress()), 500) : undefined;
   try {
-    await Promise.all(senders.map((s, i) => client(i, s)));
+    await Promise.all(senders.map((s, i) => run.client(i, s)));
   } finally {
-    stopped = true;
+    run.stopped = true;
     if (progress) clearInterval(progress);
     await sampler;
     for (const s of senders) s.close();
   }
-  const seconds = (performance.now() - t0) / 1000;
-  const round2 = (n: number) => Math.round(n * 100) / 100;
-  const report: BenchReport = {
-    addr: opts.addr,
-    route: path,
-    transport: opts.transport,
-    clients: opts.clients,
-    durationS: round2(seconds),
-    images: opts.images.length,
-    frames: perClient.reduce((a, b) => a + b, 0),
-    errors,
-    fps: { total: round2(perClient.reduce((a, b) => a + b, 0) / seconds), perClient: perClient.map((n) => round2(n / seconds)) },
-    roundTrip: roundTrip.summary(),
-    serverTime: serverTime.summary(),
-    networkLatency: network.summary(),
-  };
-  if (usage.size > 0) report.usage = Object.fromEntries([...usage].map(([k, s]) => [k, { mean: round2(s.sum / s.n), max: round2(s.max) }]));
-  return report;
+  return run.report(path);
 }

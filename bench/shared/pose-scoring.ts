@@ -1,4 +1,4 @@
-// How poses are scored against the labelled person boxes (test/support/object-labels.ts): shared by the
+// How poses are scored against the labelled person boxes (bench/shared/object-labels.ts): shared by the
 // pose tests and the pose accuracy bench.
 //
 // A pose belongs to a person when it has at least MIN_KEYPOINTS confident keypoints (score >= the route's

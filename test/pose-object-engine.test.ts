@@ -11,9 +11,9 @@ import {
   MAX_POSES,
   type PoseMode,
 } from '../src/index.js';
-import { EXPECTED_OBJECTS, matchesExpected } from './support/object-eval.js';
-import { loadObjectLabels } from './support/object-labels.js';
-import { scorePoses } from './support/pose-scoring.js';
+import { EXPECTED_OBJECTS, matchesExpected } from '../bench/shared/object-eval.js';
+import { loadObjectLabels } from '../bench/shared/object-labels.js';
+import { scorePoses } from '../bench/shared/pose-scoring.js';
 import { garbage, openEngine, photo, ROOT } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.

@@ -1,6 +1,6 @@
 // Hostile WebSocket traffic for `npm run fuzz` (bench/fuzz/fuzz.ts) and its short run in npm test
 // (test/websocket.test.ts): seeded cases, each on a connection of its own, written at the byte level
-// (test/support/ws-raw.ts). What must hold: a refused handshake is a JSON 4xx; every answer frame is JSON (or
+// (bench/shared/ws-raw.ts). What must hold: a refused handshake is a JSON 4xx; every answer frame is JSON (or
 // the echo of a text frame) and never a 5xx other than 503; a protocol violation closes with its close code
 // (1002, 1007, 1009), never 1011; the server stays up.
 

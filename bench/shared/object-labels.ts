@@ -1,5 +1,5 @@
 // The hand-checked object labels (bench/labels/objects.json) and how detections and poses are scored against
-// them: shared by the tests (object-labels, pose-objects) and the accuracy benches.
+// them: shared by the tests (object-labels, pose-object-engine) and the accuracy benches.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DetectedObject } from '../../src/index.js';

@@ -1,4 +1,4 @@
-// Issue 11, defects 4-8 and 10, against a real `edgecv serve` process on 127.0.0.1 over real TLS sockets:
+// Hostile HTTP requests against a real `edgecv serve` process on 127.0.0.1 over real TLS sockets:
 // aborted uploads, requests Node's parser refuses, early 413s (also with Expect: 100-continue and under load),
 // Content-Encoding, slow clients, security headers and TLS ciphers. Every reject must be the JSON error shape
 // with a tracid, counted in Prometheus and written to the audit trail, and the server must keep serving.
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { createApp } from '../src/server/app.js';
 import { httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
-import { freePort, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
 
 const LIMIT = 1024 * 1024;
 const KEY = 'http-hostile-admin-key-0123';
@@ -140,7 +140,7 @@ async function detectStillWorks() {
 const post = (pathname: string, headers: string[], body: string | Buffer = '') =>
   [`POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`, body];
 
-describe('requests the HTTP parser refuses (defect 5)', () => {
+describe('requests the HTTP parser refuses', () => {
   it('answer the JSON error shape with a tracid, and are counted and audited', async () => {
     const cases: Array<[string, Array<string | Buffer>, number]> = [
       ['bad Content-Length', ['POST /detector/detect/ HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n'], 400],
@@ -192,7 +192,7 @@ describe('the plain-HTTP DeepStack listener (--http-port)', () => {
   });
 });
 
-describe('bodies over the limit (defect 7)', () => {
+describe('bodies over the limit', () => {
   it('are refused before "100 Continue" when the client asks first', async () => {
     const a = await raw(post('/detector/detect/', ['Content-Type: image/png', `Content-Length: ${LIMIT + 1}`, 'Expect: 100-continue']), { waitMs: 3000 });
     expect(a.text.startsWith('HTTP/1.1 413')).toBe(true);
@@ -214,7 +214,7 @@ describe('bodies over the limit (defect 7)', () => {
   });
 });
 
-describe('aborted uploads (defect 4)', () => {
+describe('aborted uploads', () => {
   it('count as 400, not 500, chunked or not', async () => {
     const before = auditLines().length;
     await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Transfer-Encoding: chunked']), `1000\r\n${'a'.repeat(4096)}\r\n`], { destroyAfterWrite: true, waitMs: 2000 });
@@ -227,7 +227,7 @@ describe('aborted uploads (defect 4)', () => {
   });
 });
 
-describe('Content-Encoding (defect 8)', () => {
+describe('Content-Encoding', () => {
   it('gzip, deflate and br bodies get 415, and so does a plain body labelled gzip', async () => {
     const bodies: Array<[string, Buffer]> = [
       ['gzip', zlib.gzipSync(PNG)],
@@ -250,7 +250,7 @@ describe('Content-Encoding (defect 8)', () => {
   });
 });
 
-describe('slow clients (defect 6)', () => {
+describe('slow clients', () => {
   it('headers trickling in are cut with a JSON 408 after --headers-timeout', async () => {
     const trickle = 'GET /detector/detect/ HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'.split('');
     const a = await raw(trickle, { gapMs: 300, waitMs: 12_000 });
@@ -287,7 +287,7 @@ describe('slow clients (defect 6)', () => {
   });
 });
 
-describe('hardening (defect 10)', () => {
+describe('hardening', () => {
   it('every answer has HSTS, nosniff and Cache-Control: no-store', async () => {
     const ok = await detectStillWorks();
     const missing = await httpsRequest(`${server.url}no/such/path`, trusted());
