@@ -1,6 +1,7 @@
 #include "models/pose_estimator.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -17,6 +18,122 @@ constexpr float kDistanceSpread = 0.30004883f;    // weight = exp(-d^2 / (spread
 constexpr float kKeypointValid = 0.12695312f;     // keypoints above this count towards the person score
 
 float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+
+// 1. Person centres: local maxima of the sigmoid centre map in a 5x5 window, best first (TopKV2: by score, ties
+//    to the lower index); (score, cell), at most maxPoses.
+std::vector<std::pair<float, int>> CentrePeaks(const float* centreLogits, int g, int maxPoses) {
+  const int cells = g * g;
+  std::vector<float> centre(cells);
+  for (int i = 0; i < cells; ++i) centre[i] = Sigmoid(centreLogits[i]);
+  std::vector<std::pair<float, int>> peaks;
+  const int r = kCentreWindow / 2;
+  for (int y = 0; y < g; ++y) {
+    for (int x = 0; x < g; ++x) {
+      float windowMax = 0;
+      for (int yy = std::max(0, y - r); yy <= std::min(g - 1, y + r); ++yy) {
+        for (int xx = std::max(0, x - r); xx <= std::min(g - 1, x + r); ++xx) windowMax = std::max(windowMax, centre[yy * g + xx]);
+      }
+      const float v = centre[y * g + x];
+      peaks.emplace_back(std::abs(v - windowMax) < kPeakTolerance ? v : 0.f, y * g + x);
+    }
+  }
+  const int k = std::min<int>(maxPoses, cells);
+  std::partial_sort(peaks.begin(), peaks.begin() + k, peaks.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  peaks.resize(k);
+  return peaks;
+}
+
+// A person found at a centre: its box and regressed keypoints, in heatmap cells.
+struct Candidate {
+  float centreScore;
+  float ymin, xmin, ymax, xmax;
+  std::array<float, 2 * Pose::kKeypoints> regressed;  // (y, x) per keypoint
+};
+
+// 2. Per centre: the box and the regressed keypoints.
+std::vector<Candidate> Candidates(const std::vector<std::pair<float, int>>& peaks, const float* boxScale,
+                                  const float* boxOffset, const float* regress, int g) {
+  const int kpts = Pose::kKeypoints;
+  const float side = static_cast<float>(g);
+  std::vector<Candidate> people(peaks.size());
+  for (size_t p = 0; p < peaks.size(); ++p) {
+    const int cell = peaks[p].second;
+    const float cy = static_cast<float>(cell / g), cx = static_cast<float>(cell % g);
+    Candidate& c = people[p];
+    c.centreScore = peaks[p].first;
+    const float sy = std::max(0.f, boxScale[2 * cell]), sx = std::max(0.f, boxScale[2 * cell + 1]);
+    const float oy = cy + boxOffset[2 * cell], ox = cx + boxOffset[2 * cell + 1];
+    c.ymin = std::clamp(oy - sy / 2, 0.f, side);
+    c.xmin = std::clamp(ox - sx / 2, 0.f, side);
+    c.ymax = std::clamp(oy + sy / 2, 0.f, side);
+    c.xmax = std::clamp(ox + sx / 2, 0.f, side);
+    for (int j = 0; j < kpts; ++j) {
+      c.regressed[2 * j] = cy + regress[cell * 2 * kpts + 2 * j];
+      c.regressed[2 * j + 1] = cx + regress[cell * 2 * kpts + 2 * j + 1];
+    }
+  }
+  return people;
+}
+
+// The keypoint heatmap and offsets of one output, on a g x g grid.
+struct PoseMaps {
+  int g;
+  const float* heatLogits;
+  const float* offsets;
+};
+
+// heatmap x exp(-distance^2 to the regressed point / spread) of keypoint j at a cell, 0 outside the person's box.
+// The heatmap's sigmoid is taken where a cell is weighed, not over the whole grid: only cells inside a kept
+// person's box are.
+float Weighted(const Candidate& c, const PoseMaps& maps, int y, int x, int j) {
+  if (y < c.ymin || y >= c.ymax || x < c.xmin || x >= c.xmax) return 0.f;
+  const float spread = kDistanceSpread * static_cast<float>(maps.g);
+  const float dy = y - c.regressed[2 * j], dx = x - c.regressed[2 * j + 1];
+  return Sigmoid(maps.heatLogits[(y * maps.g + x) * Pose::kKeypoints + j]) * std::exp(-(dy * dy + dx * dx) / spread);
+}
+
+// 3. Each keypoint snaps to the heatmap cell, inside the person's box, that maximizes Weighted(). Its score is the
+//    best weighted value any of the people gives that cell (the graph's Max over people, kept as is). The pose
+//    scores its centre times the mean of its keypoint scores above kKeypointValid.
+Pose SnapKeypoints(const Candidate& c, const std::vector<Candidate>& people, const PoseMaps& maps, const Letterbox& box) {
+  const int g = maps.g;
+  const int kpts = Pose::kKeypoints;
+  // The cells inside the box, the only ones Weighted() does not zero; cell 0 stands when none weighs more than 0,
+  // as it did when every cell of the grid was scanned.
+  const int y0 = std::max(0, static_cast<int>(std::ceil(c.ymin))), y1 = std::min(g, static_cast<int>(std::ceil(c.ymax)));
+  const int x0 = std::max(0, static_cast<int>(std::ceil(c.xmin))), x1 = std::min(g, static_cast<int>(std::ceil(c.xmax)));
+  Pose pose;
+  float sum = 0;
+  int valid = 0;
+  for (int j = 0; j < kpts; ++j) {
+    float best = 0;
+    int bestCell = 0;
+    for (int y = y0; y < y1; ++y) {
+      for (int x = x0; x < x1; ++x) {
+        const float w = Weighted(c, maps, y, x, j);
+        if (w > best) {
+          best = w;
+          bestCell = y * g + x;
+        }
+      }
+    }
+    const int by = bestCell / g, bx = bestCell % g;
+    float score = 0;
+    for (const Candidate& other : people) score = std::max(score, Weighted(other, maps, by, bx, j));
+    const float y = (by + maps.offsets[bestCell * 2 * kpts + 2 * j]) * 4.f;  // input pixels
+    const float x = (bx + maps.offsets[bestCell * 2 * kpts + 2 * j + 1]) * 4.f;
+    pose.keypoints[j] = {box.ToImageX(x), box.ToImageY(y), score};
+    if (score > kKeypointValid) {
+      sum += score;
+      ++valid;
+    }
+  }
+  pose.score = c.centreScore * sum / std::max(1, valid);
+  pose.box = {box.ToImageX(c.xmin * 4.f), box.ToImageY(c.ymin * 4.f), box.ToImageX(c.xmax * 4.f), box.ToImageY(c.ymax * 4.f)};
+  return pose;
+}
 
 }  // namespace
 
@@ -80,115 +197,17 @@ std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::ve
 
 std::vector<Pose> PoseEstimator::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
                                              const PoseOptions& options) const {
-  const int g = grid_;
-  const int cells = g * g;
-  const int kpts = Pose::kKeypoints;
-  const float* centreLogits = outputs[0].ptr<float>();
-  const float* boxScale = outputs[1].ptr<float>();
-  const float* boxOffset = outputs[2].ptr<float>();
-  const float* heatLogits = outputs[3].ptr<float>();
-  const float* regress = outputs[4].ptr<float>();
-  const float* offsets = outputs[5].ptr<float>();
-
-  // 1. Person centres: local maxima of the sigmoid centre map in a 5x5 window, best first.
-  std::vector<float> centre(cells);
-  for (int i = 0; i < cells; ++i) centre[i] = Sigmoid(centreLogits[i]);
-  std::vector<std::pair<float, int>> peaks;  // (score, cell)
-  const int r = kCentreWindow / 2;
-  for (int y = 0; y < g; ++y) {
-    for (int x = 0; x < g; ++x) {
-      float windowMax = 0;
-      for (int yy = std::max(0, y - r); yy <= std::min(g - 1, y + r); ++yy) {
-        for (int xx = std::max(0, x - r); xx <= std::min(g - 1, x + r); ++xx) windowMax = std::max(windowMax, centre[yy * g + xx]);
-      }
-      const float v = centre[y * g + x];
-      peaks.emplace_back(std::abs(v - windowMax) < kPeakTolerance ? v : 0.f, y * g + x);
-    }
-  }
-  // TopKV2: by score, ties to the lower index.
-  const int k = std::min<int>(options.maxPoses, cells);
-  std::partial_sort(peaks.begin(), peaks.begin() + k, peaks.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
-  peaks.resize(k);
-
-  // 2. Per person: box and regressed keypoints, in heatmap cells.
-  struct Candidate {
-    float centreScore;
-    float ymin, xmin, ymax, xmax;
-    std::array<float, 2 * Pose::kKeypoints> regressed;  // (y, x) per keypoint
-  };
-  std::vector<Candidate> people(k);
-  const float side = static_cast<float>(g);
-  for (int p = 0; p < k; ++p) {
-    const int cell = peaks[p].second;
-    const float cy = static_cast<float>(cell / g), cx = static_cast<float>(cell % g);
-    Candidate& c = people[p];
-    c.centreScore = peaks[p].first;
-    const float sy = std::max(0.f, boxScale[2 * cell]), sx = std::max(0.f, boxScale[2 * cell + 1]);
-    const float oy = cy + boxOffset[2 * cell], ox = cx + boxOffset[2 * cell + 1];
-    c.ymin = std::clamp(oy - sy / 2, 0.f, side);
-    c.xmin = std::clamp(ox - sx / 2, 0.f, side);
-    c.ymax = std::clamp(oy + sy / 2, 0.f, side);
-    c.xmax = std::clamp(ox + sx / 2, 0.f, side);
-    for (int j = 0; j < kpts; ++j) {
-      c.regressed[2 * j] = cy + regress[cell * 2 * kpts + 2 * j];
-      c.regressed[2 * j + 1] = cx + regress[cell * 2 * kpts + 2 * j + 1];
-    }
-  }
-
-  // 3. Each keypoint snaps to the heatmap cell, inside the person's box, that maximizes
-  //    heatmap x exp(-distance^2 to the regressed point / spread). Its score is the best weighted value
-  //    any of the k people gives that cell (the graph's Max over people, kept as is).
-  // The heatmap's sigmoid is taken where a cell is weighed, not over the whole grid: only cells inside a kept
-  // person's box are.
-  const float spread = kDistanceSpread * side;
-  auto weighted = [&](const Candidate& c, int y, int x, int j) {
-    if (y < c.ymin || y >= c.ymax || x < c.xmin || x >= c.xmax) return 0.f;
-    const float dy = y - c.regressed[2 * j], dx = x - c.regressed[2 * j + 1];
-    return Sigmoid(heatLogits[(y * g + x) * kpts + j]) * std::exp(-(dy * dy + dx * dx) / spread);
-  };
-
+  const PoseMaps maps{grid_, outputs[3].ptr<float>(), outputs[5].ptr<float>()};
+  const std::vector<std::pair<float, int>> peaks = CentrePeaks(outputs[0].ptr<float>(), grid_, options.maxPoses);
+  const std::vector<Candidate> people =
+      Candidates(peaks, outputs[1].ptr<float>(), outputs[2].ptr<float>(), outputs[4].ptr<float>(), grid_);
   std::vector<Pose> poses;
-  for (int p = 0; p < k; ++p) {
-    const Candidate& c = people[p];
+  for (const Candidate& c : people) {
     // A pose scores its centre times the mean of keypoint scores of at most 1: one whose centre is under the
     // threshold is dropped below whatever its keypoints, so they are not looked for (it still scores others').
     if (!(c.centreScore >= options.scoreThreshold) || c.centreScore <= 0) continue;
-    // The cells inside the box, the only ones weighted() does not zero; cell 0 stands when none weighs more than 0,
-    // as it did when every cell of the grid was scanned.
-    const int y0 = std::max(0, static_cast<int>(std::ceil(c.ymin))), y1 = std::min(g, static_cast<int>(std::ceil(c.ymax)));
-    const int x0 = std::max(0, static_cast<int>(std::ceil(c.xmin))), x1 = std::min(g, static_cast<int>(std::ceil(c.xmax)));
-    Pose pose;
-    float sum = 0;
-    int valid = 0;
-    for (int j = 0; j < kpts; ++j) {
-      float best = 0;
-      int bestCell = 0;
-      for (int y = y0; y < y1; ++y) {
-        for (int x = x0; x < x1; ++x) {
-          const float w = weighted(c, y, x, j);
-          if (w > best) {
-            best = w;
-            bestCell = y * g + x;
-          }
-        }
-      }
-      const int by = bestCell / g, bx = bestCell % g;
-      float score = 0;
-      for (const Candidate& other : people) score = std::max(score, weighted(other, by, bx, j));
-      const float y = (by + offsets[bestCell * 2 * kpts + 2 * j]) * 4.f;  // input pixels
-      const float x = (bx + offsets[bestCell * 2 * kpts + 2 * j + 1]) * 4.f;
-      pose.keypoints[j] = {box.ToImageX(x), box.ToImageY(y), score};
-      if (score > kKeypointValid) {
-        sum += score;
-        ++valid;
-      }
-    }
-    pose.score = c.centreScore * sum / std::max(1, valid);
+    Pose pose = SnapKeypoints(c, people, maps, box);
     if (!(pose.score >= options.scoreThreshold)) continue;
-    pose.box = {box.ToImageX(c.xmin * 4.f), box.ToImageY(c.ymin * 4.f), box.ToImageX(c.xmax * 4.f),
-                box.ToImageY(c.ymax * 4.f)};
     poses.push_back(pose);
   }
   std::sort(poses.begin(), poses.end(), [](const Pose& a, const Pose& b) { return a.score > b.score; });

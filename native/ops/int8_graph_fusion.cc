@@ -128,6 +128,44 @@ int CountQdqSigmoids(std::string_view model) {
   return count;
 }
 
+namespace {
+
+// The optimized model with its graph's nodes replaced (by index) or dropped, the value infos of removed tensors
+// left out, and edgecv's operator domain imported.
+std::string WriteFusedModel(std::string_view optimizedModel, std::string_view graph,
+                            const std::unordered_map<size_t, std::string>& replaced, const std::unordered_set<size_t>& dropped,
+                            const std::unordered_set<std::string_view>& removedTensors) {
+  std::string newGraph;
+  newGraph.reserve(graph.size());
+  size_t nodeIndex = 0;
+  Reader graphReader(graph);
+  for (Field f; graphReader.Next(f);) {
+    if (f.number == kGraphNode && f.wire == kLengthDelimited) {
+      const size_t i = nodeIndex++;
+      const auto replacement = replaced.find(i);
+      if (replacement != replaced.end()) PutBytes(newGraph, kGraphNode, replacement->second);
+      else if (!dropped.count(i)) newGraph.append(f.raw);
+    } else if (!(f.number == kGraphValueInfo && f.wire == kLengthDelimited && removedTensors.count(ValueInfoName(f.payload)))) {
+      newGraph.append(f.raw);
+    }
+  }
+
+  std::string opset;
+  PutBytes(opset, kOpsetDomain, kEdgecvOpDomain);
+  PutVarintField(opset, kOpsetVersion, 1);
+  std::string model;
+  model.reserve(optimizedModel.size());
+  Reader modelReader(optimizedModel);
+  for (Field f; modelReader.Next(f);) {
+    if (f.number == kModelGraph && f.wire == kLengthDelimited) PutBytes(model, kModelGraph, newGraph);
+    else model.append(f.raw);
+  }
+  PutBytes(model, kModelOpsetImport, opset);
+  return model;
+}
+
+}  // namespace
+
 FusedInt8Graph FuseInt8Graph(std::string_view optimizedModel) {
   const std::string_view graph = GraphOf(optimizedModel);
   const std::vector<Node> nodes = NodesOf(graph);
@@ -184,31 +222,7 @@ FusedInt8Graph FuseInt8Graph(std::string_view optimizedModel) {
   }
   if (replaced.empty()) return fused;
 
-  std::string newGraph;
-  newGraph.reserve(graph.size());
-  size_t nodeIndex = 0;
-  Reader graphReader(graph);
-  for (Field f; graphReader.Next(f);) {
-    if (f.number == kGraphNode && f.wire == kLengthDelimited) {
-      const size_t i = nodeIndex++;
-      const auto replacement = replaced.find(i);
-      if (replacement != replaced.end()) PutBytes(newGraph, kGraphNode, replacement->second);
-      else if (!dropped.count(i)) newGraph.append(f.raw);
-    } else if (!(f.number == kGraphValueInfo && f.wire == kLengthDelimited && removedTensors.count(ValueInfoName(f.payload)))) {
-      newGraph.append(f.raw);
-    }
-  }
-
-  std::string opset;
-  PutBytes(opset, kOpsetDomain, kEdgecvOpDomain);
-  PutVarintField(opset, kOpsetVersion, 1);
-  fused.model.reserve(optimizedModel.size());
-  Reader modelReader(optimizedModel);
-  for (Field f; modelReader.Next(f);) {
-    if (f.number == kModelGraph && f.wire == kLengthDelimited) PutBytes(fused.model, kModelGraph, newGraph);
-    else fused.model.append(f.raw);
-  }
-  PutBytes(fused.model, kModelOpsetImport, opset);
+  fused.model = WriteFusedModel(optimizedModel, graph, replaced, dropped, removedTensors);
   return fused;
 }
 
