@@ -73,7 +73,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   // model fails createEngine() synchronously with a clear message.
   std::vector<std::unique_ptr<WorkerContext>> contexts;
   try {
-    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_};
+    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_, coldRuns_};
     for (int i = 0; i < pool.workers; ++i) {
       auto ctx = std::make_unique<WorkerContext>();
       ctx->runtime = runtime;
@@ -91,6 +91,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }
   rewrites_->LoadingDone();  // the fused graphs kept for the workers' copies are no longer needed
+  coldRuns_->LoadingDone();  // every model is warm at every shape it will see: later cold runs are counted
   hasFaceDetector_ = static_cast<bool>(specs.faceDetector);
   hasPoseEstimator_ = static_cast<bool>(specs.poseEstimator);
   hasObjectDetector_ = specs.objectDetector.has_value();
@@ -361,6 +362,13 @@ Napi::Value NativeEngine::Stats(const Napi::CallbackInfo& info) {
   out.Set("queueLimit", Napi::Number::New(env, static_cast<double>(pool_->queueLimit())));
   // Inferences a job alone in the engine ran on every core (0 when idle cores are kept).
   out.Set("lentRuns", Napi::Number::New(env, idleCores_ ? static_cast<double>(idleCores_->borrowed()) : 0.0));
+  // Inferences since open at an input shape their session had not been warmed at (runtime/shape_runs.h).
+  out.Set("coldRuns", Napi::Number::New(env, static_cast<double>(coldRuns_->count())));
+  const ColdRuns::WarmUp warm = coldRuns_->warmUp();
+  Napi::Object warmUp = Napi::Object::New(env);
+  warmUp.Set("runs", Napi::Number::New(env, warm.runs));
+  warmUp.Set("ms", Napi::Number::New(env, warm.ms));
+  out.Set("warmUp", warmUp);
   // A call's large buffers, process-wide (runtime/recycled_buffers.h).
   const RecycledBufferStats buffers = RecycledBuffers();
   Napi::Object recycled = Napi::Object::New(env);

@@ -51,6 +51,7 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
       throw std::runtime_error(what + "each stride must divide inputSize and have at least one anchor");
     }
   }
+  spec_.model.openInput = roundTo_ > 0;
   model_ = LoadInferenceModel(spec_.model, spec_.outputs, runtime, what);
   // An operator's own export: its one output, whatever the exporter named it.
   spec_.outputs = model_->outputNames();
@@ -70,6 +71,12 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
     float extent = 0;
     for (int k = 0; k < m.size[1]; ++k) extent = std::max({extent, data[k * row], data[k * row + 1]});
     boxUnit_ = extent <= 2.0f ? static_cast<float>(spec_.inputSize) : 1.0f;
+  }
+  // With an open input size a photo runs at its own aspect: the fitted side is the square's, the other one any
+  // multiple of roundTo_ up to it (LetterboxBlob). The first request of each would pay for its memory plan.
+  for (int side = roundTo_; roundTo_ > 0 && side < spec_.inputSize; side += roundTo_) {
+    model_->WarmShape({1, 3, spec_.inputSize, side});
+    model_->WarmShape({1, 3, side, spec_.inputSize});
   }
 }
 

@@ -180,6 +180,8 @@ export async function runServe(config: ServerConfig): Promise<number> {
     console.log(note.log);
     if (note.warning) console.warn(note.warning);
   }
+  const { warmUp } = engine.stats();
+  console.log(`edgecv: models warmed at every input shape they take: ${warmUp.runs} runs in ${Math.round(warmUp.ms)} ms`);
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => {
     const ops = fusedOps[role];
