@@ -53,13 +53,32 @@ async function untilReady(agent: https.Agent, base: string): Promise<void> {
 async function post(agent: https.Agent, base: string, route: string, body: Buffer): Promise<Timed> {
   const r = await request(agent, new URL(route, base), 'POST', body);
   if (r.status !== 200) throw new Error(`POST ${route}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
-  const serverMs = Number((JSON.parse(r.text) as { server_processing_time?: string }).server_processing_time);
+  const serverMs = Number((JSON.parse(r.text) as { server_processing_time?: string }).server_processing_time ?? Number.NaN);
   return { serverMs, roundTripMs: r.ms };
 }
 
-/** One fresh server: each route's first request and NEXT more, routes in `order`. */
-async function round(cli: string, order: [string, string, Buffer][]): Promise<{ samples: Map<string, Timed[]>; warmUpLine: string }> {
+/**
+ * A data folder with one subject enrolled (recognition answers 409 without one), made once by a server of its own:
+ * each round's server starts from a copy, so its first recognition request is its first use of the models.
+ */
+async function enrolledDataDir(face: Buffer): Promise<string> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-first-'));
+  const server = await startServerProcess(['--data-dir', dataDir], READY_TIMEOUT_MS);
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    await untilReady(agent, server.url);
+    await post(agent, server.url, '/trainer/add/?subject=astronaut', face);
+  } finally {
+    agent.destroy();
+    await server.stop();
+  }
+  return dataDir;
+}
+
+/** One fresh server: each route's first request and NEXT more, routes in `order`. */
+async function round(cli: string, enrolled: string, order: [string, string, Buffer][]): Promise<{ samples: Map<string, Timed[]>; warmUpLine: string }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-first-'));
+  fs.cpSync(enrolled, dataDir, { recursive: true });
   const server = await startServerProcess(['--data-dir', dataDir], READY_TIMEOUT_MS, [], cli);
   const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
   try {
@@ -100,19 +119,21 @@ async function main(): Promise<void> {
     ['face detection', '/detector/detect/', face],
     ['recognition', '/recognizer/predict/', face],
   ];
+  const enrolled = await enrolledDataDir(face);
   const loadBefore = os.loadavg();
   const collected = new Map<string, Map<string, Timed[][]>>();
   const warmUpLines: string[] = [];
   for (let r = 0; r < rounds; r++) {
     const order = routes.map((_, i) => routes[(i + r) % routes.length]!);
     for (const [label, cli] of r % 2 ? [...builds].reverse() : builds) {
-      const { samples, warmUpLine } = await round(cli, order);
+      const { samples, warmUpLine } = await round(cli, enrolled, order);
       if (label === 'this checkout') warmUpLines.push(warmUpLine);
       const byRoute = collected.get(label) ?? new Map<string, Timed[][]>();
       for (const [name, timed] of samples) byRoute.set(name, [...(byRoute.get(name) ?? []), timed]);
       collected.set(label, byRoute);
     }
   }
+  fs.rmSync(enrolled, { recursive: true, force: true });
   const rows: RouteRow[] = [];
   for (const [label] of builds) {
     for (const [name] of routes) {

@@ -11,8 +11,10 @@
 #include "jobs/face_embed_job.h"
 #include "jobs/gallery_search_job.h"
 #include "jobs/run_model_job.h"
+#include "jobs/warm_up.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
+#include "runtime/stage_timings.h"
 #include "runtime/worker_context.h"
 
 namespace edgecv {
@@ -85,6 +87,9 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
         ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*specs.faceEmbedder, runtime);
         embeddingSize_ = ctx->faceEmbedder->dim();
       }
+      const auto start = Clock::now();
+      WarmPipelines(*ctx);
+      coldRuns_->AddWarmUp(0, MillisBetween(start, Clock::now()));
       contexts.push_back(std::move(ctx));
     }
   } catch (const std::exception& e) {  // includes cv::Exception

@@ -276,7 +276,10 @@ export interface NativeStats {
    * runModel() models load and warm on first use, and count).
    */
   coldRuns: number;
-  /** The warm-up runs at open (beyond each model's own load-time runs) and their time. */
+  /**
+   * The warm-up at open: runs of the models at input shapes (beyond each model's own load-time runs), and the time
+   * of those and of one made-up photo through every route's path on each worker.
+   */
   warmUp: { runs: number; ms: number };
   /**
    * A call's large buffers (decoded photo, model input and outputs), process-wide (every engine's): a freed one is

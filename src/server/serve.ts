@@ -181,7 +181,9 @@ export async function runServe(config: ServerConfig): Promise<number> {
     if (note.warning) console.warn(note.warning);
   }
   const { warmUp } = engine.stats();
-  console.log(`edgecv: models warmed at every input shape they take: ${warmUp.runs} runs in ${Math.round(warmUp.ms)} ms`);
+  console.log(
+    `edgecv: models warmed at every input shape they take (${warmUp.runs} runs) and every route's path run on each worker, in ${Math.round(warmUp.ms)} ms`,
+  );
   console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => {
     const ops = fusedOps[role];
