@@ -14,7 +14,6 @@
 #include "jobs/warm_up.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
-#include "runtime/stage_timings.h"
 #include "runtime/worker_context.h"
 
 namespace edgecv {
@@ -87,11 +86,9 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
         ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*specs.faceEmbedder, runtime);
         embeddingSize_ = ctx->faceEmbedder->dim();
       }
-      const auto start = Clock::now();
-      WarmPipelines(*ctx);
-      coldRuns_->AddWarmUp(0, MillisBetween(start, Clock::now()));
       contexts.push_back(std::move(ctx));
     }
+    coldRuns_->SetWarmUpMs(WarmUpAll(contexts));
   } catch (const std::exception& e) {  // includes cv::Exception
     throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }

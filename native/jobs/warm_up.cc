@@ -1,11 +1,14 @@
 #include "jobs/warm_up.h"
 
 #include <cstdint>
+#include <exception>
+#include <thread>
 #include <vector>
 
 #include <opencv2/imgcodecs.hpp>
 
 #include "jobs/image.h"
+#include "runtime/stage_timings.h"
 
 namespace edgecv {
 namespace {
@@ -19,8 +22,7 @@ cv::Mat MadeUpPhoto() {
   return bgr;
 }
 
-}  // namespace
-
+// A made-up photo through every route's path.
 void WarmPipelines(WorkerContext& ctx) {
   std::vector<uint8_t> jpeg;
   cv::imencode(".jpg", MadeUpPhoto(), jpeg);
@@ -48,6 +50,35 @@ void WarmPipelines(WorkerContext& ctx) {
     // A person's box: the top-down path's crop, letterboxed to the model's square.
     ctx.poseEstimator->DetectInBoxes(image, {Box{240, 60, 400, 420}}, pose, &timings);
   }
+}
+
+}  // namespace
+
+void WarmUp(WorkerContext& ctx) {
+  if (ctx.objectDetector) ctx.objectDetector->WarmShapes();
+  if (ctx.personDetector) ctx.personDetector->WarmShapes();
+  WarmPipelines(ctx);
+}
+
+double WarmUpAll(const std::vector<std::unique_ptr<WorkerContext>>& contexts) {
+  const Clock::time_point start = Clock::now();
+  std::vector<std::exception_ptr> errors(contexts.size());
+  std::vector<std::thread> threads;
+  threads.reserve(contexts.size());
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        WarmUp(*contexts[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  return MillisBetween(start, Clock::now());
 }
 
 }  // namespace edgecv

@@ -4,12 +4,19 @@
 // "The first request").
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "runtime/worker_context.h"
 
 namespace edgecv {
 
-// Runs every model of `ctx` through its route's path once. Throws what the models throw (a model that loaded and
-// warmed up does not).
-void WarmPipelines(WorkerContext& ctx);
+// Warms every model of `ctx` at the input shapes beyond its square (ObjectDetector::WarmShapes), then runs each
+// through its route's path once. Throws what the models throw (a model that loaded and warmed up does not).
+void WarmUp(WorkerContext& ctx);
+
+// WarmUp() of every context, each on a thread of its own (so the workers' copies warm side by side, as they will
+// run), back when all are done. Rethrows the first error. Returns the wall time in ms.
+double WarmUpAll(const std::vector<std::unique_ptr<WorkerContext>>& contexts);
 
 }  // namespace edgecv

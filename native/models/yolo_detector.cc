@@ -72,8 +72,11 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
     for (int k = 0; k < m.size[1]; ++k) extent = std::max({extent, data[k * row], data[k * row + 1]});
     boxUnit_ = extent <= 2.0f ? static_cast<float>(spec_.inputSize) : 1.0f;
   }
+}
+
+void YoloDetector::WarmShapes() {
   // With an open input size a photo runs at its own aspect: the fitted side is the square's, the other one any
-  // multiple of roundTo_ up to it (LetterboxBlob). The first request of each would pay for its memory plan.
+  // multiple of roundTo_ up to it (LetterboxBlob). The first request of each would pay for its first run there.
   for (int side = roundTo_; roundTo_ > 0 && side < spec_.inputSize; side += roundTo_) {
     model_->WarmShape({1, 3, spec_.inputSize, side});
     model_->WarmShape({1, 3, side, spec_.inputSize});

@@ -313,7 +313,6 @@ void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
   Session& s = *session_;
   const std::vector<int64_t> dims(shape.begin(), shape.end());
   const cv::Mat zeros(static_cast<int>(shape.size()), shape.data(), CV_32F, cv::Scalar(0));
-  const Clock::time_point start = Clock::now();
   int runs = 0;
   for (; s.ownRuns.Cold(dims); ++runs) {
     s.ownRuns.Record(dims);
@@ -327,7 +326,7 @@ void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
     }
     RunOn(true, zeros);
   }
-  if (runs > 0 && s.coldRuns) s.coldRuns->AddWarmUp(runs, MillisBetween(start, Clock::now()));
+  if (runs > 0 && s.coldRuns) s.coldRuns->AddWarmUpRuns(runs);
 }
 
 std::vector<cv::Mat> OnnxRuntimeModel::RunOn(bool wide, const cv::Mat& input) {

@@ -25,11 +25,14 @@ class ColdRuns {
   // Cold runs since loading ended (cumulative).
   uint64_t count() const { return cold_.load(std::memory_order_relaxed); }
 
-  // Warm-up runs at load, and their time, for the start-up log.
-  void AddWarmUp(int runs, double ms) {
+  // Warm-up runs at load (from the workers' threads at once), and the warm-up's wall time, for the start-up log.
+  void AddWarmUpRuns(int runs) {
     const std::lock_guard<std::mutex> lock(mutex_);
     warmRuns_ += runs;
-    warmMs_ += ms;
+  }
+  void SetWarmUpMs(double ms) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    warmMs_ = ms;
   }
   struct WarmUp {
     int runs = 0;
