@@ -3,7 +3,8 @@
 // NEXT more, one at a time on one keep-alive HTTPS connection that /health/ready opened (so no request pays the TLS
 // handshake). Server time (the answer's server_processing_time) and round trip; ratio = first / p50 of the next.
 // The routes take turns at going first, round by round. `--base DIR`: rounds alternate between this checkout and
-// the one in DIR (its dist/src/cli.js), so load on the machine hits both alike.
+// the one in DIR (its dist/src/cli.js), so load on the machine hits both alike. Each round ends with the engine's
+// count of cold runs (GET /metrics: runs at a shape their session had not been warmed at).
 //   node dist/bench/first-request.js [--rounds 4] [--base DIR]
 // docs/performance.md ("The first request") reports a run.
 
@@ -20,7 +21,7 @@ const NEXT = 10;
 const READY_TIMEOUT_MS = 120_000;
 
 type Timed = { serverMs: number; roundTripMs: number };
-type RouteRow = { build: string; route: string; rounds: number; 'first ms (server)': string; 'p50 next ms (server)': string; 'first / p50 (server)': string; 'first / p50 (round trip)': string };
+type RouteRow = { build: string; route: string; rounds: number; 'cold runs (all routes)': string; 'first ms (server)': string; 'p50 next ms (server)': string; 'first / p50 (server)': string; 'first / p50 (round trip)': string };
 
 function request(agent: https.Agent, url: URL, method: 'GET' | 'POST', body?: Buffer): Promise<{ status: number; text: string; ms: number }> {
   const t0 = performance.now();
@@ -76,7 +77,17 @@ async function enrolledDataDir(face: Buffer): Promise<string> {
 }
 
 /** One fresh server: each route's first request and NEXT more, routes in `order`. */
-async function round(cli: string, enrolled: string, order: [string, string, Buffer][]): Promise<{ samples: Map<string, Timed[]>; warmUpLine: string }> {
+/** The engine's count of cold runs from GET /metrics (runtime/shape_runs.h); '-' for a build that has none. */
+async function coldRuns(agent: https.Agent, base: string): Promise<string> {
+  const r = await request(agent, new URL('/metrics', base), 'GET');
+  return /^edgecv_engine_cold_runs_total (\d+)/m.exec(r.text)?.[1] ?? '-';
+}
+
+async function round(
+  cli: string,
+  enrolled: string,
+  order: [string, string, Buffer][],
+): Promise<{ samples: Map<string, Timed[]>; warmUpLine: string; cold: string }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-first-'));
   fs.cpSync(enrolled, dataDir, { recursive: true });
   const server = await startServerProcess(['--data-dir', dataDir], READY_TIMEOUT_MS, [], cli);
@@ -90,7 +101,7 @@ async function round(cli: string, enrolled: string, order: [string, string, Buff
       samples.set(name, timed);
     }
     const warmUpLine = /edgecv: models warmed[^\n]*/.exec(server.output())?.[0] ?? '(no warm-up line)';
-    return { samples, warmUpLine };
+    return { samples, warmUpLine, cold: await coldRuns(agent, server.url) };
   } finally {
     agent.destroy();
     await server.stop();
@@ -123,11 +134,14 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg();
   const collected = new Map<string, Map<string, Timed[][]>>();
   const warmUpLines: string[] = [];
+  const cold = new Map<string, string[]>();
   for (let r = 0; r < rounds; r++) {
     const order = routes.map((_, i) => routes[(i + r) % routes.length]!);
     for (const [label, cli] of r % 2 ? [...builds].reverse() : builds) {
-      const { samples, warmUpLine } = await round(cli, enrolled, order);
+      const result = await round(cli, enrolled, order);
+      const { samples, warmUpLine } = result;
       if (label === 'this checkout') warmUpLines.push(warmUpLine);
+      cold.set(label, [...(cold.get(label) ?? []), result.cold]);
       const byRoute = collected.get(label) ?? new Map<string, Timed[][]>();
       for (const [name, timed] of samples) byRoute.set(name, [...(byRoute.get(name) ?? []), timed]);
       collected.set(label, byRoute);
@@ -146,6 +160,7 @@ async function main(): Promise<void> {
         build: label,
         route: name,
         rounds: perRound.length,
+        'cold runs (all routes)': cold.get(label)!.join(', '),
         'first ms (server)': spread(firsts),
         'p50 next ms (server)': spread(p50s),
         'first / p50 (server)': spread(ratios),
