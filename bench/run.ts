@@ -6,6 +6,7 @@
 //   --metrics-platform: only the fleet metrics section (1,000 instances into a real influxd, console queries)
 //   --balancer: only haproxy in front of 1, 2, 3 servers (bench/balancer.ts, runnable alone too)
 //   --routes: only a real `edgecv serve`'s route latency, int8 and fp32, and Frigate's case (bench/route-latency.ts)
+//   --forward [a,b,...]: only the fp32 forward pass against onnxruntime-node, of every model or of those named
 //   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -201,6 +202,18 @@ async function main(): Promise<void> {
   await probe.close();
   console.log(`# edgecv bench ${new Date().toISOString()} on ${machine.cpu} (${machine.cores} cores, ${machine.backend.backend})`);
   const ctx = { root, iterations: ITER, quick, timeIt, stats };
+  const forwardAt = process.argv.indexOf('--forward');
+  if (forwardAt >= 0) {
+    const named = process.argv[forwardAt + 1];
+    const models = named && !named.startsWith('--') ? named.split(',') : Object.keys(manifest.models);
+    const unknown = models.filter((m) => !(m in manifest.models));
+    if (unknown.length) throw new Error(`--forward: no model ${unknown.join(', ')} in the manifest`);
+    const only = { ...manifest, models: Object.fromEntries(models.map((m) => [m, manifest.models[m]!])) };
+    const forward = await benchForwardVsOnnxRuntime(ctx, only);
+    table('Forward pass: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same fp32 file, interleaved', forward.rows);
+    table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
+    return;
+  }
 
   const int8 = onlyPoseObjects || onlyAlternatives ? null : await benchInt8Forward(ctx, manifest);
   const int8Cpu = HAS_INT8_DOT_PRODUCT ? 'CPU with int8 dot products (VNNI)' : "CPU without VNNI: onnxruntime's exact int8 kernels on both sides";

@@ -23,9 +23,17 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string | null>;
 }
 
-/** `wrapper`: a command the server runs under, e.g. ['prlimit', '--nofile=4096:4096']. */
-export async function startServerProcess(args: string[], timeoutMs = 120_000, wrapper: string[] = []): Promise<ServerProcess> {
-  const command = [...wrapper, process.execPath, path.join(REPO_ROOT, 'dist/src/cli.js'), 'serve', '--port', '0', '--host', '127.0.0.1', ...args];
+/**
+ * `wrapper`: a command the server runs under, e.g. ['prlimit', '--nofile=4096:4096']. `cli`: another checkout's
+ * dist/src/cli.js (a bench comparing two builds).
+ */
+export async function startServerProcess(
+  args: string[],
+  timeoutMs = 120_000,
+  wrapper: string[] = [],
+  cli = path.join(REPO_ROOT, 'dist/src/cli.js'),
+): Promise<ServerProcess> {
+  const command = [...wrapper, process.execPath, cli, 'serve', '--port', '0', '--host', '127.0.0.1', ...args];
   const child = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));

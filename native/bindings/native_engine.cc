@@ -11,6 +11,7 @@
 #include "jobs/face_embed_job.h"
 #include "jobs/gallery_search_job.h"
 #include "jobs/run_model_job.h"
+#include "jobs/warm_up.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
 #include "pool/worker_context.h"
@@ -26,15 +27,8 @@ std::unique_ptr<ObjectDetector> LoadObjectDetector(const std::optional<ObjectDet
   return std::make_unique<CenterNetDetector>(std::get<CenterNetDetectorSpec>(*spec), runtime);
 }
 
-}  // namespace
-
-NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeEngine>(info), env_(info.Env()) {
-  Napi::Env env = info.Env();
-  if (!info[0].IsObject()) ThrowInvalid(env, "createEngine(options): options must be an object");
-  Napi::Object options = info[0].As<Napi::Object>();
-  const PoolOptions pool = ReadPoolOptions(options);
-
-  // The runtimes first: which one runs a model depends on what loaded and on the device.
+// onnxruntime's library when options name one (what failed, when it did not load), and the device to run on.
+RuntimeAvailability LoadRuntimes(Napi::Env env, const Napi::Object& options) {
   RuntimeAvailability available;
   try {
     if (!IsMissing(options.Get("onnxRuntimeLibrary"))) {
@@ -53,6 +47,36 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   } catch (const std::runtime_error& e) {
     throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }
+  return available;
+}
+
+// One copy of every model per worker (a model's sessions are not shared between threads).
+std::vector<std::unique_ptr<WorkerContext>> LoadWorkerContexts(const ModelSpecs& specs, const RuntimeOptions& runtime,
+                                                               int workers) {
+  std::vector<std::unique_ptr<WorkerContext>> contexts;
+  for (int i = 0; i < workers; ++i) {
+    auto ctx = std::make_unique<WorkerContext>();
+    ctx->runtime = runtime;
+    if (specs.faceDetector) ctx->faceDetector = std::make_unique<FaceDetector>(*specs.faceDetector, runtime);
+    if (specs.poseEstimator) ctx->poseEstimator = std::make_unique<PoseEstimator>(*specs.poseEstimator, runtime);
+    ctx->objectDetector = LoadObjectDetector(specs.objectDetector, runtime);
+    ctx->personDetector = LoadObjectDetector(specs.personDetector, runtime);
+    if (specs.faceEmbedder) ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*specs.faceEmbedder, runtime);
+    contexts.push_back(std::move(ctx));
+  }
+  return contexts;
+}
+
+}  // namespace
+
+NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeEngine>(info), env_(info.Env()) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject()) ThrowInvalid(env, "createEngine(options): options must be an object");
+  Napi::Object options = info[0].As<Napi::Object>();
+  const PoolOptions pool = ReadPoolOptions(options);
+
+  // The runtimes first: which one runs a model depends on what loaded and on the device.
+  const RuntimeAvailability available = LoadRuntimes(env, options);
   backend_ = available.backend;
   onnxRuntimeMissing_ = available.onnxRuntimeMissing;
   // Only where it can help: onnxruntime on the CPU, with more usable CPUs than one worker's threads.
@@ -73,24 +97,15 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   // model fails createEngine() synchronously with a clear message.
   std::vector<std::unique_ptr<WorkerContext>> contexts;
   try {
-    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_};
-    for (int i = 0; i < pool.workers; ++i) {
-      auto ctx = std::make_unique<WorkerContext>();
-      ctx->runtime = runtime;
-      if (specs.faceDetector) ctx->faceDetector = std::make_unique<FaceDetector>(*specs.faceDetector, runtime);
-      if (specs.poseEstimator) ctx->poseEstimator = std::make_unique<PoseEstimator>(*specs.poseEstimator, runtime);
-      ctx->objectDetector = LoadObjectDetector(specs.objectDetector, runtime);
-      ctx->personDetector = LoadObjectDetector(specs.personDetector, runtime);
-      if (specs.faceEmbedder) {
-        ctx->faceEmbedder = std::make_unique<FaceEmbedder>(*specs.faceEmbedder, runtime);
-        embeddingSize_ = ctx->faceEmbedder->dim();
-      }
-      contexts.push_back(std::move(ctx));
-    }
+    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_, coldRuns_};
+    contexts = LoadWorkerContexts(specs, runtime, pool.workers);
+    if (specs.faceEmbedder) embeddingSize_ = contexts.front()->faceEmbedder->dim();
+    coldRuns_->SetWarmUpMs(WarmUpAll(contexts));
   } catch (const std::exception& e) {  // includes cv::Exception
     throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }
   rewrites_->LoadingDone();  // the fused graphs kept for the workers' copies are no longer needed
+  coldRuns_->LoadingDone();  // every model is warm at every shape it will see: later cold runs are counted
   hasFaceDetector_ = static_cast<bool>(specs.faceDetector);
   hasPoseEstimator_ = static_cast<bool>(specs.poseEstimator);
   hasObjectDetector_ = specs.objectDetector.has_value();
@@ -361,6 +376,13 @@ Napi::Value NativeEngine::Stats(const Napi::CallbackInfo& info) {
   out.Set("queueLimit", Napi::Number::New(env, static_cast<double>(pool_->queueLimit())));
   // Inferences a job alone in the engine ran on every core (0 when idle cores are kept).
   out.Set("lentRuns", Napi::Number::New(env, idleCores_ ? static_cast<double>(idleCores_->borrowed()) : 0.0));
+  // Inferences since open at an input shape their session had not been warmed at (runtime/shape_runs.h).
+  out.Set("coldRuns", Napi::Number::New(env, static_cast<double>(coldRuns_->count())));
+  const ColdRuns::WarmUp warm = coldRuns_->warmUp();
+  Napi::Object warmUp = Napi::Object::New(env);
+  warmUp.Set("runs", Napi::Number::New(env, warm.runs));
+  warmUp.Set("ms", Napi::Number::New(env, warm.ms));
+  out.Set("warmUp", warmUp);
   // A call's large buffers, process-wide (runtime/recycled_buffers.h).
   const RecycledBufferStats buffers = RecycledBuffers();
   Napi::Object recycled = Napi::Object::New(env);

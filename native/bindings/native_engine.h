@@ -76,6 +76,7 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   };
   std::vector<LoadedModel> models_;
   std::shared_ptr<GraphRewrites> rewrites_ = std::make_shared<GraphRewrites>();
+  std::shared_ptr<ColdRuns> coldRuns_ = std::make_shared<ColdRuns>();
   std::string onnxRuntimeMissing_;  // why onnxruntime did not load, if it did not
   bool hasFaceDetector_ = false;
   bool hasPoseEstimator_ = false;

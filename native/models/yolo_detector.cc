@@ -51,6 +51,7 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
       throw std::runtime_error(what + "each stride must divide inputSize and have at least one anchor");
     }
   }
+  spec_.model.openInput = roundTo_ > 0;
   model_ = LoadInferenceModel(spec_.model, spec_.outputs, runtime, what);
   // An operator's own export: its one output, whatever the exporter named it.
   spec_.outputs = model_->outputNames();
@@ -70,6 +71,22 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
     float extent = 0;
     for (int k = 0; k < m.size[1]; ++k) extent = std::max({extent, data[k * row], data[k * row + 1]});
     boxUnit_ = extent <= 2.0f ? static_cast<float>(spec_.inputSize) : 1.0f;
+  }
+}
+
+void YoloDetector::WarmShapes() {
+  // With an open input size a photo runs at its own aspect: the fitted side is the square's, the other one a
+  // multiple of roundTo_ (LetterboxBlob). Warmed: the aspects cameras give, both ways. Every shape costs a run in
+  // every session at start (all 38 at 640 tripled the start-up time); such a session runs without onnxruntime's
+  // per-shape memory plan, so another aspect's first run is an ordinary one (docs/performance.md, "The first
+  // request").
+  constexpr double kCameraAspects[] = {4.0 / 3.0, 16.0 / 9.0, 3.0 / 2.0};
+  if (roundTo_ <= 0) return;
+  for (const double aspect : kCameraAspects) {
+    const int fitted = static_cast<int>(std::lround(spec_.inputSize / aspect));
+    const int side = (fitted + roundTo_ - 1) / roundTo_ * roundTo_;
+    model_->WarmShape({1, 3, spec_.inputSize, side});
+    model_->WarmShape({1, 3, side, spec_.inputSize});
   }
 }
 

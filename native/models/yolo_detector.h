@@ -48,6 +48,8 @@ class YoloDetector : public ObjectDetector {
   YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& runtime);
 
   std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings) override;
+  // With an open input size: every multiple of 32 on the short side.
+  void WarmShapes() override;
 
  private:
   std::vector<DetectedObject> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

@@ -13,15 +13,16 @@ std::unique_ptr<InferenceModel> LoadInferenceModel(const ModelSource& source, co
                                                    const RuntimeOptions& options, const std::string& what) {
   if (!std::ifstream(source.path).good()) throw std::runtime_error(what + "file not found or unreadable");
   if (source.runtime == RuntimeKind::kOnnxRuntime) {
-    return std::make_unique<OnnxRuntimeModel>(source.path, outputs, options, what, source.timingShape);
+    return std::make_unique<OnnxRuntimeModel>(source, outputs, options, what);
   }
   return std::make_unique<OpenCvModel>(source.path, outputs, options, what);
 }
 
 std::vector<cv::Mat> WarmUp(InferenceModel& model, int inputSize, const std::string& what) {
   try {
-    const int shape[] = {1, 3, inputSize, inputSize};
-    return model.Run(cv::Mat(4, shape, CV_32F, cv::Scalar(0)));
+    const std::vector<int> shape = {1, 3, inputSize, inputSize};
+    model.WarmShape(shape);
+    return model.Run(cv::Mat(4, shape.data(), CV_32F, cv::Scalar(0)));
   } catch (const std::exception& e) {  // cv::Exception and Ort::Exception included
     throw std::runtime_error(what + "warm-up inference failed: " + e.what());
   }

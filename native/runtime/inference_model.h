@@ -13,6 +13,7 @@
 
 #include "runtime/backend.h"
 #include "runtime/idle_cores.h"
+#include "runtime/shape_runs.h"
 
 namespace edgecv {
 
@@ -29,6 +30,8 @@ struct ModelSource {
   // The input shape its runs are timed at (idle cores) when the file leaves dimensions open: the model's square,
   // or a raw call's input. Empty: the file's own fixed shape.
   std::vector<int> timingShape;
+  // The graph takes any input height and width, and its callers use many (yolov5s on each photo's aspect).
+  bool openInput = false;
 };
 
 // What loading did to one engine's graphs, by model file: filled as its models load (on the JS thread, and on
@@ -66,6 +69,8 @@ struct RuntimeOptions {
   std::shared_ptr<IdleCores> idleCores;
   // The engine's record of rewritten graphs (null: none kept).
   std::shared_ptr<GraphRewrites> rewrites;
+  // The engine's count of runs at shapes not warmed up (null: not counted).
+  std::shared_ptr<ColdRuns> coldRuns;
 };
 
 // Not thread-safe: one instance per worker thread.
@@ -81,6 +86,9 @@ class InferenceModel {
   // Run(): a caller that outlives one Run() must then copy both ways. False: the input is only read during
   // Run(), and every output Mat is freshly allocated and owned by the caller alone.
   virtual bool SharesBuffers() const = 0;
+  // Runs zeros of `shape` (NCHW) until every session a request may run it on (the worker's own, and the engine's
+  // wide one when idle cores are lent) is warm at that shape (runtime/shape_runs.h).
+  virtual void WarmShape(const std::vector<int>& shape) = 0;
 };
 
 // Loads `source` and checks that every name in `outputs` is an output of it; no names = every output of the
@@ -89,8 +97,8 @@ class InferenceModel {
 std::unique_ptr<InferenceModel> LoadInferenceModel(const ModelSource& source, const std::vector<std::string>& outputs,
                                                    const RuntimeOptions& options, const std::string& what);
 
-// One run of a zero image [1,3,S,S]: allocates the buffers now rather than on the first request, and returns
-// the outputs so the caller can check the shapes its decoder relies on.
+// Warms the model at [1,3,S,S] (WarmShape), then one more run of zeros whose outputs it returns, so the caller
+// can check the shapes its decoder relies on.
 std::vector<cv::Mat> WarmUp(InferenceModel& model, int inputSize, const std::string& what);
 
 // "[1,64,64,17]"

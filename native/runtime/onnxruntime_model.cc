@@ -15,6 +15,7 @@
 #include "runtime/onnxruntime_api.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
+#include "runtime/shape_runs.h"
 #include "ops/uint8_lookup.h"  // LookupIsVectorized
 #include "runtime/stage_timings.h"   // Clock, MillisBetween
 
@@ -22,10 +23,22 @@ namespace edgecv {
 
 #if EDGECV_WITH_ONNXRUNTIME
 
+// The engine's one wide session of a file (runtime/idle_cores.h), shared by every worker's model of that file.
+struct WideSession {
+  explicit WideSession(Ort::Session s, int warmAfter) : session(std::move(s)), runs(warmAfter) {}
+  Ort::Session session;
+  std::mutex mutex;  // guards runs: a raw model's worker may warm it while another worker borrows it
+  ShapeRuns runs;
+};
+
 struct OnnxRuntimeModel::Session {
   Ort::Session session{nullptr};
+  // Runs at each input shape on `session`; a shape is warm after one run when the graph's input size is open
+  // (no memory plan, see MakeSessionOptions), two otherwise.
+  ShapeRuns ownRuns{2};
+  std::shared_ptr<ColdRuns> coldRuns;
   // The engine's wide session of this file (runtime/idle_cores.h), or null; run when idleCores lends.
-  std::shared_ptr<Ort::Session> wide;
+  std::shared_ptr<WideSession> wide;
   std::shared_ptr<IdleCores> idleCores;
   // Fastest run so far on the worker's own threads (infinity: none yet); a model whose runs take kMinLentRunMs
   // even at their fastest is long (runtime/idle_cores.h). The fastest, not the last: a run slowed down by other
@@ -53,9 +66,14 @@ void ExactInt8Products(Ort::SessionOptions& so) {
   if (library && !library->int8DotProduct) so.AddConfigEntry("session.x64quantprecision", "1");
 }
 
-Ort::SessionOptions MakeSessionOptions(const RuntimeOptions& options) {
+// `openInput`: the graph's input size is open (yolov5s: each photo's aspect). onnxruntime's memory plan is made per
+// input shape: the first run at a shape records it, the second allocates its block, so every new shape would cost
+// two slow runs. Without the plan each tensor comes from the session's arena, which the largest shape has grown
+// (the square, warmed first), and one run warms a shape.
+Ort::SessionOptions MakeSessionOptions(const RuntimeOptions& options, bool openInput) {
   Ort::SessionOptions so;
   ExactInt8Products(so);
+  if (openInput) so.DisableMemPattern();
   so.SetIntraOpNumThreads(options.threads);
   so.SetInterOpNumThreads(1);
   so.SetExecutionMode(ORT_SEQUENTIAL);
@@ -111,7 +129,7 @@ SessionGraph FuseFile(const std::string& path, const RuntimeOptions& options) {
     const std::string file = ReadFile(path);
     if (CountQdqSigmoids(file) == 0) return graph;
     const TempFile optimized(".onnx");
-    Ort::SessionOptions so = MakeSessionOptions(options);
+    Ort::SessionOptions so = MakeSessionOptions(options, false);
     so.SetIntraOpNumThreads(1);  // this session never runs
     so.SetOptimizedModelFilePath(optimized.path().c_str());
     Ort::Session(OnnxRuntimeEnv(), file.data(), file.size(), so);  // writes the optimized graph
@@ -165,27 +183,19 @@ std::vector<int> TimingInputShape(Ort::Session& session, const std::vector<int>&
   return shape;
 }
 
-// A session with a thread per usable CPU, warmed up with one run of `zeros` (the worker session's own warm-up
-// input) fetching `outputs`, so the first job that borrows it does not pay for its allocations. Its threads stop
-// spinning when a run returns (force_spinning_stop, which applies only to a session's own threads): onnxruntime's
-// process-wide pool keeps one thread spinning on a core between requests (docs/performance.md, "Idle cores are lent
-// to a lone request").
-std::shared_ptr<Ort::Session> MakeWideSession(const SessionGraph& graph, const Ort::MemoryInfo& memory,
-                                              const char* inputName, const cv::Mat& zeros,
-                                              const std::vector<const char*>& outputs) {
+// A session with a thread per usable CPU. Its threads stop spinning when a run returns (force_spinning_stop, which
+// applies only to a session's own threads): onnxruntime's process-wide pool keeps one thread spinning on a core
+// between requests (docs/performance.md, "Idle cores are lent to a lone request"). The model warms it (WarmShape).
+std::shared_ptr<WideSession> MakeWideSession(const SessionGraph& graph, bool openInput) {
   Ort::SessionOptions so;
   ExactInt8Products(so);
+  if (openInput) so.DisableMemPattern();  // as MakeSessionOptions
   so.SetIntraOpNumThreads(LoadedOnnxRuntime()->usableCpus);
   so.SetInterOpNumThreads(1);
   so.AddConfigEntry("session.force_spinning_stop", "1");
   so.SetExecutionMode(ORT_SEQUENTIAL);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
-  auto session = std::make_shared<Ort::Session>(MakeSession(graph, std::move(so)));
-  const std::vector<int64_t> dims(zeros.size.p, zeros.size.p + zeros.dims);
-  Ort::Value in = Ort::Value::CreateTensor<float>(memory, const_cast<float*>(zeros.ptr<float>()), zeros.total(),
-                                                 dims.data(), dims.size());
-  session->Run(Ort::RunOptions{nullptr}, &inputName, &in, 1, outputs.data(), outputs.size());
-  return session;
+  return std::make_shared<WideSession>(MakeSession(graph, std::move(so)), openInput ? 1 : 2);
 }
 
 // Returns the idle cores it borrowed when the run ends, however it ends.
@@ -205,20 +215,23 @@ class BorrowedCores {
 
 }  // namespace
 
-OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<std::string>& outputs,
-                                   const RuntimeOptions& options, const std::string& what,
-                                   const std::vector<int>& timingShape)
+OnnxRuntimeModel::OnnxRuntimeModel(const ModelSource& source, const std::vector<std::string>& outputs,
+                                   const RuntimeOptions& options, const std::string& what)
     : session_(std::make_unique<Session>()) {
   Session& s = *session_;
+  const std::string& path = source.path;
+  const bool openInput = source.openInput;
   try {
     SessionGraph graph = GraphFor(path, options);
     try {
-      s.session = MakeSession(graph, MakeSessionOptions(options));
+      s.session = MakeSession(graph, MakeSessionOptions(options, openInput));
     } catch (const Ort::Exception&) {
       if (!graph.fused) throw;
       graph = SessionGraph{path, nullptr, {}};  // the file as it is, rather than no model
-      s.session = MakeSession(graph, MakeSessionOptions(options));
+      s.session = MakeSession(graph, MakeSessionOptions(options, openInput));
     }
+    s.ownRuns = ShapeRuns(openInput ? 1 : 2);
+    s.coldRuns = options.coldRuns;
     Remember(graph, options);
     s.memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
     Ort::AllocatorWithDefaultOptions allocator;
@@ -254,15 +267,15 @@ OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<st
     if (!allFixed) s.fixedShapes.clear();
     for (const std::string& name : s.outputNames) s.outputNamePtrs.push_back(name.c_str());
     const std::vector<int> inputShape =
-        options.idleCores && options.backend.kind == BackendKind::kCpu ? TimingInputShape(s.session, timingShape) : std::vector<int>{};
+        options.idleCores && options.backend.kind == BackendKind::kCpu ? TimingInputShape(s.session, source.timingShape) : std::vector<int>{};
     if (!inputShape.empty()) {
       // Two runs of zeros on the worker's own threads (Run() times them; the first pays for allocations): they
       // tell a long model from a short one.
       const cv::Mat zeros(static_cast<int>(inputShape.size()), inputShape.data(), CV_32F, cv::Scalar(0));
       for (int i = 0; i < 2; ++i) Run(zeros);
       s.idleCores = options.idleCores;
-      s.wide = s.idleCores->Session<Ort::Session>(
-          path, [&] { return MakeWideSession(graph, s.memory, s.inputName.c_str(), zeros, s.outputNamePtrs); });
+      s.wide = s.idleCores->Session<WideSession>(path, [&] { return MakeWideSession(graph, openInput); });
+      WarmShape(inputShape);  // the wide session, so the first job that borrows it does not pay for its allocations
     }
   } catch (const Ort::Exception& e) {
     throw std::runtime_error(what + "onnxruntime could not load it: " + e.what());
@@ -276,6 +289,49 @@ const std::vector<std::string>& OnnxRuntimeModel::outputNames() const { return s
 std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   Session& s = *session_;
   CV_Assert(input.type() == CV_32F && input.isContinuous());
+  const std::vector<int64_t> shape(input.size.p, input.size.p + input.dims);
+  const BorrowedCores borrowed(s.wide ? s.idleCores.get() : nullptr, s.fastestOwnMs < kMinLentRunMs);
+  bool cold = false;
+  if (borrowed) {
+    const std::lock_guard<std::mutex> lock(s.wide->mutex);
+    cold = s.wide->runs.Record(shape);
+  } else {
+    cold = s.ownRuns.Record(shape);
+  }
+  if (cold && s.coldRuns) s.coldRuns->Count();
+  if (borrowed) return RunOn(true, input);
+  // Runs on the worker's own threads keep fastestOwnMs current, however RunOn() returns.
+  struct OwnThreadsTimer {
+    Session& s;
+    Clock::time_point start = Clock::now();
+    ~OwnThreadsTimer() { s.fastestOwnMs = std::min(s.fastestOwnMs, MillisBetween(start, Clock::now())); }
+  } timer{s};
+  return RunOn(false, input);
+}
+
+void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
+  Session& s = *session_;
+  const std::vector<int64_t> dims(shape.begin(), shape.end());
+  const cv::Mat zeros(static_cast<int>(shape.size()), shape.data(), CV_32F, cv::Scalar(0));
+  int runs = 0;
+  for (; s.ownRuns.Cold(dims); ++runs) {
+    s.ownRuns.Record(dims);
+    RunOn(false, zeros);
+  }
+  for (; s.wide; ++runs) {
+    {
+      const std::lock_guard<std::mutex> lock(s.wide->mutex);
+      if (!s.wide->runs.Cold(dims)) break;
+      s.wide->runs.Record(dims);
+    }
+    RunOn(true, zeros);
+  }
+  if (runs > 0 && s.coldRuns) s.coldRuns->AddWarmUpRuns(runs);
+}
+
+std::vector<cv::Mat> OnnxRuntimeModel::RunOn(bool wide, const cv::Mat& input) {
+  Session& s = *session_;
+  Ort::Session& session = wide ? s.wide->session : s.session;
   const std::vector<int64_t> inputShape(input.size.p, input.size.p + input.dims);
   // A view of the blob: onnxruntime only reads it during Run().
   Ort::Value in = Ort::Value::CreateTensor<float>(s.memory, const_cast<float*>(input.ptr<float>()), input.total(),
@@ -284,18 +340,6 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   const size_t n = s.outputNames.size();
   std::vector<cv::Mat> results;
   results.reserve(n);
-  const BorrowedCores borrowed(s.wide ? s.idleCores.get() : nullptr, s.fastestOwnMs < kMinLentRunMs);
-  Ort::Session& session = borrowed ? *s.wide : s.session;
-  const Clock::time_point start = Clock::now();
-  // Runs on the worker's own threads keep fastestOwnMs current, however Run() returns.
-  struct OwnThreadsTimer {
-    Session& s;
-    bool own;
-    Clock::time_point start;
-    ~OwnThreadsTimer() {
-      if (own) s.fastestOwnMs = std::min(s.fastestOwnMs, MillisBetween(start, Clock::now()));
-    }
-  } timer{s, !borrowed, start};
   if (!s.fixedShapes.empty()) {
     std::vector<Ort::Value> outs;
     outs.reserve(n);
@@ -321,9 +365,8 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
 
 struct OnnxRuntimeModel::Session {};
 
-OnnxRuntimeModel::OnnxRuntimeModel(const std::string& path, const std::vector<std::string>& outputs,
-                                   const RuntimeOptions& options, const std::string& what,
-                                   const std::vector<int>& timingShape) {
+OnnxRuntimeModel::OnnxRuntimeModel(const ModelSource& source, const std::vector<std::string>& outputs,
+                                   const RuntimeOptions& options, const std::string& what) {
   throw std::runtime_error(what + "this edgecv addon was built without onnxruntime support");
 }
 
@@ -335,6 +378,10 @@ const std::vector<std::string>& OnnxRuntimeModel::outputNames() const {
 }
 
 std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) { return {}; }
+
+void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {}
+
+std::vector<cv::Mat> OnnxRuntimeModel::RunOn(bool wide, const cv::Mat& input) { return {}; }
 
 #endif
 

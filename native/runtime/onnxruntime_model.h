@@ -14,17 +14,20 @@ namespace edgecv {
 
 class OnnxRuntimeModel : public InferenceModel {
  public:
-  // Needs LoadOnnxRuntime() to have succeeded. Throws std::runtime_error starting with `what`. `timingShape`:
-  // ModelSource::timingShape.
-  OnnxRuntimeModel(const std::string& path, const std::vector<std::string>& outputs, const RuntimeOptions& options,
-                   const std::string& what, const std::vector<int>& timingShape);
+  // Needs LoadOnnxRuntime() to have succeeded. Throws std::runtime_error starting with `what`.
+  OnnxRuntimeModel(const ModelSource& source, const std::vector<std::string>& outputs, const RuntimeOptions& options,
+                   const std::string& what);
   ~OnnxRuntimeModel() override;
 
   std::vector<cv::Mat> Run(const cv::Mat& input) override;
   bool SharesBuffers() const override { return false; }
   const std::vector<std::string>& outputNames() const override;
+  void WarmShape(const std::vector<int>& shape) override;
 
  private:
+  // One run on the worker's own session, or on the engine's wide one.
+  std::vector<cv::Mat> RunOn(bool wide, const cv::Mat& input);
+
   struct Session;  // keeps the onnxruntime types out of this header
   std::unique_ptr<Session> session_;
 };

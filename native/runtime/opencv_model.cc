@@ -30,4 +30,9 @@ std::vector<cv::Mat> OpenCvModel::Run(const cv::Mat& input) {
   return results;
 }
 
+void OpenCvModel::WarmShape(const std::vector<int>& shape) {
+  if (!warmShapes_.insert(shape).second) return;
+  Run(cv::Mat(static_cast<int>(shape.size()), shape.data(), CV_32F, cv::Scalar(0)));
+}
+
 }  // namespace edgecv

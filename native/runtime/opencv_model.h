@@ -1,6 +1,7 @@
 // InferenceModel on OpenCV's DNN module (CPU, or its CUDA backend when the engine's backend is CUDA).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,14 @@ class OpenCvModel : public InferenceModel {
   std::vector<cv::Mat> Run(const cv::Mat& input) override;
   bool SharesBuffers() const override { return true; }  // setInput() keeps the Mat; forward() reuses its blobs
   const std::vector<std::string>& outputNames() const override { return outputs_; }
+  // One run per shape: the net allocates its layers' blobs on the first forward at a shape. Its runs are not
+  // counted as cold (OpenCV DNN is the fallback runtime; runtime/shape_runs.h counts onnxruntime's).
+  void WarmShape(const std::vector<int>& shape) override;
 
  private:
   cv::dnn::Net net_;
   std::vector<std::string> outputs_;
+  std::set<std::vector<int>> warmShapes_;
 };
 
 }  // namespace edgecv

@@ -271,6 +271,17 @@ export interface NativeStats {
   /** Inferences that ran on every core because their job was alone in the engine (idleCores 'lend'). */
   lentRuns: number;
   /**
+   * Inferences since open that ran a session at an input shape it had not been warmed at: the engine warms every
+   * model at every input shape it can see before open() resolves, so this stays 0 unless a shape was missed (raw
+   * runModel() models load and warm on first use, and count).
+   */
+  coldRuns: number;
+  /**
+   * The warm-up at open: runs of the models at input shapes (beyond each model's own load-time runs), and the time
+   * of those and of one made-up photo through every route's path on each worker.
+   */
+  warmUp: { runs: number; ms: number };
+  /**
    * A call's large buffers (decoded photo, model input and outputs), process-wide (every engine's): a freed one is
    * kept for the next buffer of the same size, up to 64 MB idle, because a fresh one's pages must be faulted in
    * and zeroed again.

@@ -128,6 +128,7 @@ for (const [field, name, help] of [
   ['failed', 'edgecv_engine_jobs_failed_total', 'Inference jobs finished with an error (e.g. an undecodable image)'],
   ['rejected', 'edgecv_engine_jobs_rejected_total', 'Inference calls refused because the queue was full or the engine closed'],
   ['lentRuns', 'edgecv_engine_lent_runs_total', 'Inferences run on every core because their job was alone in the engine (--idle-cores lend)'],
+  ['coldRuns', 'edgecv_engine_cold_runs_total', 'Inferences at an input shape their session had not been warmed at (slower than later runs)'],
 ] as const) {
   new client.Counter({
     name,

@@ -26,14 +26,30 @@ export function plainListenerNote(config: Pick<ServerConfig, 'host' | 'httpRoute
   };
 }
 
-/** Runs the server until SIGINT/SIGTERM. Resolves with the process exit code. */
-export async function runServe(config: ServerConfig): Promise<number> {
+type OpenedEngine = Awaited<ReturnType<(typeof import('../engine/engine.js'))['Engine']['open']>>;
+type Recognition = Awaited<ReturnType<typeof openRecognition>>;
+
+/** What the server runs on, opened in order; each failure closes what was opened before it. */
+interface Parts {
+  tls: Awaited<ReturnType<typeof loadTls>>;
+  engine: OpenedEngine;
+  ops: OpsRuntime;
+  recognition: Recognition;
+}
+
+interface Listeners {
+  running: RunningServer;
+  plain?: RunningServer;
+}
+
+/** Opens TLS, the engine, the ops stores and the gallery; null (after logging why) when one cannot be. */
+async function openParts(config: ServerConfig): Promise<Parts | null> {
   let tls;
   try {
     tls = await loadTls(config);
   } catch (e) {
     console.error(`edgecv: ${e instanceof TlsError ? e.message : (e as Error).stack}`);
-    return 1;
+    return null;
   }
   if (tls.source === 'generated') console.log(`edgecv: created a self-signed TLS certificate in ${tls.certPath}`);
 
@@ -43,7 +59,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
     engine = await Engine.open(engineOptionsFromConfig(config));
   } catch (e) {
     console.error(`edgecv: cannot start the engine: ${(e as Error).message}`);
-    return 1;
+    return null;
   }
 
   let ops: OpsRuntime;
@@ -52,7 +68,7 @@ export async function runServe(config: ServerConfig): Promise<number> {
   } catch (e) {
     console.error(`edgecv: cannot open the metrics store, users or audit log in ${config.dataDir}: ${(e as Error).message}`);
     await engine.close();
-    return 1;
+    return null;
   }
 
   let recognition;
@@ -62,76 +78,68 @@ export async function runServe(config: ServerConfig): Promise<number> {
     console.error(`edgecv: cannot open the gallery: ${(e as Error).message}`);
     await ops.close();
     await engine.close();
-    return 1;
+    return null;
   }
   // The gallery loads (and re-embeds after a model change) in the background: predictions answer 503 meanwhile.
   recognition.ready.catch((e: unknown) => console.error(`edgecv: loading the gallery failed: ${(e as Error).message}`));
+  return { tls, engine, ops, recognition };
+}
 
-  const drain = new DrainState();
+/** The HTTPS listener, and the plain-HTTP one with --http-port. */
+async function listen(config: ServerConfig, parts: Parts, drain: DrainState): Promise<Listeners> {
+  const { engine, ops, recognition, tls } = parts;
   // both listeners answer only for this server's own names (DNS rebinding: host-check.ts)
   const hosts = servedHosts(config.host, config.allowedHosts);
   const deps = { engine, config, ops: ops.ops, recognition, drain, hosts };
-  let running: RunningServer;
-  let plain: RunningServer | undefined;
+  const guards = {
+    bodyLimit: config.bodyLimit,
+    audit: ops.ops.audit,
+    headersTimeoutMs: config.headersTimeout,
+    handshakeTimeoutMs: config.handshakeTimeout,
+    requestTimeoutMs: config.requestTimeout,
+    minBodyBytesPerSec: config.minBodyRate,
+  };
+  // one socket budget for every listener that serves the WebSocket routes: descriptors are the process's
+  const webSocket = { ...webSocketOptionsFromConfig(config), hosts };
+  console.log(`edgecv: ${webSocket.note}`);
+  const running = await startServer({
+    app: createApp(deps),
+    tls,
+    port: config.port,
+    host: config.host,
+    guards,
+    webSocketMaxPayload: config.bodyLimit,
+    webSocket,
+  });
+  if (config.httpPort === undefined) return { running };
   try {
-    const guards = {
-      bodyLimit: config.bodyLimit,
-      audit: ops.ops.audit,
-      headersTimeoutMs: config.headersTimeout,
-      handshakeTimeoutMs: config.handshakeTimeout,
-      requestTimeoutMs: config.requestTimeout,
-      minBodyBytesPerSec: config.minBodyRate,
-    };
-    // one socket budget for every listener that serves the WebSocket routes: descriptors are the process's
-    const webSocket = { ...webSocketOptionsFromConfig(config), hosts };
-    console.log(`edgecv: ${webSocket.note}`);
-    running = await startServer({
-      app: createApp(deps),
-      tls,
-      port: config.port,
+    // DeepStack clients speak plain HTTP on a LAN: by default only the /v1/vision/* routes, without TLS.
+    // --http-routes all: every route and the /ws/* sockets, for the original server's clients (http://, ws://).
+    const all = config.httpRoutes === 'all';
+    const plain = await startServer({
+      app: all ? createApp(deps) : createDeepStackApp(deps),
+      port: config.httpPort,
       host: config.host,
       guards,
-      webSocketMaxPayload: config.bodyLimit,
-      webSocket,
+      ...(all ? { webSocketMaxPayload: config.bodyLimit, webSocket } : {}),
     });
-    try {
-      // DeepStack clients speak plain HTTP on a LAN: by default only the /v1/vision/* routes, without TLS.
-      // --http-routes all: every route and the /ws/* sockets, for the original server's clients (http://, ws://).
-      if (config.httpPort !== undefined) {
-        const all = config.httpRoutes === 'all';
-        plain = await startServer({
-          app: all ? createApp(deps) : createDeepStackApp(deps),
-          port: config.httpPort,
-          host: config.host,
-          guards,
-          ...(all ? { webSocketMaxPayload: config.bodyLimit, webSocket } : {}),
-        });
-      }
-    } catch (e) {
-      await running.close();
-      throw e;
-    }
+    return { running, plain };
   } catch (e) {
-    console.error(`edgecv: cannot listen on ${config.host}: ${(e as Error).message}`);
-    await recognition.close();
-    await ops.close();
-    await engine.close();
-    return 1;
+    await running.close();
+    throw e;
   }
-  ops.start(running.server, ...(plain ? [plain.server] : []));
-  watchEngine(engine);
-  watchGallery(recognition);
-  if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
-    console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
-  }
-  const objectModel = engine.objectModel;
-  if (objectModel) {
-    console.log(`edgecv: object model ${objectModel.name} (${objectModel.kind}, ${objectModel.inputSize} px, ${objectModel.classes} classes; weights licence: ${objectModel.licence})`);
-  }
-  const { persons } = engine.models;
-  if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
-  // the drain is armed before the server says it listens: a SIGTERM right after that line is drained, not fatal
-  const stopped = new Promise<number>((resolve) => {
+}
+
+/**
+ * Arms SIGINT/SIGTERM: the drain. Readiness fails and answers say Connection: close at once; the listeners stay
+ * open drainDelay ms (a balancer's health check sees the failure first), then close and give the requests in
+ * flight what is left of drainTimeout (counted from the signal); then the gallery, its index and the last metrics
+ * sample are saved. Resolves with the exit code once stopped.
+ */
+function armShutdown(config: ServerConfig, parts: Parts, listeners: Listeners, drain: DrainState): Promise<number> {
+  const { engine, ops, recognition } = parts;
+  const { running, plain } = listeners;
+  return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -139,9 +147,6 @@ export async function runServe(config: ServerConfig): Promise<number> {
         process.exit(1);
       }
       stopping = true;
-      // The drain: readiness fails and answers say Connection: close at once; the listeners stay open drainDelay ms
-      // (a balancer's health check sees the failure first), then close and give the requests in flight what is left
-      // of drainTimeout (counted from the signal); then the gallery, its index and the last metrics sample are saved.
       const startedAt = Date.now();
       const delayMs = config.drainDelay ?? DEFAULT_DRAIN_DELAY_MS;
       const timeoutMs = config.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS;
@@ -174,18 +179,32 @@ export async function runServe(config: ServerConfig): Promise<number> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+}
+
+/** The start-up lines about the models, the listeners and the CPU. */
+function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): void {
+  const { engine, tls } = parts;
+  if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
+    console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
+  }
+  const objectModel = engine.objectModel;
+  if (objectModel) {
+    console.log(`edgecv: object model ${objectModel.name} (${objectModel.kind}, ${objectModel.inputSize} px, ${objectModel.classes} classes; weights licence: ${objectModel.licence})`);
+  }
+  const { persons } = engine.models;
+  if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
   const { backend, device, runtimes, precisions, fusedOps, onnxRuntime, onnxRuntimeMissing } = engine.backend();
-  if (plain) {
-    const note = plainListenerNote(config, plain.url);
+  if (listeners.plain) {
+    const note = plainListenerNote(config, listeners.plain.url);
     console.log(note.log);
     if (note.warning) console.warn(note.warning);
   }
-  console.log(`edgecv: listening on ${running.url} (${backend} ${device}; certificate ${tls.certPath})`);
+  const { warmUp } = engine.stats();
+  console.log(`edgecv: models warmed at the input shapes they take (${warmUp.runs} runs) and every route's path run on each worker, in ${Math.round(warmUp.ms)} ms`);
+  console.log(`edgecv: listening on ${listeners.running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => {
     const ops = fusedOps[role];
-    const fused = ops && ops.siluLookups + ops.upsamples + ops.concats > 0
-      ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings, ${ops.concats} concats`
-      : '';
+    const fused = ops && ops.siluLookups + ops.upsamples + ops.concats > 0 ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings, ${ops.concats} concats` : '';
     return `${role} on ${runtime} (${precisions[role] ?? 'fp32'}${fused})`;
   });
   console.log(
@@ -195,6 +214,28 @@ export async function runServe(config: ServerConfig): Promise<number> {
   if (onnxRuntime && !onnxRuntime.int8DotProduct && Object.values(precisions).includes('int8')) {
     console.log("edgecv: this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)");
   }
+}
 
+/** Runs the server until SIGINT/SIGTERM. Resolves with the process exit code. */
+export async function runServe(config: ServerConfig): Promise<number> {
+  const parts = await openParts(config);
+  if (!parts) return 1;
+  const drain = new DrainState();
+  let listeners: Listeners;
+  try {
+    listeners = await listen(config, parts, drain);
+  } catch (e) {
+    console.error(`edgecv: cannot listen on ${config.host}: ${(e as Error).message}`);
+    await parts.recognition.close();
+    await parts.ops.close();
+    await parts.engine.close();
+    return 1;
+  }
+  parts.ops.start(listeners.running.server, ...(listeners.plain ? [listeners.plain.server] : []));
+  watchEngine(parts.engine);
+  watchGallery(parts.recognition);
+  // the drain is armed before the server says it listens: a SIGTERM right after that line is drained, not fatal
+  const stopped = armShutdown(config, parts, listeners, drain);
+  logStarted(config, parts, listeners);
   return stopped;
 }
