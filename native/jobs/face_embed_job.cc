@@ -32,6 +32,12 @@ cv::Mat HalvedFor(const cv::Mat& bgr, int minLongerSide) {
   return out;
 }
 
+// The turned passes see the turned copy letterboxed to the detector's input: a copy this many times larger keeps
+// what that shrink needs, and warping a larger one would only cost time.
+constexpr double kTurnedPassInputs = 2;
+
+double TurnedPassMaxSide(const FaceDetector& detector) { return kTurnedPassInputs * detector.NeededSide(DetectOptions{}); }
+
 }  // namespace
 
 FaceEmbedJob::FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request)
@@ -97,9 +103,10 @@ std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& ima
   detectTimings_.preprocessMs += MillisBetween(t0, Clock::now());
   std::vector<Face> faces = ctx.faceDetector->Detect(detectOn, request_.detect, &detectTimings_, image.size());
   if (faces.empty()) faces = DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_);
+  const double turnedMaxSide = TurnedPassMaxSide(*ctx.faceDetector);
   for (const double degrees : {-kRotatedPassDegrees, kRotatedPassDegrees}) {
     if (!faces.empty() || !request_.rotatedPasses) break;
-    faces = DetectRotated(*ctx.faceDetector, image, request_.detect, degrees, kTightCropPadding, kPaddedPassMaxSide,
+    faces = DetectRotated(*ctx.faceDetector, image, request_.detect, degrees, kTightCropPadding, turnedMaxSide,
                           &detectTimings_);
   }
   std::stable_sort(faces.begin(), faces.end(), [](const Face& a, const Face& b) {
@@ -152,11 +159,18 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
     aligned_ = request_.align;
   }
 
+  // The box the crop is cut around: the detector's, or the one an upright look at a tilted face gave.
+  PixelRect cropBox = chosen_;
   if (aligned_ && ctx.faceDetector) {
-    chosenKeypoints_ = UprightLandmarks(*ctx.faceDetector, image, chosen_, chosenKeypoints_, request_.detect,
-                                        kUprightAboveDegrees, kUprightRounds, kPaddedPassMaxSide, &detectTimings_);
+    Face face;
+    face.rect = chosen_;
+    face.keypoints = chosenKeypoints_;
+    face = UprightLandmarks(*ctx.faceDetector, image, face, request_.detect, kUprightWithinDegrees, kUprightRounds,
+                            TurnedPassMaxSide(*ctx.faceDetector), &detectTimings_);
+    cropBox = face.rect;
+    chosenKeypoints_ = face.keypoints;
   }
-  embedding_ = ctx.faceEmbedder->Embed(image, chosen_, aligned_ ? &chosenKeypoints_ : nullptr, request_.cropScale,
+  embedding_ = ctx.faceEmbedder->Embed(image, cropBox, aligned_ ? &chosenKeypoints_ : nullptr, request_.cropScale,
                                        &embedTimings_);
   embedded_ = true;
   if (aligned_) {

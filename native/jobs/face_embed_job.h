@@ -61,9 +61,8 @@ class FaceEmbedJob : public ImageJob {
   // The detector finds faces up to about this far from upright: a photo with none is searched again turned this
   // far each way, so faces up to twice as far are found (jobs/rotated_face_pass.h).
   static constexpr double kRotatedPassDegrees = 45;
-  // A face tilted more than this (by its landmarks) is looked at again turned upright, at most kUprightRounds times,
-  // for truer landmarks (jobs/rotated_face_pass.h).
-  static constexpr double kUprightAboveDegrees = 10;
+  // A face tilted more than kUprightWithinDegrees (by its landmarks) is looked at again turned upright, at most this
+  // many times, for truer landmarks (jobs/rotated_face_pass.h).
   static constexpr int kUprightRounds = 2;
   // A face whose landmarks are looked up for a given rect: the detected face overlapping it at least this much.
   static constexpr float kLandmarkMinIou = 0.3f;

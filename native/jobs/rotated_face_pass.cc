@@ -58,10 +58,10 @@ std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, cons
   return faces;
 }
 
-FaceKeypoints UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, const PixelRect& rect, FaceKeypoints keypoints,
-                               const DetectOptions& options, double minDegrees, int maxRounds, double maxSide,
-                               StageTimings* timings) {
+Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, const DetectOptions& options, double minDegrees,
+                      int maxRounds, double maxSide, StageTimings* timings) {
   // The face with a margin of half its box each side, as the stored crop holds it: the detector needs some context.
+  const PixelRect& rect = face.rect;
   const cv::Rect region = SquareAround(rect, 2.0);
   const cv::Mat cut = CutPadded(bgr, region);
   const double toCut = static_cast<double>(cut.cols) / region.width;  // CutPadded may shrink a huge region
@@ -69,7 +69,7 @@ FaceKeypoints UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, const
   const double reach = std::max(rect[2] - rect[0], rect[3] - rect[1]) * toCut / 2;
   double lookedAt = 0;  // how far the last look turned the photo: none for the detection pass itself
   for (int round = 0; round < maxRounds; ++round) {
-    const std::optional<cv::Matx23d> fit = AlignmentTransform(keypoints, 1.0, 1);
+    const std::optional<cv::Matx23d> fit = AlignmentTransform(face.keypoints, 1.0, 1);
     if (!fit) break;
     const double tilt = RotationDegrees(*fit);
     if (std::abs(tilt - lookedAt) <= minDegrees) break;  // the last look saw the face near enough upright
@@ -77,21 +77,24 @@ FaceKeypoints UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, const
     const Face* nearest = nullptr;
     double best = reach;
     const std::vector<Face> faces = DetectRotated(detector, cut, options, -tilt, 0.0, maxSide, timings);
-    for (const Face& face : faces) {
-      const double d = std::hypot((face.rect[0] + face.rect[2]) / 2.0 - centre.x, (face.rect[1] + face.rect[3]) / 2.0 - centre.y);
+    for (const Face& found : faces) {
+      const double d = std::hypot((found.rect[0] + found.rect[2]) / 2.0 - centre.x, (found.rect[1] + found.rect[3]) / 2.0 - centre.y);
       if (d <= best) {
         best = d;
-        nearest = &face;
+        nearest = &found;
       }
     }
     if (!nearest) break;
     lookedAt = tilt;
-    for (size_t k = 0; k < keypoints.size(); k += 2) {
-      keypoints[k] = static_cast<float>(nearest->keypoints[k] / toCut + region.x);
-      keypoints[k + 1] = static_cast<float>(nearest->keypoints[k + 1] / toCut + region.y);
+    for (size_t k = 0; k < face.keypoints.size(); k += 2) {
+      face.keypoints[k] = static_cast<float>(nearest->keypoints[k] / toCut + region.x);
+      face.keypoints[k + 1] = static_cast<float>(nearest->keypoints[k + 1] / toCut + region.y);
+    }
+    for (size_t k = 0; k < face.rect.size(); ++k) {
+      face.rect[k] = static_cast<int>(std::lround(nearest->rect[k] / toCut + (k % 2 == 0 ? region.x : region.y)));
     }
   }
-  return keypoints;
+  return face;
 }
 
 }  // namespace edgecv

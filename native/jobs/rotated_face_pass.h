@@ -25,8 +25,8 @@ std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, cons
 // partway toward upright, so the tilt they give falls short of the true one; looked at turned by that tilt, the
 // face is nearer upright and its landmarks truer. Looks again while the last look saw the face more than
 // `minDegrees` from upright, at most `maxRounds` times; returns `keypoints` unchanged when the face is not found again.
-FaceKeypoints UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, const PixelRect& rect, FaceKeypoints keypoints,
-                               const DetectOptions& options, double minDegrees, int maxRounds, double maxSide,
-                               StageTimings* timings);
+// The box comes back too: the one the upright look gave, as DetectRotated maps it back.
+Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, const DetectOptions& options, double minDegrees,
+                      int maxRounds, double maxSide, StageTimings* timings);
 
 }  // namespace edgecv

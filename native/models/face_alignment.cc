@@ -34,6 +34,21 @@ std::optional<cv::Matx23d> AlignmentTransform(const FaceKeypoints& keypoints, do
   return m;
 }
 
+std::optional<cv::Matx23d> UprightBoxTransform(const FaceKeypoints& keypoints, const std::array<int, 4>& box,
+                                               double cropScale, int side) {
+  const std::optional<cv::Matx23d> fit = AlignmentTransform(keypoints, 1.0, 1);
+  if (!fit) return std::nullopt;
+  const double turn = std::atan2((*fit)(1, 0), (*fit)(0, 0));
+  if (std::abs(turn) * 180.0 / CV_PI <= kUprightWithinDegrees) return std::nullopt;
+  const double boxSide = std::max(1, std::max(box[2] - box[0], box[3] - box[1]));
+  const double scale = side / (cropScale * boxSide);
+  const double c = scale * std::cos(turn), s = scale * std::sin(turn);
+  const double cx = (box[0] + box[2]) / 2.0, cy = (box[1] + box[3]) / 2.0;
+  // The box centre goes to the crop centre (pixel centres: (side - 1) / 2), turned and scaled about it.
+  const double half = (side - 1) / 2.0;
+  return cv::Matx23d(c, -s, half - (c * cx - s * cy), s, c, half - (s * cx + c * cy));
+}
+
 double RotationDegrees(const cv::Matx23d& toCrop) {
   return std::atan2(toCrop(1, 0), toCrop(0, 0)) * 180.0 / CV_PI;
 }

@@ -1,6 +1,6 @@
 // Face alignment: the similarity transform (rotation, uniform scale, translation) that carries a detected face's
-// landmarks onto a canonical template, and the embedder input cut through it. A face tilted in the image plane
-// reaches the embedder upright, as the faces it was trained on were.
+// landmarks onto a canonical template gives the face's in-plane tilt; a tilted face's box crop is cut turned upright
+// by it. A face tilted in the image plane reaches the embedder upright, as the faces it was trained on were.
 #pragma once
 
 #include <array>
@@ -27,6 +27,17 @@ struct AlignmentTemplate {
 // The transform from image pixels to the pixels of a side x side crop whose template is scaled by 1 / cropScale
 // (cropScale: crop side / face box side, as for the box crop). nullopt when the landmarks give none (coincident).
 std::optional<cv::Matx23d> AlignmentTransform(const FaceKeypoints& keypoints, double cropScale, int side);
+
+// A face the landmarks show tilted less than this is taken as upright and cut as the plain box crop: the embedder was
+// trained on such crops and copes with small tilts, and turning by a few degrees would only move every upright
+// face's vector (the strangers they resemble included) for nothing.
+constexpr double kUprightWithinDegrees = 10;
+
+// The box crop (the square `cropScale` times the box's longer side around its centre, at side x side) turned
+// upright by the tilt the landmarks give (AlignmentTransform's rotation): image pixels to crop pixels. nullopt when
+// the landmarks give no tilt or one within kUprightWithinDegrees: then the plain box crop is the cut.
+std::optional<cv::Matx23d> UprightBoxTransform(const FaceKeypoints& keypoints, const std::array<int, 4>& box,
+                                               double cropScale, int side);
 
 // The face's in-plane rotation that `toCrop` undoes, in degrees, counterclockwise on screen positive (the sense of
 // cv::getRotationMatrix2D).

@@ -36,7 +36,7 @@ std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face
 cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints,
                                  double cropScale) const {
   const int size = spec_.inputSize;
-  const std::optional<cv::Matx23d> toCrop = keypoints ? AlignmentTransform(*keypoints, cropScale, size) : std::nullopt;
+  const std::optional<cv::Matx23d> toCrop = keypoints ? UprightBoxTransform(*keypoints, face, cropScale, size) : std::nullopt;
   cv::Mat resized = RecyclingMat();
   if (toCrop) {
     AlignedCrop(bgr, *toCrop, size, resized);

@@ -1,7 +1,7 @@
 // Face embedding model (OpenCV Zoo style: preprocess -> infer ->
-// postprocess). Preprocess warps the face's landmarks onto the alignment template
-// (models/face_alignment.h) or, without landmarks, cuts a square around the face box;
-// either way the crop is the call's `cropScale` times the box (the host sends the
+// postprocess). Preprocess cuts a square around the face box, turned upright when
+// the face's landmarks show it tilted (models/face_alignment.h); the square is the
+// call's `cropScale` times the box's longer side (the host sends the
 // margin the model was trained with unless the caller chose one), black where it
 // leaves the image, at the model input's size. Postprocess
 // L2-normalizes the output, so a dot product of two embeddings is their cosine.
@@ -33,8 +33,8 @@ class FaceEmbedder {
   // learns the embedding size. Throws std::runtime_error with a clear message.
   FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& runtime);
 
-  // L2-normalized embedding of the face in `face` (image pixels), aligned by `keypoints` when given (null: the box
-  // crop), each stage's time added to *timings. `cropScale`: side of the square crop / longer side of the face box.
+  // L2-normalized embedding of the face in `face` (image pixels), turned upright by `keypoints` when given and
+  // tilted (null: the box crop as it lies), each stage's time added to *timings. `cropScale`: side of the square crop / longer side of the face box.
   // Throws JobError(INTERNAL) on a bad output.
   std::vector<float> Embed(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints, double cropScale,
                            StageTimings* timings);
