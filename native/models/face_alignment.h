@@ -14,10 +14,10 @@ namespace edgecv {
 using FaceKeypoints = std::array<float, 12>;
 
 // The canonical landmarks, in units of the face box's longer side from the box's centre: the detector's mean
-// eyes, nose tip and mouth centre on upright faces (mirror-symmetrised). Measured relative to the box, so an upright
-// face is cut through the template much as the plain box crop cuts it, and the crop margin (cropScale) keeps its
-// meaning. Changing it changes every embedding: bump FACE_ALIGNMENT in src/engine/face-embedding.ts with it.
-// The ears are left out: on a turned head they move the most and sit on the crop's edge.
+// eyes, nose tip and mouth centre on upright faces (mirror-symmetrised), so a face fitted to it reads as upright
+// when it looks as the detector's upright faces do (both the eye line and the eyes-to-mouth axis count).
+// Changing it changes every tilted face's embedding: bump FACE_ALIGNMENT in src/engine/face-embedding.ts with it.
+// The ears are left out: on a turned head they move the most.
 struct AlignmentTemplate {
   static constexpr int kPoints = 4;  // the detector's first four keypoints: right eye, left eye, nose tip, mouth
   static constexpr std::array<float, 2 * kPoints> kBoxUnits = {-0.185f, -0.175f, 0.185f, -0.175f,
