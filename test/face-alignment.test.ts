@@ -1,7 +1,7 @@
-// Face alignment (native/models/face_alignment.h): each face warped by its detected landmarks onto the template
+// Face alignment (native/models/face_alignment.h): a face its detected landmarks show tilted is cut turned upright
 // before embedding. Photos turned in the image plane by a known angle (in JS, test/support/rotate-photo.ts) must
-// come out upright: the rotation alignment undid is the angle, the embedding stays the upright photo's, and
-// recognition names the right person. A gallery enrolled before alignment is re-embedded at start.
+// come out upright: the tilt reported is the angle, the embedding stays the upright photo's, and recognition
+// names the right person. A gallery enrolled before alignment is re-embedded at start.
 
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
