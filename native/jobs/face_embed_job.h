@@ -80,7 +80,7 @@ class FaceEmbedJob : public ImageJob {
   float chosenScore_ = 0;
   bool aligned_ = false;
   FaceKeypoints chosenKeypoints_{};
-  std::optional<double> rotation_;  // the in-plane rotation alignment undid (none: not aligned)
+  std::optional<double> rotation_;  // the face's tilt by its landmarks (none: not aligned)
   std::vector<float> embedding_;
   StoredCrop crop_;
   GalleryMatch match_;

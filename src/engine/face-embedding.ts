@@ -53,7 +53,10 @@ export interface EmbeddedFace {
   rect: [number, number, number, number];
   /** Detection score; 1 when the rect was given. */
   score: number;
-  /** The in-plane rotation alignment undid, degrees counterclockwise on screen; null when the face was not aligned. */
+  /**
+   * The face's in-plane tilt by its landmarks, degrees counterclockwise on screen (over 10: it was cut turned
+   * upright); null with `align: false` or when no landmarks were found for a given rect.
+   */
   rotation: number | null;
 }
 
