@@ -5,11 +5,15 @@
 // the default model, and with --write stores cropScale and distanceScale in models/manifest.json.
 //
 //   node dist/bench/calibrate-recognition.js [--write]     (after `node scripts/setup.mjs --test`)
+// With --alignment, instead: the default model with and without face alignment, on faces turned in the image plane
+// and on the upright pairs (bench/rotated-recognition.ts).
+//   node dist/bench/calibrate-recognition.js --alignment
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance, Engine, ENGINE_DEFAULTS, FACE_EMBEDDER_MODELS, type FaceEmbedderModel } from '../src/index.js';
 import { errorRates, loadJohns, verificationReport, type VerificationReport } from './shared/face-verification.js';
+import { ALIGNMENT_MODES, noFaceMs, rotatedRecognition, uprightErrorRates } from './rotated-recognition.js';
 import { svgHistogram } from './svg-histogram.js';
 
 export const UNKNOWN_THRESHOLD = 105;
@@ -36,7 +40,36 @@ export async function calibrate(dataDir: string): Promise<CalibrationRow[]> {
   return rows;
 }
 
+async function alignmentReport(): Promise<void> {
+  const dataDir = join(root, 'test', 'data');
+  const engine = await Engine.open({ workers: 1 });
+  const info = engine.faceEmbedder()!;
+  console.log(`${info.model} ${info.version}, crop margin ${info.cropScale}, distance scale ${info.distanceScale}\n`);
+  console.log('| cut | turned (both ways) | queries | no face found | rank-1 | named right under 105 |');
+  console.log('|---|---|---|---|---|---|');
+  for (const mode of ALIGNMENT_MODES) {
+    for (const r of await rotatedRecognition(engine, dataDir, mode)) {
+      const share = (n: number) => `${n}/${r.queries} (${((100 * n) / r.queries).toFixed(0)}%)`;
+      console.log(`| ${r.mode} | ${r.degrees}° | ${r.queries} | ${r.noFace} | ${share(r.rank1)} | ${share(r.namedUnder105)} |`);
+    }
+  }
+  console.log('\n| cut | pairs (genuine / impostor) | EER | cosine distance at EER | FAR at 105 | FRR at 105 |');
+  console.log('|---|---|---|---|---|---|');
+  for (const mode of ALIGNMENT_MODES.slice(0, 2)) {
+    const r = await uprightErrorRates(engine, dataDir, mode.options);
+    console.log(`| ${mode.name} | ${r.genuinePairs} / ${r.impostorPairs} | ${pct(r.eer)} | ${r.eerThreshold.toFixed(4)} | ${pct(r.at105.far)} | ${pct(r.at105.frr)} |`);
+  }
+  console.log('\n| photo without a face (skimage/rocket.jpg), embedFace median of 40 | ms |');
+  console.log('|---|---|');
+  for (const mode of [ALIGNMENT_MODES[1]!, ALIGNMENT_MODES[2]!]) {
+    await noFaceMs(engine, dataDir, mode.options, 5); // warm-up
+    console.log(`| ${mode.name} | ${(await noFaceMs(engine, dataDir, mode.options, 40)).toFixed(1)} |`);
+  }
+  await engine.close();
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--alignment')) return alignmentReport();
   const write = process.argv.includes('--write');
   const rows = await calibrate(join(root, 'test', 'data'));
   console.log('| model | crop margin | photos without a face | genuine pairs | impostor pairs | genuine mean / max | impostor mean / min | EER | cosine distance at EER |');

@@ -2,6 +2,7 @@
 // the image plane, small, JPEG quality 30, blurred, dim and noisy. Deterministic: `n` (the photo's number) picks the
 // direction of a turn and seeds the noise.
 import jpeg from 'jpeg-js';
+import { rotateRgba } from './shared/rotate-photo.js';
 import type { Rgba } from './shared/vga-photos.js';
 
 export interface CameraChange {
@@ -33,20 +34,6 @@ function remap(img: Rgba, width: number, height: number, map: (x: number, y: num
     }
   }
   return { width, height, data };
-}
-
-/** Turned by `degrees` about its centre, on a canvas large enough to hold all of it. */
-export function turned(img: Rgba, degrees: number): Rgba {
-  const a = (degrees * Math.PI) / 180;
-  const cos = Math.cos(a);
-  const sin = Math.sin(a);
-  const width = Math.ceil(Math.abs(img.width * cos) + Math.abs(img.height * sin));
-  const height = Math.ceil(Math.abs(img.width * sin) + Math.abs(img.height * cos));
-  return remap(img, width, height, (x, y) => {
-    const dx = x - width / 2;
-    const dy = y - height / 2;
-    return [cos * dx + sin * dy + img.width / 2, -sin * dx + cos * dy + img.height / 2];
-  });
 }
 
 /** Scaled so that its longer side is `side`, centred on a grey canvas of canvasW x canvasH. */
@@ -126,8 +113,8 @@ function jpegAt(img: Rgba, quality: number): Rgba {
   return jpeg.decode(bytes, { useTArray: true, formatAsRGBA: true });
 }
 
-/** A turn of `degrees`, clockwise for odd n, counter-clockwise for even n. */
-const turn = (degrees: number): CameraChange => ({ name: `turned ${degrees}°`, apply: (img, n) => turned(img, n % 2 ? degrees : -degrees) });
+/** A turn of `degrees`, counter-clockwise for odd n, clockwise for even n. */
+const turn = (degrees: number): CameraChange => ({ name: `turned ${degrees}°`, apply: (img, n) => rotateRgba(img, n % 2 ? degrees : -degrees) });
 
 export const CAMERA_CHANGES: readonly CameraChange[] = [
   { name: 'upright', apply: (img) => img },

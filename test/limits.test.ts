@@ -154,7 +154,7 @@ describe('the engine passes every option to the addon, explicitly', () => {
   });
 
   it('embedFace needs the crop scale on every call: 0 no longer means the model\'s own', async () => {
-    const request = { detect: { scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold, tiles: 0 }, keepCrop: false };
+    const request = { detect: { scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold, tiles: 0 }, keepCrop: false, align: true, rotatedPasses: true };
     const astronaut = photo('skimage/astronaut.png');
     await expect(native!.embedFace(astronaut, { ...request, cropScale: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     const cropScale = engine.faceEmbedder()!.cropScale;
@@ -181,6 +181,8 @@ describe('the engine passes every option to the addon, explicitly', () => {
       detect: { scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold, tiles: 0 },
       cropScale: engine.faceEmbedder()!.cropScale,
       keepCrop: false,
+      align: true,
+      rotatedPasses: true,
     });
   });
 

@@ -288,6 +288,23 @@ FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value) {
   request.detect = ReadDetectOptions(env, obj.Get("detect"));
   request.cropScale = ReadNumber(obj, "cropScale", "options", 1e-3, kMaxCropScale);
   request.keepCrop = ReadBool(obj, "keepCrop", "options");
+  request.align = ReadBool(obj, "align", "options");
+  request.rotatedPasses = ReadBool(obj, "rotatedPasses", "options");
+  Napi::Value keypoints = obj.Get("keypoints");
+  if (!IsMissing(keypoints)) {
+    const size_t count = request.keypoints.size();
+    if (!keypoints.IsArray() || keypoints.As<Napi::Array>().Length() != count) {
+      ThrowInvalid(env, "options.keypoints must hold " + std::to_string(count) + " numbers");
+    }
+    Napi::Array arr = keypoints.As<Napi::Array>();
+    for (uint32_t i = 0; i < count; ++i) {
+      Napi::Value v = arr.Get(i);
+      const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+      if (!(std::isfinite(d) && std::fabs(d) < kMaxRectCoordinate)) ThrowInvalid(env, "options.keypoints must hold finite numbers");
+      request.keypoints[i] = static_cast<float>(d);
+    }
+    request.hasKeypoints = true;
+  }
   Napi::Value rect = obj.Get("rect");
   if (!IsMissing(rect)) {
     if (!rect.IsArray() || rect.As<Napi::Array>().Length() != 4) ThrowInvalid(env, "options.rect must be [l, t, r, b]");

@@ -10,6 +10,8 @@
 #include "jobs/gallery_match_js.h"
 #include "jobs/js_values.h"
 #include "jobs/detect_job.h"  // FaceToJs
+#include "jobs/rotated_face_pass.h"
+#include "models/box.h"
 #include "models/area_resize.h"
 #include "pool/worker_context.h"
 
@@ -29,6 +31,12 @@ cv::Mat HalvedFor(const cv::Mat& bgr, int minLongerSide) {
   }
   return out;
 }
+
+// The turned passes see the turned copy letterboxed to the detector's input: a copy this many times larger keeps
+// what that shrink needs, and warping a larger one would only cost time.
+constexpr double kTurnedPassInputs = 2;
+
+double TurnedPassMaxSide(const FaceDetector& detector) { return kTurnedPassInputs * detector.NeededSide(DetectOptions{}); }
 
 }  // namespace
 
@@ -87,6 +95,42 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
   return crop;
 }
 
+std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& image) {
+  if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
+  const auto t0 = Clock::now();
+  const int side = ctx.faceDetector->NeededSide(request_.detect);
+  const cv::Mat detectOn = side > 0 ? HalvedFor(image, side) : image;
+  detectTimings_.preprocessMs += MillisBetween(t0, Clock::now());
+  std::vector<Face> faces = ctx.faceDetector->Detect(detectOn, request_.detect, &detectTimings_, image.size());
+  if (faces.empty()) faces = DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_);
+  const double turnedMaxSide = TurnedPassMaxSide(*ctx.faceDetector);
+  for (const double degrees : {-kRotatedPassDegrees, kRotatedPassDegrees}) {
+    if (!faces.empty() || !request_.rotatedPasses) break;
+    faces = DetectRotated(*ctx.faceDetector, image, request_.detect, degrees, kTightCropPadding, turnedMaxSide,
+                          &detectTimings_);
+  }
+  std::stable_sort(faces.begin(), faces.end(), [](const Face& a, const Face& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.rect[0] != b.rect[0]) return a.rect[0] < b.rect[0];
+    return a.rect[1] < b.rect[1];
+  });
+  return faces;
+}
+
+bool FaceEmbedJob::LandmarksAt(WorkerContext& ctx, const cv::Mat& image, const PixelRect& rect, FaceKeypoints* out) {
+  const auto box = [](const PixelRect& r) { return Box{float(r[0]), float(r[1]), float(r[2]), float(r[3])}; };
+  float best = kLandmarkMinIou;
+  bool found = false;
+  for (const Face& face : FindFaces(ctx, image)) {
+    const float overlap = Iou(box(face.rect), box(rect));
+    if (overlap < best) continue;
+    best = overlap;
+    *out = face.keypoints;
+    found = true;
+  }
+  return found;
+}
+
 void FaceEmbedJob::Execute(WorkerContext& ctx) {
   if (!ctx.faceEmbedder) throw JobError(ErrorCode::kInternal, "engine has no face embedding model");
   const cv::Mat image = DecodeImage();
@@ -100,26 +144,38 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
     if (r[2] <= r[0] || r[3] <= r[1]) throw JobError(ErrorCode::kInvalidArgument, "the face rect lies outside the image");
     chosen_ = r;
     chosenScore_ = 1;
+    if (request_.align && request_.hasKeypoints) {
+      chosenKeypoints_ = request_.keypoints;
+      aligned_ = true;
+    } else if (request_.align) {
+      aligned_ = LandmarksAt(ctx, image, r, &chosenKeypoints_);  // none found: the box crop
+    }
   } else {
-    if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
-    const auto t0 = Clock::now();
-    const int side = ctx.faceDetector->NeededSide(request_.detect);
-    const cv::Mat detectOn = side > 0 ? HalvedFor(image, side) : image;
-    detectTimings_.preprocessMs += MillisBetween(t0, Clock::now());
-    faces_ = ctx.faceDetector->Detect(detectOn, request_.detect, &detectTimings_, image.size());
-    if (faces_.empty()) faces_ = DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_);
-    std::stable_sort(faces_.begin(), faces_.end(), [](const Face& a, const Face& b) {
-      if (a.score != b.score) return a.score > b.score;
-      if (a.rect[0] != b.rect[0]) return a.rect[0] < b.rect[0];
-      return a.rect[1] < b.rect[1];
-    });
+    faces_ = FindFaces(ctx, image);
     if (faces_.empty()) return;  // nothing to embed: a result, not an error
     chosen_ = faces_.front().rect;
     chosenScore_ = faces_.front().score;
+    chosenKeypoints_ = faces_.front().keypoints;
+    aligned_ = request_.align;
   }
 
-  embedding_ = ctx.faceEmbedder->Embed(image, chosen_, request_.cropScale, &embedTimings_);
+  // The box the crop is cut around: the detector's, or the one an upright look at a tilted face gave.
+  PixelRect cropBox = chosen_;
+  if (aligned_ && ctx.faceDetector) {
+    Face face;
+    face.rect = chosen_;
+    face.keypoints = chosenKeypoints_;
+    face = UprightLandmarks(*ctx.faceDetector, image, face, request_.detect, kUprightWithinDegrees, kUprightRounds,
+                            TurnedPassMaxSide(*ctx.faceDetector), &detectTimings_);
+    cropBox = face.rect;
+    chosenKeypoints_ = face.keypoints;
+  }
+  embedding_ = ctx.faceEmbedder->Embed(image, cropBox, aligned_ ? &chosenKeypoints_ : nullptr, request_.cropScale,
+                                       &embedTimings_);
   embedded_ = true;
+  if (aligned_) {
+    if (const auto toCrop = AlignmentTransform(chosenKeypoints_, request_.cropScale, 1)) rotation_ = RotationDegrees(*toCrop);
+  }
   if (request_.keepCrop) crop_ = MakeStoredCrop(image, chosen_);
   if (request_.gallery) {
     const auto t1 = Clock::now();
@@ -142,6 +198,7 @@ Napi::Value FaceEmbedJob::Result(Napi::Env env) {
     Napi::Object face = Napi::Object::New(env);
     face.Set("rect", NumberArray(env, chosen_));
     face.Set("score", Napi::Number::New(env, chosenScore_));
+    face.Set("rotation", rotation_ ? Napi::Value(Napi::Number::New(env, *rotation_)) : env.Null());
     result.Set("face", face);
     Napi::Float32Array embedding = Napi::Float32Array::New(env, embedding_.size());
     std::memcpy(embedding.Data(), embedding_.data(), embedding_.size() * sizeof(float));

@@ -8,6 +8,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/face_detector.h"
@@ -21,7 +22,11 @@ struct FaceEmbedRequest {
   DetectOptions detect;
   bool useRect = false;  // true: embed `rect` as given, no detection
   PixelRect rect{};
+  bool hasKeypoints = false;  // with useRect: align by `keypoints` (without: the detector's, on the face at `rect`)
+  FaceKeypoints keypoints{};
   double cropScale = 0;  // side of the square crop / longer side of the face box (> 0)
+  bool align = true;          // false: the plain box crop (bench and calibration compare the two)
+  bool rotatedPasses = true;  // search a photo with no face again turned by +-kRotatedPassDegrees
   bool keepCrop = false;  // also return a JPEG crop (for re-embedding later)
   std::shared_ptr<const GallerySnapshot> gallery;  // search it when set
 };
@@ -53,6 +58,18 @@ class FaceEmbedJob : public ImageJob {
   static constexpr double kPaddedPassMaxSide = 1536;
   static std::vector<Face> DetectInPadded(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
                                           StageTimings* timings);
+  // The detector finds faces up to about this far from upright: a photo with none is searched again turned this
+  // far each way, so faces up to twice as far are found (jobs/rotated_face_pass.h).
+  static constexpr double kRotatedPassDegrees = 45;
+  // A face tilted more than kUprightWithinDegrees (by its landmarks) is looked at again turned upright, at most this
+  // many times, for truer landmarks (jobs/rotated_face_pass.h).
+  static constexpr int kUprightRounds = 2;
+  // A face whose landmarks are looked up for a given rect: the detected face overlapping it at least this much.
+  static constexpr float kLandmarkMinIou = 0.3f;
+  // Every face of the photo: the whole-image pass, then (none found) the padded and the turned passes.
+  std::vector<Face> FindFaces(WorkerContext& ctx, const cv::Mat& image);
+  // The landmarks of the detected face that best overlaps `rect`; false when none does.
+  bool LandmarksAt(WorkerContext& ctx, const cv::Mat& image, const PixelRect& rect, FaceKeypoints* out);
   static StoredCrop MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face);
 
   FaceEmbedRequest request_;
@@ -61,6 +78,9 @@ class FaceEmbedJob : public ImageJob {
   bool embedded_ = false;
   PixelRect chosen_{};
   float chosenScore_ = 0;
+  bool aligned_ = false;
+  FaceKeypoints chosenKeypoints_{};
+  std::optional<double> rotation_;  // the face's tilt by its landmarks (none: not aligned)
   std::vector<float> embedding_;
   StoredCrop crop_;
   GalleryMatch match_;

@@ -26,20 +26,26 @@ FaceEmbedder::FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& r
   dim_ = static_cast<int>(out.total());
 }
 
-std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face, double cropScale,
-                                       StageTimings* timings) {
+std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints,
+                                       double cropScale, StageTimings* timings) {
   return RunStaged(
-      *model_, timings, [&] { return Preprocess(bgr, face, cropScale); },
+      *model_, timings, [&] { return Preprocess(bgr, face, keypoints, cropScale); },
       [&](const std::vector<cv::Mat>& outputs) { return Postprocess(outputs[0]); });
 }
 
-cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, double cropScale) const {
-  const cv::Mat square = CutPadded(bgr, SquareAround(face, cropScale));
+cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints,
+                                 double cropScale) const {
   const int size = spec_.inputSize;
+  const std::optional<cv::Matx23d> toCrop = keypoints ? UprightBoxTransform(*keypoints, face, cropScale, size) : std::nullopt;
   cv::Mat resized = RecyclingMat();
-  // INTER_AREA when shrinking: plain bilinear would alias a large face.
-  if (square.cols > size) ResizeArea(square, resized, cv::Size(size, size));
-  else cv::resize(square, resized, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
+  if (toCrop) {
+    AlignedCrop(bgr, *toCrop, size, resized);
+  } else {
+    const cv::Mat square = CutPadded(bgr, SquareAround(face, cropScale));
+    // INTER_AREA when shrinking: plain bilinear would alias a large face.
+    if (square.cols > size) ResizeArea(square, resized, cv::Size(size, size));
+    else cv::resize(square, resized, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
+  }
   cv::Mat blob = RecyclingMat();
   cv::dnn::blobFromImage(resized, blob, spec_.scale, cv::Size(), cv::Scalar::all(spec_.meanValue), spec_.swapRB,
                          false, CV_32F);

@@ -1,8 +1,9 @@
 // Face embedding model (OpenCV Zoo style: preprocess -> infer ->
-// postprocess). Preprocess cuts a square around the detected face box, enlarged
-// by the call's `cropScale` (the host sends the margin the model was trained with
-// unless the caller chose one), pads whatever falls
-// outside the image with black and resizes to the model input. Postprocess
+// postprocess). Preprocess cuts a square around the face box, turned upright when
+// the face's landmarks show it tilted (models/face_alignment.h); the square is the
+// call's `cropScale` times the box's longer side (the host sends the
+// margin the model was trained with unless the caller chose one), black where it
+// leaves the image, at the model input's size. Postprocess
 // L2-normalizes the output, so a dot product of two embeddings is their cosine.
 //
 // Not thread-safe (owns an InferenceModel): one instance per worker thread.
@@ -15,6 +16,7 @@
 #include <opencv2/core.hpp>
 
 #include "models/crop.h"
+#include "models/face_alignment.h"
 #include "models/image_model_spec.h"
 #include "runtime/inference_model.h"
 #include "runtime/stage_timings.h"
@@ -31,14 +33,16 @@ class FaceEmbedder {
   // learns the embedding size. Throws std::runtime_error with a clear message.
   FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& runtime);
 
-  // L2-normalized embedding of the face in `face` (image pixels), each stage's time added to *timings.
-  // `cropScale`: side of the square crop / longer side of the face box. Throws JobError(INTERNAL) on a bad output.
-  std::vector<float> Embed(const cv::Mat& bgr, const PixelRect& face, double cropScale, StageTimings* timings);
+  // L2-normalized embedding of the face in `face` (image pixels), turned upright by `keypoints` when given and
+  // tilted (null: the box crop as it lies), each stage's time added to *timings. `cropScale`: side of the square crop / longer side of the face box.
+  // Throws JobError(INTERNAL) on a bad output.
+  std::vector<float> Embed(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints, double cropScale,
+                           StageTimings* timings);
 
   int dim() const { return dim_; }
 
  private:
-  cv::Mat Preprocess(const cv::Mat& bgr, const PixelRect& face, double cropScale) const;
+  cv::Mat Preprocess(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints, double cropScale) const;
   std::vector<float> Postprocess(const cv::Mat& output) const;
 
   FaceEmbedderSpec spec_;

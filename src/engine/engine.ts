@@ -224,7 +224,10 @@ export class Engine {
         // The model's own crop margin unless the caller set one: passed explicitly, the addon holds no default.
         cropScale: checked.cropScale ?? embedder.cropScale,
         keepCrop: checked.keepCrop,
+        align: checked.align,
+        rotatedPasses: checked.rotatedPasses,
         ...(checked.rect ? { rect: checked.rect } : {}),
+        ...(checked.keypoints ? { keypoints: checked.keypoints } : {}),
         ...(native && !approximate ? { gallery: native } : {}),
       });
       if (approximate && result.embedding) {

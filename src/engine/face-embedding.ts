@@ -8,10 +8,17 @@ import { FACE_EMBEDDER_MODELS, type FaceEmbedderModel } from './types.js';
 // The model list is with the other choice lists (types.ts); exported here too, where the embedding API is.
 export { FACE_EMBEDDER_MODELS, type FaceEmbedderModel };
 
+/**
+ * The alignment embeddings are made with, part of the embedder's version: faces warped by their landmarks onto the
+ * template of native/models/face_alignment.h. A gallery enrolled before (box crops) or with another template is
+ * re-embedded at start from its stored crops. Change it with the template.
+ */
+export const FACE_ALIGNMENT = 'align1';
+
 /** What an embedding was made with. Stored with every enrolled sample: a different one means re-embedding. */
 export interface FaceEmbedderInfo {
   model: FaceEmbedderModel;
-  /** The converted file's sha256 (first 16 hex digits) and the crop margin: anything that changes the vectors. */
+  /** The converted file's sha256 (first 16 hex digits), the crop margin and the alignment: anything that changes the vectors. */
   version: string;
   /** Length of an embedding. */
   dim: number;
@@ -24,8 +31,17 @@ export interface FaceEmbedderInfo {
 export interface EmbedFaceOptions {
   /** Embed this face box [l, t, r, b) instead of detecting one. */
   rect?: [number, number, number, number];
+  /**
+   * With rect: the face's keypoints as the detector gives them (12 numbers, `faces[i].keypoints`), to align it by.
+   * Without them the detector runs to find the face at rect's landmarks (none found: the box crop).
+   */
+  keypoints?: number[];
   /** Override the model's crop margin (bench and calibration only). 0.5 to 4. */
   cropScale?: number;
+  /** false: embed the plain box crop, unaligned (bench and calibration only; such vectors do not match a gallery's). */
+  align?: boolean;
+  /** false: no second search of a faceless photo turned 45 degrees each way (bench only). */
+  rotatedPasses?: boolean;
   /** Also return a JPEG crop of twice the face box (at most 448 px) for re-embedding later. */
   keepCrop?: boolean;
   /** Face detection settings, as for detectFaces(). */
@@ -37,6 +53,11 @@ export interface EmbeddedFace {
   rect: [number, number, number, number];
   /** Detection score; 1 when the rect was given. */
   score: number;
+  /**
+   * The face's in-plane tilt by its landmarks, degrees counterclockwise on screen (over 10: it was cut turned
+   * upright); null with `align: false` or when no landmarks were found for a given rect.
+   */
+  rotation: number | null;
 }
 
 export interface FaceEmbeddingResult {
@@ -109,16 +130,32 @@ export function l2Normalized(values: Float32Array, name = 'embedding'): Float32A
 /** embedFace() options, checked; cropScale undefined means the model's own. */
 export interface CheckedEmbedOptions {
   rect?: [number, number, number, number];
+  keypoints?: number[];
   cropScale?: number;
   keepCrop: boolean;
+  align: boolean;
+  rotatedPasses: boolean;
   detect: CheckedDetectOptions;
 }
 
 /** Validates embedFace() options into the native request (everything but the gallery). */
 export function checkEmbedOptions(opts: unknown, detect: (o: unknown) => CheckedDetectOptions): CheckedEmbedOptions {
   if (!isRecord(opts)) throw invalid('embedFace options must be an object');
-  const out: CheckedEmbedOptions = { keepCrop: false, detect: detect(opts['detect'] ?? {}) };
+  const out: CheckedEmbedOptions = { keepCrop: false, align: true, rotatedPasses: true, detect: detect(opts['detect'] ?? {}) };
   if (opts['rect'] !== undefined) out.rect = checkRect(opts['rect']);
+  const keypoints = opts['keypoints'];
+  if (keypoints !== undefined) {
+    if (out.rect === undefined) throw invalid('keypoints needs rect: they align the face at rect');
+    if (!Array.isArray(keypoints) || keypoints.length !== 12 || !keypoints.every((v) => typeof v === 'number' && Number.isFinite(v) && Math.abs(v) < 1e9)) {
+      throw invalid('keypoints must be the 12 finite numbers of a detected face\'s keypoints');
+    }
+    out.keypoints = keypoints as number[];
+  }
+  for (const flag of ['align', 'rotatedPasses'] as const) {
+    const value = opts[flag];
+    if (value !== undefined && typeof value !== 'boolean') throw invalid(`${flag} must be a boolean`);
+    if (value === false) out[flag] = false;
+  }
   const cropScale = opts['cropScale'];
   if (cropScale !== undefined) {
     const { min, max } = CROP_SCALE_RANGE;

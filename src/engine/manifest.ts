@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { COCO_CLASSES } from './objects.js';
 import { checkModelFile, isModelPath, objectLabels, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo } from './object-model.js';
-import type { FaceEmbedderInfo } from './face-embedding.js';
+import { FACE_ALIGNMENT, type FaceEmbedderInfo } from './face-embedding.js';
 import { CROP_SCALE_RANGE, CUSTOM_OBJECT_INPUT_SIZE, ENGINE_DEFAULTS, ENGINE_RANGES, YOLO_NMS_IOU, YOLO_PAD_VALUE } from './limits.js';
 import { intOption, invalidArgument, isRecord, modelOption, pathOption } from './options.js';
 import type {
@@ -267,7 +267,7 @@ export async function faceEmbedderSpec(
   const sha = isRecord(int8) && typeof int8['sha256'] === 'string' ? `int8-${int8['sha256'].slice(0, 16)}` : entry['sha256'].slice(0, 16);
   return {
     spec: { ...common, output: 'embedding' },
-    info: { model, version: `${sha}-crop${cropScale}`, cropScale, distanceScale },
+    info: { model, version: `${sha}-crop${cropScale}-${FACE_ALIGNMENT}`, cropScale, distanceScale },
   };
 }
 

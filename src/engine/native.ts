@@ -132,9 +132,15 @@ export interface NativeEmbedRequest {
   detect: NativeDetectOptions;
   /** Embed this box instead of detecting. */
   rect?: [number, number, number, number];
+  /** With rect: the face's 12 detector keypoint coordinates to align by (without: the detector runs to find them). */
+  keypoints?: number[];
   /** Square crop side / longer side of the face box: the model's own (manifest) unless the caller chose one. */
   cropScale: number;
   keepCrop: boolean;
+  /** Warp the face's landmarks onto the alignment template (false: the plain box crop). */
+  align: boolean;
+  /** Search a photo with no face found again, turned 45 degrees each way. */
+  rotatedPasses: boolean;
   /** Searched with the snapshot taken when the call is made. */
   gallery?: NativeGallery;
 }
@@ -150,7 +156,7 @@ export interface NativeFaceEmbedding {
   height: number;
   /** Highest score first. */
   faces: NativeFace[];
-  face: { rect: [number, number, number, number]; score: number } | null;
+  face: { rect: [number, number, number, number]; score: number; rotation: number | null } | null;
   embedding: Float32Array | null;
   crop: { jpeg: Buffer; rect: [number, number, number, number] } | null;
   /** null when no gallery was given or it is empty. */

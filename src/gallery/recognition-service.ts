@@ -319,7 +319,7 @@ export class RecognitionService {
     if (!first.face) return { faces: [], timings: first.timings };
     const out: IdentifiedFace[] = [{ rect: first.face.rect, score: first.face.score, match: matchOf(first.match) }];
     for (const face of first.faces.slice(1)) {
-      const r = await this.#engine.recognizeFace(image, this.#index, { rect: face.rect });
+      const r = await this.#engine.recognizeFace(image, this.#index, { rect: face.rect, keypoints: face.keypoints });
       out.push({ rect: face.rect, score: face.score, match: matchOf(r.match) });
     }
     return { faces: out, timings: first.timings };
