@@ -29,6 +29,7 @@ const JPEG_HEADERS = ['jpeglib.h', 'jerror.h', 'jmorecfg.h'];
 export function ensureCrossCompiler(log) {
   if (fs.existsSync(`/usr/bin/${TRIPLET}-g++`)) return;
   if (process.getuid?.() !== 0) throw new StepError(`${TRIPLET}-g++ is missing: apt-get install g++-${TRIPLET} (as root)`);
+  run('apt-get', ['update', '-q'], { log });
   run('apt-get', ['install', '-y', '-q', '--no-install-recommends', `g++-${TRIPLET}`], { log, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
 }
 

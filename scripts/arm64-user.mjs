@@ -32,6 +32,7 @@ const SYSROOTS = {
 export function ensureQemu(log) {
   if (fs.existsSync(QEMU)) return;
   if (process.getuid?.() !== 0) throw new StepError(`${QEMU} is missing: apt-get install qemu-user-static (as root)`);
+  run('apt-get', ['update', '-q'], { log });
   run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'qemu-user-static'], { log, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
 }
 
