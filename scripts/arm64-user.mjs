@@ -76,13 +76,17 @@ export function ensureSysroot(name = 'sysroot', log = console.log) {
   const stamp = debs.map((d) => path.basename(d)).sort().join('\n');
   const stampFile = path.join(sysroot, '.debs');
   if (fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === stamp) return sysroot;
+  // made beside and renamed into place, so an interrupted run leaves no half sysroot behind its stamp
+  const building = `${sysroot}.building-${process.pid}`;
+  fs.rmSync(building, { recursive: true, force: true });
+  fs.mkdirSync(building, { recursive: true });
+  for (const deb of debs) run('dpkg-deb', ['-x', deb, building], { log, quiet: true });
+  writeCpuDescription(building);
+  linkAlternatives(building);
+  if (!fs.existsSync(path.join(building, 'lib', 'ld-linux-aarch64.so.1'))) throw new StepError(`${building}: no lib/ld-linux-aarch64.so.1 after unpacking ${SYSROOTS[name].join(', ')}`);
+  fs.writeFileSync(path.join(building, '.debs'), stamp);
   fs.rmSync(sysroot, { recursive: true, force: true });
-  fs.mkdirSync(sysroot, { recursive: true });
-  for (const deb of debs) run('dpkg-deb', ['-x', deb, sysroot], { log, quiet: true });
-  writeCpuDescription(sysroot);
-  linkAlternatives(sysroot);
-  if (!fs.existsSync(path.join(sysroot, 'lib', 'ld-linux-aarch64.so.1'))) throw new StepError(`${sysroot}: no lib/ld-linux-aarch64.so.1 after unpacking ${SYSROOTS[name].join(', ')}`);
-  fs.writeFileSync(stampFile, stamp);
+  fs.renameSync(building, sysroot);
   log(`arm64 sysroot: ${path.relative(ROOT, sysroot)} (${debs.length} packages: ${SYSROOTS[name].join(', ')} and their dependencies)`);
   return sysroot;
 }
