@@ -66,10 +66,12 @@ let reference: ServerProcess;
 let server: Arm64Server;
 
 beforeAll(async () => {
-  [reference, server] = await Promise.all([
-    startServerProcess(['--data-dir', tempDir('edgecv-arm64-reference-')]),
-    startArm64Server(build, { dataDir: tempDir('edgecv-arm64-data-'), port: await freePort(), timeoutMs: 840_000 }),
-  ]);
+  // both start at once; each is kept as soon as it is up, so afterAll stops it even when the other fails
+  const starting = [
+    startServerProcess(['--data-dir', tempDir('edgecv-arm64-reference-')]).then((s) => (reference = s)),
+    startArm64Server(build, { dataDir: tempDir('edgecv-arm64-data-'), port: await freePort(), timeoutMs: 840_000 }).then((s) => (server = s)),
+  ];
+  for (const r of await Promise.allSettled(starting)) if (r.status === 'rejected') throw r.reason;
   console.log(`[arm64] ready ${(server.readyMs / 1000).toFixed(1)} s after start (emulated)`);
 });
 
