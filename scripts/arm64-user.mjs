@@ -13,17 +13,26 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchNode, nodePackage, resolveRelease } from './node-release.mjs';
-import { cachedDeb, PrivateApt } from './private-apt.mjs';
+import { cachedDebs, installClosure, PrivateApt } from './private-apt.mjs';
 import { run, StepError } from './shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const QEMU = '/usr/bin/qemu-aarch64-static';
-/** What Node's and onnxruntime's arm64 binaries load besides themselves. */
-const SYSROOT_PACKAGES = ['libc6', 'libgcc-s1', 'libstdc++6'];
+export const QEMU = '/usr/bin/qemu-aarch64-static';
+/**
+ * The sysroots (.cache/arm64-user/<name>) and the Debian arm64 packages each is made of, with their dependencies.
+ * sysroot: what Node's and onnxruntime's arm64 binaries load besides themselves. sysroot-opencv: that and the OpenCV
+ * modules and libjpeg the addon links, with their headers (scripts/arm64-addon.mjs cross-compiles against them, and
+ * the addon finds its libraries there at run time).
+ */
+const SYSROOTS = {
+  sysroot: ['libc6', 'libgcc-s1', 'libstdc++6'],
+  'sysroot-opencv': ['libc6', 'libgcc-s1', 'libstdc++6', 'libopencv-core-dev', 'libopencv-imgproc-dev', 'libopencv-imgcodecs-dev', 'libopencv-dnn-dev', 'libjpeg62-turbo-dev'],
+};
 
-function ensureQemu(log) {
+export function ensureQemu(log) {
   if (fs.existsSync(QEMU)) return;
   if (process.getuid?.() !== 0) throw new StepError(`${QEMU} is missing: apt-get install qemu-user-static (as root)`);
+  run('apt-get', ['update', '-q'], { log });
   run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'qemu-user-static'], { log, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
 }
 
@@ -44,31 +53,54 @@ function writeCpuDescription(sysroot) {
   for (const f of ['possible', 'present']) fs.writeFileSync(path.join(cpus, f), '0-1\n');
 }
 
-/** .cache/arm64-user/sysroot: the packages above, unpacked; rebuilt when the set of .debs changes. */
-function ensureSysroot(log) {
+/**
+ * The links Debian's maintainer scripts would make, which unpacking alone does not: libblas3 and liblapack3 put
+ * their libraries in lib/<triplet>/{blas,lapack}/ and register lib/<triplet>/lib{blas,lapack}.so.3 with
+ * update-alternatives in postinst (OpenCV's core library needs liblapack.so.3).
+ */
+function linkAlternatives(sysroot) {
+  const lib = path.join(sysroot, 'usr', 'lib', 'aarch64-linux-gnu');
+  for (const dir of ['blas', 'lapack']) {
+    const from = path.join(lib, dir);
+    if (!fs.existsSync(from)) continue;
+    for (const f of fs.readdirSync(from)) if (/^lib\w+\.so\.\d+$/.test(f) && !fs.existsSync(path.join(lib, f))) fs.symlinkSync(path.join(dir, f), path.join(lib, f));
+  }
+}
+
+/** .cache/arm64-user/<name>: SYSROOTS[name] and their dependencies, unpacked; rebuilt when that set of .debs changes. */
+export function ensureSysroot(name = 'sysroot', log = console.log) {
   const cache = path.join(ROOT, '.cache', 'arm64-user');
-  const sysroot = path.join(cache, 'sysroot');
+  const sysroot = path.join(cache, name);
   const apt = new PrivateApt(path.join(cache, 'apt'), { arch: 'arm64', log });
-  const debs = SYSROOT_PACKAGES.map((p) => cachedDeb(apt, p, path.join(cache, 'debs')));
-  const stamp = debs.map((d) => path.basename(d)).join('\n');
+  const debs = cachedDebs(apt, installClosure(apt, SYSROOTS[name]), path.join(cache, 'debs'));
+  const stamp = debs.map((d) => path.basename(d)).sort().join('\n');
   const stampFile = path.join(sysroot, '.debs');
   if (fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === stamp) return sysroot;
+  // made beside and renamed into place, so an interrupted run leaves no half sysroot behind its stamp
+  const building = `${sysroot}.building-${process.pid}`;
+  fs.rmSync(building, { recursive: true, force: true });
+  fs.mkdirSync(building, { recursive: true });
+  for (const deb of debs) run('dpkg-deb', ['-x', deb, building], { log, quiet: true });
+  writeCpuDescription(building);
+  linkAlternatives(building);
+  if (!fs.existsSync(path.join(building, 'lib', 'ld-linux-aarch64.so.1'))) throw new StepError(`${building}: no lib/ld-linux-aarch64.so.1 after unpacking ${SYSROOTS[name].join(', ')}`);
+  fs.writeFileSync(path.join(building, '.debs'), stamp);
   fs.rmSync(sysroot, { recursive: true, force: true });
-  fs.mkdirSync(sysroot, { recursive: true });
-  for (const deb of debs) run('dpkg-deb', ['-x', deb, sysroot], { log, quiet: true });
-  writeCpuDescription(sysroot);
-  if (!fs.existsSync(path.join(sysroot, 'lib', 'ld-linux-aarch64.so.1'))) throw new StepError(`${sysroot}: no lib/ld-linux-aarch64.so.1 after unpacking ${SYSROOT_PACKAGES.join(', ')}`);
-  fs.writeFileSync(stampFile, stamp);
-  log(`arm64 sysroot: ${path.relative(ROOT, sysroot)} (${SYSROOT_PACKAGES.join(', ')})`);
+  fs.renameSync(building, sysroot);
+  log(`arm64 sysroot: ${path.relative(ROOT, sysroot)} (${debs.length} packages: ${SYSROOTS[name].join(', ')} and their dependencies)`);
   return sysroot;
 }
 
+/** The official arm64 Node of a major line (default: the one running this script), fetched once: its folder. */
+export function arm64Node(range = process.versions.node, log = console.log) {
+  return fetchNode(ROOT, resolveRelease(nodePackage('arm64'), range, log), log);
+}
+
 /** The command that runs arm64 Node with these arguments: [program, args]. Installs and fetches what it lacks. */
-export function arm64NodeCommand(args, { log = console.log } = {}) {
+export function arm64NodeCommand(args, { log = console.log, sysroot = 'sysroot', node = process.versions.node } = {}) {
   ensureQemu(log);
-  const sysroot = ensureSysroot(log);
-  const node = path.join(fetchNode(ROOT, resolveRelease(nodePackage('arm64'), process.versions.node, log), log), 'bin', 'node');
-  return [QEMU, ['-L', sysroot, node, ...args]];
+  const root = ensureSysroot(sysroot, log);
+  return [QEMU, ['-L', root, path.join(arm64Node(node, log), 'bin', 'node'), ...args]];
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -9,6 +9,10 @@
 //     precision options may load, with a manifest that lists only them (a file two formats share, once);
 //   <dest>/node: the Node binary running this script, without its symbol table (18 MB; dynamic symbols stay).
 //
+// For another CPU (scripts/test-arm64.mjs): `--arch arm64 --addon <edgecv.node> --node <dir>` takes that addon
+// build and that official Node build (bin/node, include/node) instead, and keeps the binaries of that CPU; the
+// TypeScript output and the models are the same bytes on every CPU.
+//
 // Plain Node ESM without npm dependencies.
 
 import { createHash } from 'node:crypto';
@@ -20,12 +24,28 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const log = (msg) => console.log(`[image-payload] ${msg}`);
 
+/** What the payload is for: the CPU, the addon, the Node binary and the Node-API version it supports. */
+function targetOf(argv) {
+  const opt = (name) => {
+    const i = argv.indexOf(`--${name}`);
+    return i < 0 ? undefined : argv[i + 1];
+  };
+  const nodeDir = opt('node');
+  if (!nodeDir) return { arch: process.arch, addon: path.join(ROOT, 'build', 'Release', 'edgecv.node'), node: process.execPath, napi: Number(process.versions.napi), strip: 'strip' };
+  const version = fs.readFileSync(path.join(nodeDir, 'include', 'node', 'node_version.h'), 'utf8');
+  const napi = Number(/#define\s+NODE_API_SUPPORTED_VERSION_MAX\s+(\d+)/.exec(version)?.[1]);
+  const arch = opt('arch') ?? process.arch;
+  const strip = arch === process.arch ? 'strip' : `${{ arm64: 'aarch64', x64: 'x86_64' }[arch]}-linux-gnu-strip`;
+  return { arch, addon: path.resolve(opt('addon') ?? path.join(ROOT, 'build', 'Release', 'edgecv.node')), node: path.join(nodeDir, 'bin', 'node'), napi, strip };
+}
+const TARGET = targetOf(process.argv.slice(3));
+
 /**
  * Dependencies the running server never loads: cmake-js and node-addon-api build the addon (they are ordinary
  * dependencies so that `npm install` builds it); better-sqlite3-node20 is the SQLite binding of Node 20 alone
  * (src/sqlite.ts), and the image runs a newer Node.
  */
-const BUILD_ONLY = new Set(['cmake-js', 'node-addon-api', ...(Number(process.versions.napi) >= 10 ? ['better-sqlite3-node20'] : [])]);
+const BUILD_ONLY = new Set(['cmake-js', 'node-addon-api', ...(TARGET.napi >= 10 ? ['better-sqlite3-node20'] : [])]);
 
 /** The lock entry path a package at `from` gets for `name`, by Node's lookup (nearest node_modules upwards). */
 function resolveLocked(packages, from, name) {
@@ -77,16 +97,16 @@ function copyNodeModules(dest) {
 /** Native modules' C/C++ sources, which their prebuilt binaries make unneeded at run time. */
 const NATIVE_SOURCES = { 'better-sqlite3': ['deps', 'src', 'build'], usearch: ['c', 'cpp', 'include', 'numkong', 'cmake', 'binding.gyp', 'javascript/lib.cpp'] };
 
-/** Leaves each native module its binary for this platform only, and no sources. */
+/** Leaves each native module its binary for the target platform only, and no sources. */
 function trimNativeModules(modules) {
-  const target = `${process.platform}-${process.arch}`;
+  const target = `${process.platform}-${TARGET.arch}`;
   // onnxruntime-node: bin/napi-v*/<platform>/<arch> (src/engine/onnxruntime-library.ts loads linux/<arch>)
   const ortBin = path.join(modules, 'onnxruntime-node', 'bin');
   for (const napi of fs.existsSync(ortBin) ? fs.readdirSync(ortBin) : []) {
     for (const platform of fs.readdirSync(path.join(ortBin, napi))) {
       const dir = path.join(ortBin, napi, platform);
       if (platform !== process.platform) fs.rmSync(dir, { recursive: true });
-      else for (const arch of fs.readdirSync(dir)) if (arch !== process.arch) fs.rmSync(path.join(dir, arch), { recursive: true });
+      else for (const arch of fs.readdirSync(dir)) if (arch !== TARGET.arch) fs.rmSync(path.join(dir, arch), { recursive: true });
     }
   }
   // prebuilds/<platform>-<arch>[.node] (better-sqlite3, usearch); linuxmusl-* and darwin-arm64+x64 are others
@@ -143,7 +163,7 @@ async function copyModels(dest) {
 async function main() {
   const target = process.argv[2];
   if (!target) {
-    console.error('usage: node scripts/image-payload.mjs <dest>');
+    console.error('usage: node scripts/image-payload.mjs <dest> [--arch arm64 --addon <edgecv.node> --node <dir>]');
     process.exit(2);
   }
   const dest = path.resolve(target, 'app');
@@ -154,8 +174,8 @@ async function main() {
   fs.cpSync(path.join(ROOT, 'dist', 'src'), path.join(dest, 'dist', 'src'), { recursive: true, filter: (f) => !/\.d\.ts$|\.map$/.test(f) });
   fs.mkdirSync(path.join(dest, 'build', 'Release'), { recursive: true });
   // symbol tables are for debuggers; the dynamic symbols a binary links by stay (strip keeps .dynsym)
-  execFileSync('strip', ['--strip-unneeded', '-o', path.join(dest, 'build', 'Release', 'edgecv.node'), path.join(ROOT, 'build', 'Release', 'edgecv.node')]);
-  execFileSync('strip', ['-o', path.join(target, 'node'), process.execPath]);
+  execFileSync(TARGET.strip, ['--strip-unneeded', '-o', path.join(dest, 'build', 'Release', 'edgecv.node'), TARGET.addon]);
+  execFileSync(TARGET.strip, ['-o', path.join(target, 'node'), TARGET.node]);
   fs.cpSync(path.join(ROOT, 'web'), path.join(dest, 'web'), { recursive: true });
   copyNodeModules(dest);
   await copyModels(dest);

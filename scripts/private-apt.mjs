@@ -182,6 +182,34 @@ export class PrivateApt {
 }
 
 /**
+ * The packages a fresh system of `apt`'s architecture installs for `packages` (recommends left out), as
+ * {name, version}: apt's own resolution, simulated against an empty dpkg status so the host's installed packages
+ * play no part.
+ */
+export function installClosure(apt, packages) {
+  const status = path.join(apt.dir, 'empty-status');
+  fs.writeFileSync(status, '');
+  const r = apt.aptGet(['-o', `Dir::State::status=${status}`, '-q', '-s', 'install', '--no-install-recommends', ...packages], { capture: true, quiet: true });
+  const found = [...r.stdout.toString().matchAll(/^Inst (\S+) \((\S+) /gm)].map((m) => ({ name: m[1].replace(/:.*$/, ''), version: m[2] }));
+  if (!found.length) throw new StepError(`apt-get -s install ${packages.join(' ')} listed nothing to install`);
+  return found;
+}
+
+/** The .debs of exactly these {name, version} in debDir, downloaded in one apt-get call where absent. */
+export function cachedDebs(apt, packages, debDir) {
+  fs.mkdirSync(debDir, { recursive: true });
+  // a .deb's name holds its version with the epoch's colon as %3a
+  const fileOf = (p) => fs.readdirSync(debDir).find((f) => f.startsWith(`${p.name}_${p.version.replace(':', '%3a')}_`) && f.endsWith('.deb'));
+  const missing = packages.filter((p) => !fileOf(p));
+  if (missing.length) apt.aptGet(['-q', 'download', ...missing.map((p) => `${p.name}=${p.version}`)], { cwd: debDir });
+  return packages.map((p) => {
+    const f = fileOf(p);
+    if (!f) throw new StepError(`apt-get download ${p.name}=${p.version} left no .deb in ${debDir}`);
+    return path.join(debDir, f);
+  });
+}
+
+/**
  * The cached .deb of `pkg` in debDir (`pkg_*.deb`), downloaded with `apt` when absent. apt checks the
  * download against the signed index; a cached file that later fails to unpack should be deleted by the caller.
  */

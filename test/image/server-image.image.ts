@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DATA_DIR, httpsRequest, photo, useTempDirs } from '../helpers.js';
+import { httpsRequest, photo, useTempDirs } from '../helpers.js';
+import { differences as differencesWithin, johns, post as postWith, typeOf } from './answers.js';
 import { Container, imageConfig, startImageServer, uidIn, type ImageServer } from '../support/container-image.js';
 import { freePort, startServerProcess, type ServerProcess } from '../../bench/shared/server-process.js';
 
@@ -21,44 +22,8 @@ const tempDir = useTempDirs();
  * within 1 (a value on a rounding edge may round the other way). Labels, subjects and counts are equal.
  */
 const TOLERANCE = { unit: 0.01, other: 1 };
-/** Per-request timings, different on every answer. */
-const TIMINGS = new Set(['serverprocessingtime', 'server_processing_time']);
-
-/** Where two answers differ beyond the tolerances (empty: the same). */
-function differences(a: unknown, b: unknown, at = '$'): string[] {
-  const num = (v: unknown) => (typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v)) ? Number(v) : null);
-  const [na, nb] = [num(a), num(b)];
-  if (na !== null && nb !== null && typeof a === typeof b) {
-    const tol = Math.abs(na) <= 1 && Math.abs(nb) <= 1 ? TOLERANCE.unit : TOLERANCE.other;
-    return Math.abs(na - nb) <= tol ? [] : [`${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`];
-  }
-  if (Array.isArray(a) && Array.isArray(b)) {
-    if (a.length !== b.length) return [`${at}: ${a.length} items vs ${b.length}`];
-    return a.flatMap((x, i) => differences(x, b[i], `${at}[${i}]`));
-  }
-  if (a && b && typeof a === 'object' && typeof b === 'object') {
-    const keys = (o: object) => Object.keys(o).filter((k) => !TIMINGS.has(k));
-    const [ka, kb] = [keys(a), keys(b)];
-    if (ka.join() !== kb.join()) return [`${at}: keys ${ka.join()} vs ${kb.join()}`];
-    return ka.flatMap((k) => differences((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${at}.${k}`));
-  }
-  return a === b ? [] : [`${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`];
-}
-
-async function post(base: string, route: string, image: Buffer, contentType: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await httpsRequest(`${base}${route}`, { method: 'POST', headers: { 'content-type': contentType }, body: image, agent });
-  return { status: res.status, body: JSON.parse(res.text) as Record<string, unknown> };
-}
-
-const typeOf = (name: string) => (name.endsWith('.png') ? 'image/png' : 'image/jpeg');
-const JOHNS = 'dlib/johns';
-/** Two photos each of two people: the first enrolled, the second asked about. */
-function johns(): { subject: string; enrol: string; ask: string }[] {
-  return ['John_Simm', 'John_Savage'].map((name) => {
-    const files = fs.readdirSync(path.join(DATA_DIR, JOHNS, name)).filter((f) => f.endsWith('.jpg')).sort();
-    return { subject: name.toLowerCase(), enrol: `${JOHNS}/${name}/${files[0]}`, ask: `${JOHNS}/${name}/${files[1]}` };
-  });
-}
+const differences = (a: unknown, b: unknown) => differencesWithin(a, b, TOLERANCE);
+const post = (base: string, route: string, image: Buffer, contentType: string) => postWith(base, route, image, contentType, agent);
 
 let probe: Container;
 let rootfs: string;

@@ -1,0 +1,119 @@
+// The server built for linux/arm64 (the cross-compiled addon, the official arm64 Node, onnxruntime-node's and the
+// npm packages' arm64 binaries, Debian's arm64 OpenCV), run under qemu-user on this x64 host and checked from
+// outside on loopback: on the same real photos, the four seed routes answer what the checkout's x64 server answers.
+// Run by `npm run test:arm64` (scripts/test-arm64.mjs builds it and names it in EDGECV_ARM64_SERVER). Emulated:
+// few photos, generous bounded timeouts, no timing asserted.
+
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { photo, useTempDirs } from '../helpers.js';
+import { differences, johns, post as postWith, typeOf, type Tolerance } from '../image/answers.js';
+import { freePort, startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { arm64Build, startArm64Server, type Arm64Server } from './arm64-server.js';
+
+const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });
+const tempDir = useTempDirs();
+
+/**
+ * How far arm64's answers may be from x64's (labels, subjects, keys and counts are always equal). Face detection
+ * (fp32) and recognition (int8) answered identically here; the margins cover onnxruntime's arm64 kernels summing
+ * in another order. Objects (yolov5s int8 on both): onnxruntime's arm64 int8 kernels round otherwise than x64's
+ * AVX2 ones (docs/int8.md), so among overlapping candidates NMS may keep
+ * a slightly different box: confidences within 0.03 and each box overlapping x64's by IoU >= 0.8 (measured: 0.023,
+ * IoU 0.86). Pose: movenet-multipose runs int8 on x64 and fp32 on arm64 by design (its int8 file lists only x64,
+ * src/engine/manifest.ts modelPrecision), so its margins are int8's against fp32's: keypoint scores within 0.2 and
+ * coordinates within 12 px (measured: 0.172, 11 px).
+ */
+const TOLERANCE: Record<string, Tolerance> = {
+  'detector/detect/': { unit: 0.01, other: 2 },
+  'pose/detect/': { unit: 0.2, other: 12 },
+  'recognizer/predict/': { unit: 0.01, other: 1 },
+};
+const OBJECTS = { confidence: 0.03, iou: 0.8 };
+
+type Rect = [number, number, number, number];
+function iou(a: Rect, b: Rect): number {
+  const inter = Math.max(0, Math.min(a[2], b[2]) - Math.max(a[0], b[0])) * Math.max(0, Math.min(a[3], b[3]) - Math.max(a[1], b[1]));
+  const area = (r: Rect) => (r[2] - r[0]) * (r[3] - r[1]);
+  return inter / (area(a) + area(b) - inter);
+}
+
+/** Where two /object/detect/ answers differ: classes in order, confidences, boxes by IoU (empty: the same). */
+function objectDifferences(a: Record<string, unknown>, b: Record<string, unknown>): string[] {
+  type Found = { rect: Rect; class: string; confidence: string };
+  const [mine, theirs] = [a['objects'], b['objects']] as [Found[], Found[]];
+  if (mine.length !== theirs.length) return [`${mine.length} objects vs ${theirs.length}`];
+  return mine.flatMap((m, i) => {
+    const t = theirs[i]!;
+    const out: string[] = [];
+    if (m.class !== t.class) out.push(`[${i}] ${m.class} vs ${t.class}`);
+    if (Math.abs(Number(m.confidence) - Number(t.confidence)) > OBJECTS.confidence) out.push(`[${i}] confidence ${m.confidence} vs ${t.confidence}`);
+    if (!(iou(m.rect, t.rect) >= OBJECTS.iou)) out.push(`[${i}] ${JSON.stringify(m.rect)} vs ${JSON.stringify(t.rect)}: IoU ${iou(m.rect, t.rect).toFixed(2)}`);
+    return out;
+  });
+}
+
+const PHOTOS: [string, string[]][] = [
+  ['detector/detect/', ['dlib/faces/2008_002470.jpg', 'skimage/astronaut.png']],
+  ['object/detect/', ['darknet/dog.jpg', 'darknet/horses.jpg']],
+  ['pose/detect/', ['darknet/person.jpg']],
+];
+
+const build = arm64Build();
+let reference: ServerProcess;
+let server: Arm64Server;
+
+beforeAll(async () => {
+  // both start at once; each is kept as soon as it is up, so afterAll stops it even when the other fails
+  const starting = [
+    startServerProcess(['--data-dir', tempDir('edgecv-arm64-reference-')]).then((s) => (reference = s)),
+    startArm64Server(build, { dataDir: tempDir('edgecv-arm64-data-'), port: await freePort(), timeoutMs: 840_000 }).then((s) => (server = s)),
+  ];
+  for (const r of await Promise.allSettled(starting)) if (r.status === 'rejected') throw r.reason;
+  console.log(`[arm64] ready ${(server.readyMs / 1000).toFixed(1)} s after start (emulated)`);
+});
+
+afterAll(async () => {
+  await reference?.stop();
+  await server?.stop('SIGKILL');
+});
+
+describe('the linux/arm64 server under emulation', () => {
+  it('is arm64 code: its node, addon and native modules are aarch64 ELF objects', () => {
+    const machine = (file: string) => fs.readFileSync(file).readUInt16LE(18); // ELF e_machine: 183 is EM_AARCH64
+    const node = build.command[build.command.length - 1]!;
+    const natives = fs.readdirSync(build.app, { recursive: true }).map(String).filter((f) => f.endsWith('.node'));
+    expect(natives.map((f) => path.basename(f)).sort()).toEqual(expect.arrayContaining(['edgecv.node', 'onnxruntime_binding.node', 'usearch.node']));
+    expect(natives.some((f) => /better.sqlite3/.test(f))).toBe(true);
+    for (const f of [node, ...natives.map((n) => path.join(build.app, n))]) expect([f, machine(f)]).toEqual([f, 183]);
+  });
+
+  it.each(PHOTOS)('answers POST /%s as the x64 checkout does', async (route, photos) => {
+    for (const name of photos) {
+      const [mine, theirs] = await Promise.all([server.url, reference.url].map((u) => postWith(u, route, photo(name), typeOf(name), agent)));
+      expect(mine.status, `${name}: ${JSON.stringify(mine.body)}`).toBe(200);
+      expect(mine.body['success'], name).toBe('true');
+      expect(theirs.status).toBe(200);
+      const found = route === 'object/detect/' ? objectDifferences(mine.body, theirs.body) : differences(mine.body, theirs.body, TOLERANCE[route]!);
+      expect(found, `${route} ${name}`).toEqual([]);
+      if (route === 'object/detect/') expect((mine.body['objects'] as unknown[]).length, name).toBeGreaterThan(0);
+    }
+  });
+
+  it('answers POST /recognizer/predict/ as the x64 checkout does, after the same enrolments', async () => {
+    for (const j of johns()) {
+      for (const base of [server.url, reference.url]) {
+        const res = await postWith(base, `trainer/add/?subject=${j.subject}`, photo(j.enrol), 'image/jpeg', agent);
+        expect(res.status, `${base} ${j.enrol}: ${JSON.stringify(res.body)}`).toBe(200);
+      }
+    }
+    for (const j of johns()) {
+      const [mine, theirs] = await Promise.all([server.url, reference.url].map((u) => postWith(u, 'recognizer/predict/', photo(j.ask), 'image/jpeg', agent)));
+      expect(mine.status).toBe(200);
+      expect(mine.body['subject'], j.ask).toBe(j.subject);
+      expect(differences(mine.body, theirs.body, TOLERANCE['recognizer/predict/']!), j.ask).toEqual([]);
+    }
+  });
+});
