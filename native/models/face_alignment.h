@@ -10,7 +10,7 @@
 
 namespace edgecv {
 
-// The detector's keypoints: 6 x (x, y) in image pixels (models/face_detector.h: eyes, nose, mouth, ear tragions).
+// The detector's keypoints: 6 x (x, y) in image pixels (native/models/face_detector.h: eyes, nose, mouth, ear tragions).
 using FaceKeypoints = std::array<float, 12>;
 
 // The canonical landmarks, in units of the face box's longer side from the box's centre: the detector's mean

@@ -1,6 +1,6 @@
 // Face embedding model (OpenCV Zoo style: preprocess -> infer ->
 // postprocess). Preprocess cuts a square around the face box, turned upright when
-// the face's landmarks show it tilted (models/face_alignment.h); the square is the
+// the face's landmarks show it tilted (native/models/face_alignment.h); the square is the
 // call's `cropScale` times the box's longer side (the host sends the
 // margin the model was trained with unless the caller chose one), black where it
 // leaves the image, at the model input's size. Postprocess

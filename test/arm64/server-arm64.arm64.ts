@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { photo, useTempDirs } from '../helpers.js';
 import { differences, johns, post as postWith, typeOf, type Tolerance } from '../image/answers.js';
-import { freePort, startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../../bench/shared/server-process.js';
 import { arm64Build, startArm64Server, type Arm64Server } from './arm64-server.js';
 
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });
