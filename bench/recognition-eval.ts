@@ -176,9 +176,11 @@ export interface EvalConfig {
 }
 
 export const CONFIGS: EvalConfig[] = [
-  { name: 'faceres int8', model: 'faceres', precision: 'int8', embed: {} },
-  { name: 'faceres fp32', model: 'faceres', precision: 'fp32', embed: {} },
-  { name: 'faceres-deep fp32', model: 'faceres-deep', precision: 'fp32', embed: {} },
+  { name: 'faceres int8, box crop (before)', model: 'faceres', precision: 'int8', embed: { align: false, rotatedPasses: false } },
+  { name: 'faceres int8, aligned', model: 'faceres', precision: 'int8', embed: { rotatedPasses: false } },
+  { name: 'faceres int8, aligned + turned passes (default)', model: 'faceres', precision: 'int8', embed: {} },
+  { name: 'faceres fp32, aligned + turned passes', model: 'faceres', precision: 'fp32', embed: {} },
+  { name: 'faceres-deep fp32, aligned + turned passes', model: 'faceres-deep', precision: 'fp32', embed: {} },
 ];
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
