@@ -76,10 +76,9 @@ YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& r
 
 void YoloDetector::WarmShapes() {
   // With an open input size a photo runs at its own aspect: the fitted side is the square's, the other one a
-  // multiple of roundTo_ (LetterboxBlob). Warmed: the aspects cameras give, both ways. Every shape costs a run in
-  // every session at start (all 38 at 640 tripled the start-up time); such a session runs without onnxruntime's
-  // per-shape memory plan, so another aspect's first run is an ordinary one (docs/performance.md, "The first
-  // request").
+  // multiple of roundTo_ (LetterboxBlob). Every shape warmed costs a run in every session at start, so only the
+  // aspects cameras give are, both ways; such a session runs without onnxruntime's per-shape memory plan, so another
+  // aspect's first run is an ordinary one (docs/performance.md, "The first request", has the start-up times).
   constexpr double kCameraAspects[] = {4.0 / 3.0, 16.0 / 9.0, 3.0 / 2.0};
   if (roundTo_ <= 0) return;
   for (const double aspect : kCameraAspects) {

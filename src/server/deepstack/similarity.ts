@@ -10,7 +10,7 @@
 //   the slope of the log-likelihood ratio of two equal-variance normal fits. bench/deepstack-confidence.ts
 //   derives it and measures the curve on people outside that set.
 // Both constants are calibrated distances, so a new embedder calibrated to the same scale (105 = EER) keeps them.
-// The previous straight line 1 - 0.33 x d / 105 gave strangers (d 110-170) 0.47-0.65: named at 0.45.
+// It replaced a straight line through (0, 1) and (105, 0.67), under which strangers were named at 0.45 (docs/clients.md).
 
 import { EER_DISTANCE } from '../../engine/face-embedding.js';
 
