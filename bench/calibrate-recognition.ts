@@ -7,13 +7,13 @@
 //   node dist/bench/calibrate-recognition.js [--write]     (after `node scripts/setup.mjs --test`)
 // With --alignment, instead: the default model with and without face alignment, on faces turned in the image plane
 // and on the upright pairs (bench/rotated-recognition.ts).
-//   node dist/bench/calibrate-recognition.js --alignment
+//   node dist/bench/calibrate-recognition.js --alignment [--alignment-cost: only what alignment costs an upright face]
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance, Engine, ENGINE_DEFAULTS, FACE_EMBEDDER_MODELS, type FaceEmbedderModel } from '../src/index.js';
 import { errorRates, loadJohns, verificationReport, type VerificationReport } from './shared/face-verification.js';
-import { ALIGNMENT_MODES, noFaceMs, rotatedRecognition, uprightErrorRates } from './rotated-recognition.js';
+import { ALIGNMENT_MODES, noFaceMs, rotatedRecognition, uprightCostMs, uprightErrorRates } from './rotated-recognition.js';
 import { svgHistogram } from './svg-histogram.js';
 
 export const UNKNOWN_THRESHOLD = 105;
@@ -40,9 +40,22 @@ export async function calibrate(dataDir: string): Promise<CalibrationRow[]> {
   return rows;
 }
 
+async function alignmentCost(engine: Engine): Promise<void> {
+  const runs = 300;
+  const { box, aligned } = await uprightCostMs(engine, root, runs);
+  console.log(`\n| recognizeFace, 640x480 face (upright), 1 worker, median of ${runs} interleaved | ms |`);
+  console.log('|---|---|');
+  console.log(`| box crop (before) | ${box.toFixed(2)} |`);
+  console.log(`| aligned | ${aligned.toFixed(2)} |`);
+}
+
 async function alignmentReport(): Promise<void> {
   const dataDir = join(root, 'test', 'data');
   const engine = await Engine.open({ workers: 1 });
+  if (process.argv.includes('--alignment-cost')) {
+    await alignmentCost(engine);
+    return engine.close();
+  }
   const info = engine.faceEmbedder()!;
   console.log(`${info.model} ${info.version}, crop margin ${info.cropScale}, distance scale ${info.distanceScale}\n`);
   console.log('| cut | turned (both ways) | queries | no face found | rank-1 | named right under 105 |');
@@ -65,11 +78,12 @@ async function alignmentReport(): Promise<void> {
     await noFaceMs(engine, dataDir, mode.options, 5); // warm-up
     console.log(`| ${mode.name} | ${(await noFaceMs(engine, dataDir, mode.options, 40)).toFixed(1)} |`);
   }
+  await alignmentCost(engine);
   await engine.close();
 }
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--alignment')) return alignmentReport();
+  if (process.argv.includes('--alignment') || process.argv.includes('--alignment-cost')) return alignmentReport();
   const write = process.argv.includes('--write');
   const rows = await calibrate(join(root, 'test', 'data'));
   console.log('| model | crop margin | photos without a face | genuine pairs | impostor pairs | genuine mean / max | impostor mean / min | EER | cosine distance at EER |');

@@ -2,14 +2,15 @@
 // photos): the first 3 photos of each person enrolled upright, the other 8 recognised turned by each angle (both
 // ways; JS rotation, bench/shared/rotate-photo.ts). Per angle: rank-1 (the nearest sample is the right person) and
 // the share named right under the 105 threshold. Then the equal error rate on all pairs of the upright photos, and
-// the time a photo without a face costs with and without the turned detection passes. Run by
-// `node dist/bench/calibrate-recognition.js --alignment`.
+// the time a photo without a face costs with and without the turned detection passes, and what alignment costs an
+// upright face. Run by `node dist/bench/calibrate-recognition.js --alignment` (the last alone: --alignment-cost).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import type { EmbedFaceOptions, Engine } from '../src/index.js';
 import { cosine, errorRates, loadJohns, verificationReport, type LabelledPhoto } from './shared/face-verification.js';
 import { rotatedPhoto } from './shared/rotate-photo.js';
+import { VGA_FACE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
 
 export const ANGLES = [0, 15, 30, 45, 60];
 const ENROLLED_PER_PERSON = 3;
@@ -83,6 +84,26 @@ export async function uprightErrorRates(engine: Engine, dataDir: string, options
   const report = await verificationReport(engine, loadJohns(dataDir), options);
   const cosineAt105 = EER_DISTANCE / engine.faceEmbedder()!.distanceScale;
   return { ...report, at105: errorRates(report.genuine, report.impostor, cosineAt105) };
+}
+
+/**
+ * What alignment costs an upright face: recognizeFace on the 640x480 face photo of the route bench (one face, one
+ * enrolled sample), the box crop and the aligned cut interleaved call by call; medians after `warmUp` calls each.
+ */
+export async function uprightCostMs(engine: Engine, root: string, runs: number, warmUp = 30): Promise<{ box: number; aligned: number }> {
+  const bytes = vgaJpeg(root, VGA_FACE_PHOTO);
+  const gallery = engine.createGallery();
+  gallery.add([{ id: 1, subject: 'astronaut', embedding: (await engine.embedFace(bytes)).embedding! }]);
+  const times = { box: [] as number[], aligned: [] as number[] };
+  for (let i = 0; i < warmUp + runs; i++) {
+    for (const [key, options] of [['box', { align: false }], ['aligned', {}]] as const) {
+      const t = performance.now();
+      await engine.recognizeFace(bytes, gallery, options);
+      if (i >= warmUp) times[key].push(performance.now() - t);
+    }
+  }
+  const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
+  return { box: median(times.box), aligned: median(times.aligned) };
 }
 
 /** Median time of embedFace on a photo without a face, `runs` times, with the given options. */
