@@ -56,13 +56,18 @@ function sampleCard(subject, s) {
   return card;
 }
 
+/** Requests of showSamples() started: only the latest one draws, so a slow answer for an earlier choice cannot. */
+let samplesAsked = 0;
+
 async function showSamples() {
+  const ticket = ++samplesAsked;
   const subject = $('librarySubject').value;
   if (!subject) {
     $('librarySamples').replaceChildren();
     return;
   }
   const { samples } = await call(`/trainer/samples/?subject=${encodeURIComponent(subject)}`);
+  if (ticket !== samplesAsked) return;
   $('librarySamples').replaceChildren(...samples.map((s) => sampleCard(subject, s)));
 }
 
