@@ -12,12 +12,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import jpeg from 'jpeg-js';
 import { calibratedDistance, Engine, type EmbedFaceOptions, type FaceEmbedderModel, type Precision } from '../src/index.js';
 import { EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { cosine, equalErrorRate, loadJohns } from './shared/face-verification.js';
 import { decode, type Rgba } from './shared/vga-photos.js';
 import { CAMERA_CHANGES, type CameraChange } from './camera-changes.js';
+import { jpegOf } from './shared/degraded-photos.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dataDir = join(root, 'test', 'data');
@@ -45,7 +45,7 @@ function cutFace(src: Rgba, rect: readonly number[]): Rgba {
   return { width: x1 - x0, height: y1 - y0, data: out };
 }
 
-const toJpeg = (img: Rgba, quality = 92) => Buffer.from(jpeg.encode({ width: img.width, height: img.height, data: img.data }, quality).data);
+const toJpeg = (img: Rgba) => jpegOf(img, 92);
 
 /** The strangers: every face at least 28 px wide of the test photos that show no john, each with its half. */
 async function strangerFaces(engine: Engine): Promise<{ face: Rgba; half: Probe['half'] }[]> {
