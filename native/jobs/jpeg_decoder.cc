@@ -11,6 +11,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "jobs/exif_orientation.h"
 #include "runtime/error_code.h"
 #include "runtime/recycled_buffers.h"
 
@@ -106,40 +107,9 @@ cv::Mat CmykToBgr(const cv::Mat& cmyk) {
 int ExifOrientation(const jpeg_decompress_struct& cinfo) {
   for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next) {
     if (m->marker != JPEG_APP0 + 1 || m->data_length < 14 || std::memcmp(m->data, "Exif\0\0", 6) != 0) continue;
-    const uint8_t* tiff = m->data + 6;
-    const size_t n = m->data_length - 6;
-    const bool little = tiff[0] == 'I' && tiff[1] == 'I';
-    if (!little && !(tiff[0] == 'M' && tiff[1] == 'M')) return 1;
-    auto u16 = [&](size_t at) -> unsigned { return little ? tiff[at] | tiff[at + 1] << 8 : tiff[at] << 8 | tiff[at + 1]; };
-    auto u32 = [&](size_t at) -> size_t { return little ? u16(at) | size_t{u16(at + 2)} << 16 : size_t{u16(at)} << 16 | u16(at + 2); };
-    const size_t ifd = u32(4);
-    if (ifd + 2 > n) return 1;
-    const unsigned entries = u16(ifd);
-    for (unsigned i = 0; i < entries; ++i) {
-      const size_t e = ifd + 2 + 12 * size_t{i};
-      if (e + 12 > n) return 1;
-      if (u16(e) == 0x0112) {
-        const unsigned v = u16(e + 8);
-        return v >= 1 && v <= 8 ? static_cast<int>(v) : 1;
-      }
-    }
-    return 1;
+    return TiffOrientation(m->data + 6, m->data_length - 6);
   }
   return 1;
-}
-
-// As OpenCV's imdecode applies the tag: flips and transposes so the picture stands the way the camera saw it.
-void ApplyOrientation(cv::Mat& img, int orientation) {
-  switch (orientation) {
-    case 2: cv::flip(img, img, 1); break;
-    case 3: cv::flip(img, img, -1); break;
-    case 4: cv::flip(img, img, 0); break;
-    case 5: cv::transpose(img, img); break;
-    case 6: cv::transpose(img, img); cv::flip(img, img, 1); break;
-    case 7: cv::transpose(img, img); cv::flip(img, img, -1); break;
-    case 8: cv::transpose(img, img); cv::flip(img, img, 0); break;
-    default: break;
-  }
 }
 
 }  // namespace
