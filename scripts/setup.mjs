@@ -116,8 +116,10 @@ function systemPackages() {
   if (!ok('pkg-config', ['--exists', 'opencv4']) || !installed.has('libopencv-contrib-dev')) {
     missing.push('libopencv-dev', 'libopencv-contrib-dev', 'pkg-config');
   }
-  // The addon decodes JPEG with libjpeg directly (native/jobs/jpeg_decoder.h); OpenCV's packages pull it in anyway.
+  // The addon's image codecs are libjpeg and libpng directly (native/jobs/jpeg_decoder.h, png_decoder.h), not
+  // OpenCV's imgcodecs; OpenCV's packages pull both in anyway.
   if (!ok('pkg-config', ['--exists', 'libjpeg'])) missing.push('libjpeg-dev');
+  if (!ok('pkg-config', ['--exists', 'libpng'])) missing.push('libpng-dev');
   if (!has('cmake')) missing.push('cmake');
   if (!has('g++')) missing.push('g++');
   if (!has('make')) missing.push('make');

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "jobs/gallery_match_js.h"
+#include "jobs/jpeg_encoder.h"
 #include "jobs/js_values.h"
 #include "jobs/detect_job.h"  // FaceToJs
 #include "jobs/rotated_face_pass.h"
@@ -89,9 +89,7 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
   const double scale = static_cast<double>(square.cols) / std::max(1, region.width);
   const auto map = [&](int v, int origin) { return static_cast<int>(std::lround((v - origin) * scale)); };
   crop.face = {map(face[0], region.x), map(face[1], region.y), map(face[2], region.x), map(face[3], region.y)};
-  if (!cv::imencode(".jpg", square, crop.jpeg, {cv::IMWRITE_JPEG_QUALITY, StoredCrop::kJpegQuality})) {
-    throw JobError(ErrorCode::kInternal, "could not encode the face crop");
-  }
+  crop.jpeg = EncodeJpeg(square, StoredCrop::kJpegQuality);
   return crop;
 }
 

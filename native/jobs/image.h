@@ -8,7 +8,7 @@
 
 namespace edgecv {
 
-// Decodes encoded bytes (read in place, no copy) into an 8-bit BGR image.
+// Decodes a JPEG or PNG (read in place, no copy) into an 8-bit BGR image; other formats are refused.
 // EXIF orientation is applied. Throws JobError(INVALID_IMAGE) on failure.
 // minLongerSide > 0: a JPEG may come out smaller, its longer side no shorter than that (jobs/jpeg_decoder.h);
 // `fullSize` (optional) receives the image's own size either way.

@@ -5,9 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include <opencv2/imgcodecs.hpp>
-
 #include "jobs/image.h"
+#include "jobs/jpeg_encoder.h"
 #include "runtime/stage_timings.h"
 
 namespace edgecv {
@@ -24,8 +23,7 @@ cv::Mat MadeUpPhoto() {
 
 // A made-up photo through every route's path.
 void WarmPipelines(WorkerContext& ctx) {
-  std::vector<uint8_t> jpeg;
-  cv::imencode(".jpg", MadeUpPhoto(), jpeg);
+  const std::vector<uint8_t> jpeg = EncodeJpeg(MadeUpPhoto());
   cv::Size full;
   const cv::Mat image = DecodeBgr(jpeg.data(), jpeg.size(), 0, &full);
   StageTimings timings;  // not reported
