@@ -5,8 +5,8 @@
 //   node scripts/fuzz-native.mjs --seconds 600 [--jobs 2]
 //
 // The target is built with clang (address and undefined-behaviour sanitizers) into .cache/fuzz-native/, again only
-// when one of its sources changed. The seed corpus is generated here (small synthetic PNG, JPEG, BMP and PPM
-// images, no third-party photos); what libFuzzer adds to it is kept in .cache/fuzz-native/corpus between runs.
+// when one of its sources changed. The seed corpus is generated here (small synthetic PNGs of every kind and
+// JPEGs, no third-party photos); what libFuzzer adds to it is kept in .cache/fuzz-native/corpus between runs.
 // Findings land in .cache/fuzz-native/findings/ and make the run exit 1. A summary goes to
 // bench/results/fuzz-native.json.
 
@@ -14,14 +14,23 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { capture } from './shell.mjs';
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const WORK = path.join(ROOT, '.cache', 'fuzz-native');
-const SOURCES = ['native/fuzz/decode_fuzzer.cc', 'native/jobs/image.cc', 'native/jobs/jpeg_decoder.cc', 'native/models/letterbox.cc', 'native/runtime/recycled_buffers.cc'];
+const SOURCES = [
+  'native/fuzz/decode_fuzzer.cc',
+  'native/jobs/image.cc',
+  'native/jobs/jpeg_decoder.cc',
+  'native/jobs/png_decoder.cc',
+  'native/jobs/exif_orientation.cc',
+  'native/models/letterbox.cc',
+  'native/models/area_resize.cc', // the letterbox's shrink
+  'native/runtime/recycled_buffers.cc',
+];
 const CXX = 'clang++-14';
 
 function usage(message) {
@@ -49,7 +58,7 @@ function nativeFiles(dir) {
 
 /** Builds the fuzz target unless the binary is newer than a build of the same sources and flags. */
 function build() {
-  const opencv = capture('pkg-config', ['--cflags', '--libs', 'opencv4', 'libjpeg']).split(/\s+/);
+  const opencv = capture('pkg-config', ['--cflags', '--libs', 'opencv4', 'libjpeg', 'libpng']).split(/\s+/);
   const args = ['-std=c++17', '-g', '-O1', '-fsanitize=fuzzer,address,undefined', '-fno-sanitize-recover=undefined', '-Inative', ...SOURCES, ...opencv, '-o'];
   const hash = createHash('sha256').update(args.join(' '));
   // Every native file: the sources include headers from across native/.
@@ -79,46 +88,49 @@ function gradient(w, h) {
   return data;
 }
 
-function bmp(w, h) {
-  const row = Math.ceil((w * 3) / 4) * 4;
-  const b = Buffer.alloc(54 + row * h);
-  b.write('BM', 0, 'latin1');
-  b.writeUInt32LE(b.length, 2);
-  b.writeUInt32LE(54, 10);
-  b.writeUInt32LE(40, 14);
-  b.writeInt32LE(w, 18);
-  b.writeInt32LE(h, 22);
-  b.writeUInt16LE(1, 26);
-  b.writeUInt16LE(24, 28);
-  for (let i = 54; i < b.length; i++) b[i] = (i * 31) % 256;
-  return b;
+/** PNG seeds of every kind, plain and interlaced, and with an eXIf orientation (bench/shared/fuzz/png-kinds.ts,
+ * compiled into dist/ by set-up). */
+async function pngKindSeeds() {
+  const file = path.join(ROOT, 'dist', 'bench', 'shared', 'fuzz', 'png-kinds.js');
+  if (!fs.existsSync(file)) {
+    console.error(`[fuzz-native] FAILED: ${path.relative(ROOT, file)} is missing; run \`node scripts/setup.mjs --fuzz\` first`);
+    process.exit(1);
+  }
+  const { encodePng, exifChunk, pngKinds } = await import(pathToFileURL(file).href);
+  const seeds = {};
+  for (const interlace of [false, true]) {
+    for (const [name, image] of Object.entries(pngKinds(13, 9, interlace))) seeds[`${interlace ? 'adam7-' : ''}${name}.png`] = encodePng(image);
+  }
+  const rgb = pngKinds(13, 9)['rgb-8'];
+  seeds['rgb-8-exif-6.png'] = encodePng({ ...rgb, before: [exifChunk(6)] });
+  seeds['rgb-8-exif-3-after.png'] = encodePng({ ...rgb, after: [exifChunk(3, 'MM')] });
+  return seeds;
 }
 
 /** Seeds: each format the server takes, in a few shapes (colour types, odd sizes, 1-pixel strips). */
-function writeSeeds(dir) {
+async function writeSeeds(dir) {
   fs.mkdirSync(dir, { recursive: true });
-  const seeds = {};
+  const seeds = await pngKindSeeds();
   for (const [w, h] of [[16, 16], [33, 7], [1, 64], [64, 1]]) {
     const png = new PNG({ width: w, height: h });
     png.data = gradient(w, h);
     seeds[`rgba-${w}x${h}.png`] = PNG.sync.write(png);
     seeds[`gray-${w}x${h}.png`] = PNG.sync.write(png, { colorType: 0 });
     seeds[`rgb-${w}x${h}.jpg`] = jpeg.encode({ data: gradient(w, h), width: w, height: h }, 75).data;
-    seeds[`rgb-${w}x${h}.bmp`] = bmp(w, h);
   }
-  seeds['rgb-8x8.ppm'] = Buffer.concat([Buffer.from('P6\n8 8\n255\n'), gradient(8, 16).subarray(0, 8 * 8 * 3)]);
   for (const [name, bytes] of Object.entries(seeds)) fs.writeFileSync(path.join(dir, name), bytes);
   return Object.keys(seeds).length;
 }
 
-function main() {
+async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const binary = build();
   const seeds = path.join(WORK, 'seeds');
   const corpus = path.join(WORK, 'corpus');
   const findings = path.join(WORK, 'findings');
   for (const d of [corpus, findings]) fs.mkdirSync(d, { recursive: true });
-  const seedCount = writeSeeds(seeds);
+  fs.rmSync(seeds, { recursive: true, force: true }); // made afresh: a seed this script no longer makes goes
+  const seedCount = await writeSeeds(seeds);
   const args = [
     `-max_total_time=${opts.seconds}`,
     '-timeout=10', // one input decoding for 10 s is a finding (the server answers in under 2 s)
@@ -159,4 +171,4 @@ function main() {
   }
 }
 
-main();
+await main();

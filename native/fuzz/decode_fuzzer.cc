@@ -1,8 +1,10 @@
 // libFuzzer target for the native decode path: the bytes a client sends go through DecodeBgr (libjpeg for
-// JPEG, OpenCV's decoders for the rest) and the letterbox every scene model applies. A JPEG libjpeg decodes
-// without a warning is also decoded by cv::imdecode, and both must agree pixel for pixel. With damaged data
-// they may differ: at a premature end, libjpeg's memory source goes on as if the file ended there (the rest
-// comes out flat grey), while OpenCV's source suspends and leaves the undecoded rows black. Built and run by scripts/fuzz-native.mjs with
+// JPEG, libpng for PNG, nothing else) and the letterbox every scene model applies. The addon's decoders replace
+// cv::imdecode, which is the reference here: a JPEG libjpeg decodes without a warning, and every PNG, must come out
+// of cv::imdecode(IMREAD_COLOR) pixel for pixel the same, and a PNG one refuses the other must refuse too (the same
+// libpng, the same transforms). With damaged JPEG data they may differ: at a premature end, libjpeg's memory source
+// goes on as if the file ended there (the rest comes out flat grey), while OpenCV's source suspends and leaves the
+// undecoded rows black. Built and run by scripts/fuzz-native.mjs with
 // clang's -fsanitize=fuzzer,address,undefined; a crash, a sanitizer report, a hang or an allocation over
 // the limit is a finding. Expected failures (JobError: not an image) are not.
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "jobs/image.h"
 #include "jobs/jpeg_decoder.h"
+#include "jobs/png_decoder.h"
 #include "models/letterbox.h"
 #include "runtime/error_code.h"
 
@@ -21,6 +24,24 @@ namespace {
 // The server refuses images over 40 megapixels from their header before decoding (src/engine/image-admission.ts);
 // the same cap here keeps the fuzzer on decoding, not on allocating giant buffers.
 constexpr uint64_t kServerMaxPixels = 40'000'000;
+
+cv::Mat Reference(const uint8_t* data, size_t size) {
+  return cv::imdecode(cv::Mat(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data)), cv::IMREAD_COLOR);
+}
+
+bool SamePixels(const cv::Mat& a, const cv::Mat& b) { return a.size() == b.size() && cv::norm(a, b, cv::NORM_INF) == 0; }
+
+// The addon's decoders, with the server's pixel cap; an empty Mat where they refuse the bytes.
+cv::Mat Decode(const uint8_t* data, size_t size, bool jpeg, bool png, int* warnings) {
+  try {
+    if (jpeg) return edgecv::DecodeJpegBgr(data, size, warnings, kServerMaxPixels);
+    if (png) return edgecv::DecodePngBgr(data, size, warnings, kServerMaxPixels);
+    return edgecv::DecodeBgr(data, size);
+  } catch (const edgecv::JobError&) {
+    return cv::Mat();  // refused as an image: the answer a client gets is a 400
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -31,18 +52,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool jpeg = edgecv::LooksLikeJpeg(data, size);
-  cv::Mat image;
+  const bool png = !jpeg && edgecv::LooksLikePng(data, size);
   int warnings = -1;
-  try {
-    image = jpeg ? edgecv::DecodeJpegBgr(data, size, &warnings, kServerMaxPixels) : edgecv::DecodeBgr(data, size);
-  } catch (const edgecv::JobError&) {
-    return 0;  // refused as an image: the answer a client gets is a 400
-  }
-  if (image.type() != CV_8UC3 || image.empty()) __builtin_trap();  // the decoders promise 8-bit BGR
-  if (jpeg && warnings == 0) {
-    const cv::Mat reference = cv::imdecode(cv::Mat(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data)), cv::IMREAD_COLOR);
-    if (reference.size() != image.size() || cv::norm(reference, image, cv::NORM_INF) != 0) __builtin_trap();
-  }
+  const cv::Mat image = Decode(data, size, jpeg, png, &warnings);
+  if (png && image.empty() != Reference(data, size).empty()) __builtin_trap();  // one refuses, the other not
+  if (image.empty()) return 0;
+  if (image.type() != CV_8UC3) __builtin_trap();  // the decoders promise 8-bit BGR
+  if ((png || (jpeg && warnings == 0)) && !SamePixels(Reference(data, size), image)) __builtin_trap();
   edgecv::ImageModelSpec spec;
   spec.inputSize = 64;
   spec.scale = 1.0 / 255;
