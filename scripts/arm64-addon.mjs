@@ -1,5 +1,5 @@
 // The native addon cross-compiled for linux/arm64: Debian's g++-aarch64-linux-gnu, run at the host's own speed,
-// against the arm64 OpenCV and libjpeg of .cache/arm64-user/sysroot-opencv (scripts/arm64-user.mjs) and the same
+// against the arm64 OpenCV, libjpeg and libpng of .cache/arm64-user/sysroot-opencv (scripts/arm64-user.mjs) and the same
 // onnxruntime headers as the x64 build (.cache/onnxruntime/include: headers are the same on every CPU). Compiling
 // under qemu-user instead would emulate every compiler process, many times slower for the same object files.
 //
@@ -9,6 +9,8 @@
 // cmake-js drives the build as it does for x64 (the same CMakeLists.txt), with a toolchain file that names the
 // cross compiler. Debian's own OpenCVConfig.cmake (in libopencv-dev) requires every OpenCV module's package, the
 // viz module's VTK among them; the addon links four, so this script writes a config package for those four.
+// libjpeg's, libpng's and zlib's headers are linked into folders of their own: the sysroot's /usr/include would
+// also put its C library headers ahead of the cross compiler's own.
 //
 // Plain Node ESM without npm dependencies.
 
@@ -23,7 +25,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CACHE = path.join(ROOT, '.cache', 'arm64-addon');
 const TRIPLET = 'aarch64-linux-gnu';
 /** The OpenCV modules CMakeLists.txt asks for. */
-const OPENCV_MODULES = ['core', 'imgproc', 'imgcodecs', 'dnn'];
+const OPENCV_MODULES = ['core', 'imgproc', 'dnn', 'calib3d'];
 const JPEG_HEADERS = ['jpeglib.h', 'jerror.h', 'jmorecfg.h'];
 
 export function ensureCrossCompiler(log) {
@@ -86,16 +88,32 @@ function writeCmakeFiles(sysroot) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     if (!fs.existsSync(file) || fs.readFileSync(file, 'utf8') !== text) fs.writeFileSync(file, text);
   }
-  // libjpeg's headers alone (its multiarch jconfig.h beside them): the sysroot's /usr/include would also put its
-  // C library headers ahead of the cross compiler's own
-  const jpeg = path.join(CACHE, 'jpeg-include');
-  fs.mkdirSync(jpeg, { recursive: true });
-  for (const [h, from] of [...JPEG_HEADERS.map((h) => [h, path.join(sysroot, 'usr', 'include', h)]), ['jconfig.h', path.join(sysroot, 'usr', 'include', TRIPLET, 'jconfig.h')]]) {
-    if (!fs.existsSync(from)) throw new StepError(`${from} is missing: the sysroot lacks libjpeg62-turbo-dev`);
-    fs.rmSync(path.join(jpeg, h), { force: true });
-    fs.symlinkSync(from, path.join(jpeg, h));
-  }
-  return { toolchain: path.join(CACHE, 'toolchain.cmake'), opencvDir: path.join(CACHE, 'opencv'), jpegInclude: jpeg, jpegLibrary: path.join(lib, 'libjpeg.so') };
+  const headers = (folder, files, pkg) => {
+    const dir = path.join(CACHE, folder);
+    fs.mkdirSync(dir, { recursive: true });
+    for (const [h, from] of files) {
+      if (!fs.existsSync(from)) throw new StepError(`${from} is missing: the sysroot lacks ${pkg}`);
+      fs.rmSync(path.join(dir, h), { force: true });
+      fs.symlinkSync(from, path.join(dir, h));
+    }
+    return dir;
+  };
+  const include = (h) => [h, path.join(sysroot, 'usr', 'include', h)];
+  // libjpeg's with its multiarch jconfig.h beside them; libpng's and zlib's (FindPNG asks for zlib)
+  const jpeg = headers('jpeg-include', [...JPEG_HEADERS.map(include), ['jconfig.h', path.join(sysroot, 'usr', 'include', TRIPLET, 'jconfig.h')]], 'libjpeg62-turbo-dev');
+  const png = headers('png-include', ['png.h', 'pngconf.h', 'pnglibconf.h'].map((h) => [h, path.join(sysroot, 'usr', 'include', 'libpng16', h)]), 'libpng-dev');
+  const zlib = headers('zlib-include', ['zlib.h', 'zconf.h'].map(include), 'zlib1g-dev');
+  return {
+    toolchain: path.join(CACHE, 'toolchain.cmake'),
+    opencvDir: path.join(CACHE, 'opencv'),
+    jpegInclude: jpeg,
+    jpegLibrary: path.join(lib, 'libjpeg.so'),
+    pngInclude: png,
+    pngLibrary: path.join(lib, 'libpng16.so'),
+    zlibInclude: zlib,
+    // its libz.so is an absolute link (to /lib/...), dangling outside the sysroot: the library itself, by soname
+    zlibLibrary: path.join(sysroot, 'lib', TRIPLET, 'libz.so.1'),
+  };
 }
 
 /** Builds (or finds up to date) the arm64 addon; returns its path. */
@@ -109,6 +127,10 @@ export function buildArm64Addon({ log = console.log } = {}) {
     OpenCV_DIR: cmake.opencvDir,
     JPEG_INCLUDE_DIR: cmake.jpegInclude,
     JPEG_LIBRARY: cmake.jpegLibrary,
+    PNG_PNG_INCLUDE_DIR: cmake.pngInclude,
+    PNG_LIBRARY: cmake.pngLibrary,
+    ZLIB_INCLUDE_DIR: cmake.zlibInclude,
+    ZLIB_LIBRARY: cmake.zlibLibrary,
     EDGECV_ONNXRUNTIME_INCLUDE: path.join(ROOT, '.cache', 'onnxruntime', 'include'),
   };
   const cmakeJs = path.join(ROOT, 'node_modules', 'cmake-js', 'bin', 'cmake-js');

@@ -21,13 +21,23 @@ export const QEMU = '/usr/bin/qemu-aarch64-static';
 /**
  * The sysroots (.cache/arm64-user/<name>) and the Debian arm64 packages each is made of, with their dependencies.
  * sysroot: what Node's and onnxruntime's arm64 binaries load besides themselves. sysroot-opencv: that and the OpenCV
- * modules and libjpeg the addon links, with their headers (scripts/arm64-addon.mjs cross-compiles against them, and
- * the addon finds its libraries there at run time).
+ * modules, libjpeg and libpng the addon links, with their headers (scripts/arm64-addon.mjs cross-compiles against
+ * them, and the addon finds its libraries there at run time). No imgcodecs: the addon has its own codecs.
  */
 const SYSROOTS = {
   sysroot: ['libc6', 'libgcc-s1', 'libstdc++6'],
-  'sysroot-opencv': ['libc6', 'libgcc-s1', 'libstdc++6', 'libopencv-core-dev', 'libopencv-imgproc-dev', 'libopencv-imgcodecs-dev', 'libopencv-dnn-dev', 'libjpeg62-turbo-dev'],
+  'sysroot-opencv': [
+    'libc6', 'libgcc-s1', 'libstdc++6',
+    'libopencv-core-dev', 'libopencv-imgproc-dev', 'libopencv-dnn-dev', 'libopencv-flann-dev', 'libopencv-calib3d406',
+    'libjpeg62-turbo-dev', 'libpng-dev',
+  ],
 };
+/**
+ * Packages unpacked without their dependencies, at the version of the sysroot's libopencv-core406: calib3d's and
+ * features2d's headers and link names. Their -dev packages depend on highgui's, and through it on imgcodecs, GTK
+ * and Qt, none of which the addon uses.
+ */
+const WITHOUT_DEPENDENCIES = { 'sysroot-opencv': ['libopencv-calib3d-dev', 'libopencv-features2d-dev'] };
 
 export function ensureQemu(log) {
   if (fs.existsSync(QEMU)) return;
@@ -72,7 +82,11 @@ export function ensureSysroot(name = 'sysroot', log = console.log) {
   const cache = path.join(ROOT, '.cache', 'arm64-user');
   const sysroot = path.join(cache, name);
   const apt = new PrivateApt(path.join(cache, 'apt'), { arch: 'arm64', log });
-  const debs = cachedDebs(apt, installClosure(apt, SYSROOTS[name]), path.join(cache, 'debs'));
+  const closure = installClosure(apt, SYSROOTS[name]);
+  const opencvVersion = closure.find((p) => p.name === 'libopencv-core406')?.version;
+  const alone = (WITHOUT_DEPENDENCIES[name] ?? []).map((pkg) => ({ name: pkg, version: opencvVersion }));
+  if (alone.length && !opencvVersion) throw new StepError(`${name}: no libopencv-core406 among ${SYSROOTS[name].join(', ')} and their dependencies`);
+  const debs = cachedDebs(apt, [...closure, ...alone], path.join(cache, 'debs'));
   const stamp = debs.map((d) => path.basename(d)).sort().join('\n');
   const stampFile = path.join(sysroot, '.debs');
   if (fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === stamp) return sysroot;
