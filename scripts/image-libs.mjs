@@ -3,7 +3,7 @@
 // file system (deploy/Dockerfile mounts it read-only): `node image-libs.mjs <build root> <binary>...`.
 //
 // Why not apt: Debian's OpenCV runtime packages bring 390 MB (GDAL's package closure, LLVM through Mesa, fonts,
-// map projections); the libraries the addon links to, and theirs, are 180 MB. This copies exactly those: it asks
+// map projections); the libraries the addon links to, and theirs, are 34 MB. This copies exactly those: it asks
 // ldd which sonames are not found here, takes each from the build root (the same Debian release, where set-up
 // installed OpenCV), and repeats until nothing is missing. Each library's Debian copyright file comes with it.
 //
