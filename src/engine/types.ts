@@ -217,6 +217,12 @@ export interface DetectionTimings {
   inferenceMs: number;
   /** Decoding, NMS, mapping back to image pixels. */
   postprocessMs: number;
+  /**
+   * detectPoses() only: each model's part of the three sums above. personPreprocessMs, personInferenceMs,
+   * personPostprocessMs (the person detector; 0 in 'whole' mode), posePreprocessMs (the crops and MoveNet's
+   * letterbox), poseInferenceMs, posePostprocessMs, and posePasses (MoveNet runs: one per person, or 1).
+   */
+  stages?: Record<string, number>;
 }
 
 export interface FaceDetection {
