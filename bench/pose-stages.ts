@@ -6,11 +6,11 @@
 // JSON.stringify. With several configurations (--configs), each gets its own engine and they take turns in blocks
 // of 10 calls, the first of each block not counted: an A/B on one machine at one moment.
 //
-//   node dist/bench/pose-stages.js [--runs 200] [--precision int8|fp32] [--configs persons,auto,whole:fp32,...]
+//   node dist/bench/pose-stages.js [--runs 200] [--precision int8|fp32|auto] [--configs persons,auto,whole:fp32,...]
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Engine, POSE_MODES, PRECISIONS, type EngineOptions, type PoseMode, type PoseDetection, type Precision } from '../src/index.js';
+import { Engine, POSE_MODES, PRECISION_CHOICES, type EngineOptions, type PoseMode, type PoseDetection, type PrecisionChoice } from '../src/index.js';
 import { percentile } from '../src/metrics/percentiles.js';
 import { poseResponse } from '../src/server/routes/pose.js';
 import { VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
@@ -27,11 +27,11 @@ interface PoseConfig {
 }
 
 /** persons (the default mode) or whole, at --precision or at the precision after a colon (persons:fp32). */
-function config(spec: string, precision: Precision): PoseConfig {
+function config(spec: string, precision: PrecisionChoice): PoseConfig {
   const [mode = '', at = precision] = spec.split(':');
-  if (!(POSE_MODES as readonly string[]).includes(mode)) throw new Error(`unknown config ${spec} (${POSE_MODES.join(', ')}, then :int8 or :fp32)`);
-  if (!(PRECISIONS as readonly string[]).includes(at)) throw new Error(`unknown precision in ${spec}`);
-  const engine: EngineOptions = { precision: at as Precision, faceEmbedder: null };
+  if (!(POSE_MODES as readonly string[]).includes(mode)) throw new Error(`unknown config ${spec} (${POSE_MODES.join(', ')}, then :int8, :fp32 or :auto)`);
+  if (!(PRECISION_CHOICES as readonly string[]).includes(at)) throw new Error(`unknown precision in ${spec}`);
+  const engine: EngineOptions = { precision: at as PrecisionChoice, faceEmbedder: null };
   return { name: `mode ${mode}, ${at}`, engine, mode: mode as PoseMode };
 }
 
@@ -90,7 +90,7 @@ function argValue(args: string[], name: string): string | undefined {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const runs = Number(argValue(args, '--runs') ?? 200);
-  const precision = (argValue(args, '--precision') ?? 'int8') as Precision;
+  const precision = (argValue(args, '--precision') ?? 'int8') as PrecisionChoice;
   const configs = (argValue(args, '--configs') ?? 'persons').split(',').map((spec) => config(spec, precision));
   const photo = vgaJpeg(ROOT, VGA_SCENE_PHOTO);
   const engines: Engine[] = [];
