@@ -15,7 +15,7 @@ import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
 import { parseAllowedHosts } from './server/host-check.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from './server/websocket-limits.js';
-import { BACKENDS, IDLE_CORES, POSE_MODES, PRECISIONS, RUNTIMES, type EngineOptions } from './engine/types.js';
+import { BACKENDS, IDLE_CORES, POSE_MODES, PRECISION_CHOICES, RUNTIMES, type EngineOptions } from './engine/types.js';
 
 export const METRICS_ACCESS = ['open', 'loopback', 'admin'] as const;
 export type MetricsAccess = (typeof METRICS_ACCESS)[number];
@@ -86,7 +86,7 @@ export const SERVER_OPTIONS = {
   bodyLimit: { flag: 'body-limit', env: 'EDGECV_BODY_LIMIT', default: DEFAULT_BODY_LIMIT, engine: null, kind: 'bytes', help: `largest request body, bytes; K/M/G suffixes allowed (default ${bytesText(DEFAULT_BODY_LIMIT)})` },
   modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', default: undefined, engine: 'modelDir', kind: 'path', help: 'folder of converted models (default: engine default)' },
   runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', default: undefined, engine: 'runtime', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
-  precision: { flag: 'precision', env: 'EDGECV_PRECISION', default: undefined, engine: 'precision', kind: 'choice', choices: PRECISIONS, help: `model precision: ${PRECISIONS.join(', ')} (default int8: each model with an int8 file runs it, docs/int8.md)` },
+  precision: { flag: 'precision', env: 'EDGECV_PRECISION', default: undefined, engine: 'precision', kind: 'choice', choices: PRECISION_CHOICES, help: `model precision: ${PRECISION_CHOICES.join(', ')} (default int8: each model with an int8 file runs it; auto: the faster file of each model on this CPU, timed at start; docs/int8.md)` },
   backend: { flag: 'backend', env: 'EDGECV_BACKEND', default: undefined, engine: 'backend', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
   maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', default: undefined, engine: 'maxPixels', kind: 'count', range: ENGINE_RANGES.maxPixels, help: `largest image, width*height (default ${ENGINE_DEFAULTS.maxPixels})` },
   maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', default: undefined, engine: 'maxAspectRatio', kind: 'count', range: ENGINE_RANGES.maxAspectRatio, help: `refuse images whose longer side is over N times the shorter (${rangeHelp(ENGINE_RANGES.maxAspectRatio, ENGINE_DEFAULTS.maxAspectRatio)})` },

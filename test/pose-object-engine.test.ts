@@ -9,6 +9,7 @@ import {
   Engine,
   EngineError,
   MAX_POSES,
+  POSE_DEFAULTS,
   type PoseMode,
 } from '../src/index.js';
 import { EXPECTED_OBJECTS, matchesExpected } from '../bench/shared/object-eval.js';
@@ -265,6 +266,27 @@ describe('pose for every person: crops around the object detector\'s persons', (
     expect(persons.poses.length).toBeGreaterThan(6);
     expect((await engine.detectPoses(crowd, { mode: 'whole' })).poses.length).toBeLessThanOrEqual(6);
     for (const p of persons.poses) expect(p.body25).toHaveLength(25);
+  });
+
+  it("times each model's stages apart: the person detector's, then one MoveNet pass per person (timings.stages)", async () => {
+    const crowd = await engine.detectPoses(photo('dlib/faces/2008_002079.jpg'), { mode: 'persons' });
+    const whole = await engine.detectPoses(photo('dlib/faces/2008_002079.jpg'), { mode: 'whole' });
+    for (const [result, passes] of [[crowd, crowd.poses.length], [whole, 1]] as const) {
+      const { preprocessMs, inferenceMs, postprocessMs, stages } = result.timings;
+      const s = stages!;
+      expect(s['posePasses']).toBeGreaterThanOrEqual(passes); // a person box whose crop gave no pose was run too
+      for (const stage of ['Preprocess', 'Inference', 'Postprocess'] as const) {
+        for (const model of ['person', 'pose'] as const) expect(s[`${model}${stage}Ms`]).toBeGreaterThanOrEqual(0);
+      }
+      // the three sums are the two models' parts
+      expect(s['personPreprocessMs']! + s['posePreprocessMs']!).toBeCloseTo(preprocessMs, 6);
+      expect(s['personInferenceMs']! + s['poseInferenceMs']!).toBeCloseTo(inferenceMs, 6);
+      expect(s['personPostprocessMs']! + s['posePostprocessMs']!).toBeCloseTo(postprocessMs, 6);
+      expect(s['poseInferenceMs']).toBeGreaterThan(0);
+    }
+    expect(crowd.timings.stages!['personInferenceMs']).toBeGreaterThan(0);
+    expect(whole.timings.stages!['personInferenceMs']).toBe(0); // no person detector in 'whole' mode
+    expect(crowd.timings.stages!['posePasses']).toBeLessThanOrEqual(POSE_DEFAULTS.maxPosesPersons);
   });
 
   it('finds people with yolov5s-320 beside a yolov5s by default, with the object model when told or when it is not a YOLOv5s, and with a person detector alone', async () => {

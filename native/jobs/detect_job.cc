@@ -29,19 +29,38 @@ std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const cv::Mat& ima
 // them are capped by maxPoses).
 constexpr int kMaxPersonObjects = 1000;
 
+// The person detector's and MoveNet's stages, each model's apart (timings.stages), and their sums in *timings.
+void AddPoseStages(const StageTimings& person, const StageTimings& pose, StageTimings* timings) {
+  timings->preprocessMs += person.preprocessMs + pose.preprocessMs;
+  timings->inferenceMs += person.inferenceMs + pose.inferenceMs;
+  timings->postprocessMs += person.postprocessMs + pose.postprocessMs;
+  timings->runs += person.runs + pose.runs;
+  timings->parts = {{"personPreprocessMs", person.preprocessMs}, {"personInferenceMs", person.inferenceMs},
+                    {"personPostprocessMs", person.postprocessMs}, {"posePreprocessMs", pose.preprocessMs},
+                    {"poseInferenceMs", pose.inferenceMs},         {"posePostprocessMs", pose.postprocessMs},
+                    {"posePasses", static_cast<double>(pose.runs)}};
+}
+
 std::vector<Pose> DetectPoses(WorkerContext& ctx, const cv::Mat& image, cv::Size, const PoseOptions& options,
                               StageTimings* timings) {
   if (!ctx.poseEstimator) throw JobError(ErrorCode::kInternal, "engine has no pose model");
   ObjectDetector* finder = ctx.personDetector ? ctx.personDetector.get() : ctx.objectDetector.get();
-  if (options.personClassId < 0 || !finder) return ctx.poseEstimator->Detect(image, options, timings);
+  StageTimings person, pose;
+  if (options.personClassId < 0 || !finder) {
+    std::vector<Pose> poses = ctx.poseEstimator->Detect(image, options, &pose);
+    AddPoseStages(person, pose, timings);
+    return poses;
+  }
   ObjectOptions find;
   find.scoreThreshold = options.personThreshold;
   find.maxObjects = kMaxPersonObjects;
   std::vector<Box> people;  // best first, as the detectors return them
-  for (const DetectedObject& o : finder->Detect(image, find, timings)) {
+  for (const DetectedObject& o : finder->Detect(image, find, &person)) {
     if (o.classId == options.personClassId && people.size() < static_cast<size_t>(options.maxPoses)) people.push_back(o.rect);
   }
-  return ctx.poseEstimator->DetectInBoxes(image, people, options, timings);
+  std::vector<Pose> poses = ctx.poseEstimator->DetectInBoxes(image, people, options, &pose);
+  AddPoseStages(person, pose, timings);
+  return poses;
 }
 
 Napi::Value PoseToJs(Napi::Env env, const Pose& p) {

@@ -9,6 +9,11 @@ Napi::Object TimingsToJs(Napi::Env env, double queueMs, double decodeMs, const S
   timings.Set("preprocessMs", Napi::Number::New(env, stages.preprocessMs));
   timings.Set("inferenceMs", Napi::Number::New(env, stages.inferenceMs));
   timings.Set("postprocessMs", Napi::Number::New(env, stages.postprocessMs));
+  if (!stages.parts.empty()) {
+    Napi::Object parts = Napi::Object::New(env);
+    for (const auto& [name, value] : stages.parts) parts.Set(name, Napi::Number::New(env, value));
+    timings.Set("stages", parts);
+  }
   return timings;
 }
 

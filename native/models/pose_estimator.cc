@@ -174,7 +174,10 @@ std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::ve
     const PixelRect rect = {static_cast<int>(b[0]), static_cast<int>(b[1]), static_cast<int>(b[2]), static_cast<int>(b[3])};
     const cv::Rect region = SquareAround(rect, kCropScale);
     if (region.width < 8) continue;
-    std::vector<Pose> candidates = Detect(CutPadded(bgr, region), inCrop, timings);
+    const auto t0 = Clock::now();
+    const cv::Mat crop = CutPadded(bgr, region);
+    timings->preprocessMs += MillisBetween(t0, Clock::now());  // the crop is MoveNet's preprocessing too
+    std::vector<Pose> candidates = Detect(crop, inCrop, timings);
     // The crop's person is the pose whose box overlaps the person's box most: in a group, neighbours reach into
     // the crop too, and their keypoints fall inside the (overlapping) box as well.
     auto overlap = [&](const Pose& p) {

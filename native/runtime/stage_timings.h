@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -20,6 +21,10 @@ struct StageTimings {
   double preprocessMs = 0;
   double inferenceMs = 0;
   double postprocessMs = 0;
+  int runs = 0;  // model runs (RunStaged calls) these stages add up
+  // A call made of several models (pose behind a person detector) names each one's stages here, reported as
+  // timings.stages ("personInferenceMs": ...): the three sums above do not say which model took the time.
+  std::vector<std::pair<const char*, double>> parts;
 };
 
 // preprocess() -> blob, model.Run(blob), decode(outputs) -> result, adding each stage's time to *timings.
@@ -36,6 +41,7 @@ auto RunStaged(InferenceModel& model, StageTimings* timings, Preprocess&& prepro
   timings->preprocessMs += MillisBetween(t0, t1);
   timings->inferenceMs += MillisBetween(t1, t2);
   timings->postprocessMs += MillisBetween(t2, t3);
+  ++timings->runs;
   return result;
 }
 

@@ -22,22 +22,12 @@ import {
 import { GalleryIndex, nativeGallery, type GalleryIndexOptions } from './gallery/gallery-index.js';
 import { admitImage, type AdmittedImage, type ImageLimits } from './image-admission.js';
 import { ENGINE_DEFAULTS, ENGINE_RANGES, OBJECT_DEFAULTS, POSE_DEFAULTS } from './limits.js';
-import {
-  chooseObjectDetector,
-  choosePersonDetector,
-  faceDetectorSpec,
-  faceEmbedderSpec,
-  int8ScoreThreshold,
-  isSmallerSibling,
-  modelPrecision,
-  poseEstimatorSpec,
-  rawModelSpec,
-  readManifest,
-  type LoadedManifest,
-} from './manifest.js';
+import { int8ScoreThreshold, isSmallerSibling, modelPrecision, rawModelSpec, readManifest, type LoadedManifest } from './manifest.js';
+import { modelSpecs, modelsWithBothForms, specNames } from './model-specs.js';
 import { loadNative, type NativeEngine, type NativeRuntime } from './native.js';
 import { checkDetectOptions, checkEngineOptions, choiceOption, intOption, invalidArgument, resolveTiles, unitOption } from './options.js';
 import { cocoToBody25 } from './pose.js';
+import { timeModelForms } from './precision-timer.js';
 import {
   POSE_MODES,
   PRECISIONS,
@@ -50,6 +40,7 @@ import {
   type EngineStats,
   type FaceDetection,
   type Precision,
+  type PrecisionTiming,
   type ObjectDetection,
   type ObjectModelInfo,
   type PoseDetection,
@@ -62,7 +53,7 @@ export class Engine {
   readonly #limits: ImageLimits;
   readonly #backend: BackendInfo;
   readonly #embedder: FaceEmbedderInfo | null;
-  /** The precision asked for at open (each model's own is in backend().precisions). */
+  /** The precision asked for at open, int8 for 'auto' (each model's own is in backend().precisions). */
   readonly #precision: Precision;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -90,6 +81,7 @@ export class Engine {
     embedder: FaceEmbedderInfo | null,
     precision: Precision,
     modelNames: Record<string, string | undefined>,
+    timed: Record<string, PrecisionTiming>,
   ) {
     this.#embedder = embedder;
     this.#native = native;
@@ -99,24 +91,32 @@ export class Engine {
     this.#precision = precision;
     const backend = native.backend();
     const precisions: Record<string, Precision> = {};
+    const precisionTimings: Record<string, PrecisionTiming> = {};
     for (const [key, runtime] of Object.entries(backend.runtimes)) {
       const name = modelNames[key];
-      precisions[key] = name === undefined ? 'fp32' : modelPrecision(manifest, name, precision, runtime);
+      const chosen = name === undefined ? undefined : timed[name];
+      precisions[key] = name === undefined ? 'fp32' : modelPrecision(manifest, name, chosen?.chosen ?? precision, runtime);
+      if (chosen) precisionTimings[key] = { ...chosen };
     }
-    this.#backend = { ...backend, precisions };
+    this.#backend = { ...backend, precisions, ...(Object.keys(timed).length > 0 ? { precisionTimings } : {}) };
   }
 
   /** Loads the models (one copy per worker) and starts the workers. */
   static async open(opts: EngineOptions = {}): Promise<Engine> {
-    const { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, precision, backend, library } =
-      checkEngineOptions(opts);
+    const checked = checkEngineOptions(opts);
+    const { workers, threadsPerWorker, queueLimit, idleCores, limits, poseModel, faceEmbedder, modelDir, precision, backend, library } = checked;
     const manifest = await readManifest(modelDir);
-    const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
-    const poseEstimator = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime, precision);
-    const objects = await chooseObjectDetector(opts, manifest, modelDir, runtime, precision);
-    const persons = await choosePersonDetector(opts, poseModel, objects, manifest, modelDir, runtime, precision);
-    const embedder = faceEmbedder === null ? null : await faceEmbedderSpec(manifest, modelDir, faceEmbedder, runtime, precision);
     const binding = loadNative();
+    const onnxRuntimeLibrary = library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {};
+    const fixed: Precision = precision === 'auto' ? 'int8' : precision;
+    let specs = await modelSpecs(opts, checked, manifest, () => fixed);
+    let timed: Record<string, PrecisionTiming> = {};
+    if (precision === 'auto') {
+      const both = modelsWithBothForms(manifest, checked, specNames(checked, specs));
+      timed = await timeModelForms(binding, { threadsPerWorker, backend, ...onnxRuntimeLibrary }, manifest, modelDir, both);
+      specs = await modelSpecs(opts, checked, manifest, (name) => timed[name]?.chosen ?? fixed);
+    }
+    const { face: spec, pose: poseEstimator, objects, persons, embedder } = specs;
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({
       workers,
@@ -124,7 +124,7 @@ export class Engine {
       queueLimit,
       idleCores,
       backend,
-      ...(library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {}),
+      ...onnxRuntimeLibrary,
       faceDetector: spec,
       poseEstimator,
       ...(objects ? { objectDetector: objects.spec } : {}),
@@ -133,14 +133,9 @@ export class Engine {
     });
     const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
     // An own object model (a file) has no manifest entry: modelPrecision finds none and says fp32.
-    const modelNames = {
-      faceDetector,
-      poseEstimator: poseModel ?? undefined,
-      objectDetector: objects?.info.name,
-      personDetector: persons?.info.name,
-      faceEmbedder: faceEmbedder ?? undefined,
-    };
-    const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, precision, modelNames);
+    const modelNames = specNames(checked, specs);
+    const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, fixed, modelNames, timed);
+    const { faceDetector } = checked;
     const personFinder = poseModel === null ? null : (persons ?? objects);
     engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, persons: personFinder?.info.name ?? null, faceEmbedder };
     engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;

@@ -216,6 +216,7 @@ export interface NativeTimings {
   preprocessMs: number;
   inferenceMs: number;
   postprocessMs: number;
+  stages?: Record<string, number>;
 }
 
 export interface NativeFaceDetection {

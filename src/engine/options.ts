@@ -14,7 +14,7 @@ import {
   FACE_EMBEDDER_MODELS,
   IDLE_CORES,
   POSE_MODELS,
-  PRECISIONS,
+  PRECISION_CHOICES,
   RUNTIMES,
   type BackendChoice,
   type DetectFacesOptions,
@@ -23,7 +23,7 @@ import {
   type FaceEmbedderModel,
   type IdleCoresChoice,
   type PoseModel,
-  type Precision,
+  type PrecisionChoice,
   type RuntimeChoice,
 } from './types.js';
 
@@ -124,7 +124,7 @@ export interface CheckedEngineOptions {
   /** Absolute. */
   modelDir: string;
   runtime: RuntimeChoice;
-  precision: Precision;
+  precision: PrecisionChoice;
   backend: BackendChoice;
   /** The onnxruntime library to load, why there is none, or null where only OpenCV is wanted. */
   library: { path: string } | { missing: string } | null;
@@ -149,7 +149,7 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   const faceEmbedder = modelOption(opts.faceEmbedder, 'faceEmbedder', FACE_EMBEDDER_MODELS, ENGINE_DEFAULTS.faceEmbedder);
   const modelDir = path.resolve(modelDirOption ?? path.join(packageRoot(), 'models', 'onnx'));
   const runtime = choiceOption(opts.runtime, 'runtime', RUNTIMES, ENGINE_DEFAULTS.runtime);
-  const precision = choiceOption(opts.precision, 'precision', PRECISIONS, ENGINE_DEFAULTS.precision);
+  const precision = choiceOption(opts.precision, 'precision', PRECISION_CHOICES, ENGINE_DEFAULTS.precision);
   const backend = choiceOption(opts.backend ?? envBackend(), 'backend', BACKENDS, ENGINE_DEFAULTS.backend);
   const onnxRuntimeLibrary = pathOption(opts.onnxRuntimeLibrary, 'onnxRuntimeLibrary');
   // OpenCV alone needs no onnxruntime: do not load it then.

@@ -29,6 +29,18 @@ export { OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo 
 /** 'int8': each model with an int8 file (its accuracy held, docs/int8.md) runs it on onnxruntime; 'fp32': none does. */
 export const PRECISIONS = ['int8', 'fp32'] as const;
 export type Precision = (typeof PRECISIONS)[number];
+/** What Engine.open takes: a precision, or 'auto' (each model's faster form on this CPU, timed at open). */
+export const PRECISION_CHOICES = ['int8', 'fp32', 'auto'] as const;
+export type PrecisionChoice = (typeof PRECISION_CHOICES)[number];
+
+/** precision 'auto': one model's median forward pass in each form, timed at open, and the form chosen. */
+export interface PrecisionTiming {
+  int8Ms: number;
+  fp32Ms: number;
+  /** Timed runs of each form. */
+  runs: number;
+  chosen: Precision;
+}
 
 export const POSE_MODES = ['persons', 'whole'] as const;
 export type PoseMode = (typeof POSE_MODES)[number];
@@ -54,9 +66,10 @@ export interface EngineOptions {
   /**
    * 'int8' (default): models with an int8 file (yolov5s, its person detector, ...: the manifest's `int8` entries)
    * run it on onnxruntime; a model keeps its name and fp32 input. 'fp32': every model runs its fp32 file.
-   * OpenCV always runs fp32.
+   * OpenCV always runs fp32. 'auto': each model with both files runs the one that was faster on this CPU, timed
+   * a few runs each at open (backend().precisionTimings has the figures; docs/int8.md, "precision auto").
    */
-  precision?: Precision;
+  precision?: PrecisionChoice;
   /** 'cpu', 'cuda' (fails without a usable CUDA device) or 'auto' (default: EDGECV_BACKEND, else CUDA when usable). */
   backend?: BackendChoice;
   /** The onnxruntime library to load; default: EDGECV_ONNXRUNTIME_LIB, else the one onnxruntime-node ships. */
@@ -217,6 +230,12 @@ export interface DetectionTimings {
   inferenceMs: number;
   /** Decoding, NMS, mapping back to image pixels. */
   postprocessMs: number;
+  /**
+   * detectPoses() only: each model's part of the three sums above. personPreprocessMs, personInferenceMs,
+   * personPostprocessMs (the person detector; 0 in 'whole' mode), posePreprocessMs (the crops and MoveNet's
+   * letterbox), poseInferenceMs, posePostprocessMs, and posePasses (MoveNet runs: one per person, or 1).
+   */
+  stages?: Record<string, number>;
 }
 
 export interface FaceDetection {
@@ -232,6 +251,11 @@ export interface FaceDetection {
 export type BackendInfo = NativeBackendInfo & {
   /** The precision each loaded model runs at, by the same keys as `runtimes`. */
   precisions: Record<string, Precision>;
+  /**
+   * With precision 'auto', by the same keys, for each model that has both files: the median ms of a forward pass
+   * of each form on one worker at open, and the one chosen. Absent otherwise.
+   */
+  precisionTimings?: Record<string, PrecisionTiming>;
 };
 
 /** Queue and job counters of the engine's worker pool. */

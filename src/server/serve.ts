@@ -193,7 +193,7 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
   }
   const { persons } = engine.models;
   if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
-  const { backend, device, runtimes, precisions, fusedOps, onnxRuntime, onnxRuntimeMissing } = engine.backend();
+  const { backend, device, runtimes, precisions, precisionTimings, fusedOps, onnxRuntime, onnxRuntimeMissing } = engine.backend();
   if (listeners.plain) {
     const note = plainListenerNote(config, listeners.plain.url);
     console.log(note.log);
@@ -211,6 +211,10 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
     `edgecv: models: ${models.join(', ')}; ` +
       (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
   );
+  if (precisionTimings) {
+    const timed = Object.entries(precisionTimings).map(([role, t]) => `${role} ${t.chosen} (int8 ${t.int8Ms.toFixed(1)} ms, fp32 ${t.fp32Ms.toFixed(1)} ms)`);
+    console.log(`edgecv: precision auto, the faster file of each model on this CPU (median of ${Math.min(...Object.values(precisionTimings).map((t) => t.runs))}+ runs on one worker): ${timed.join(', ')}`);
+  }
   if (onnxRuntime && !onnxRuntime.int8DotProduct && Object.values(precisions).includes('int8')) {
     console.log("edgecv: this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)");
   }

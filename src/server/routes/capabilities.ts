@@ -17,16 +17,33 @@ const ROLES = {
   pose_persons: ['persons', 'personDetector'],
 } as const;
 
+interface ModelCapability {
+  name: string;
+  runtime: string;
+  precision: string;
+  precision_timing?: { int8_ms: number; fp32_ms: number };
+}
+
+const round2 = (ms: number) => Math.round(ms * 100) / 100;
+
 /** Mounted at /server/capabilities. */
 export function capabilitiesRoutes(deps: { engine: FaceEngine; recognition?: Pick<RecognitionService, 'status'> }): Hono {
   return new Hono().get('/', (c) => {
-      const { backend, device, runtimes, precisions, onnxRuntime } = deps.engine.backend();
+      const { backend, device, runtimes, precisions, precisionTimings, onnxRuntime } = deps.engine.backend();
       const loaded = deps.engine.models;
-      const models: Record<string, { name: string; runtime: string; precision: string }> = {};
+      const models: Record<string, ModelCapability> = {};
       for (const [role, [modelKey, runtimeKey]] of Object.entries(ROLES)) {
         const name = loaded?.[modelKey];
         const runtime = runtimes[runtimeKey];
-        if (name && runtime) models[role] = { name, runtime, precision: precisions?.[runtimeKey] ?? 'fp32' };
+        if (!name || !runtime) continue;
+        const timed = precisionTimings?.[runtimeKey];
+        models[role] = {
+          name,
+          runtime,
+          precision: precisions?.[runtimeKey] ?? 'fp32',
+          // precision auto: what the choice was made on (ms a forward pass of each file at start)
+          ...(timed ? { precision_timing: { int8_ms: round2(timed.int8Ms), fp32_ms: round2(timed.fp32Ms) } } : {}),
+        };
       }
       const model = deps.engine.objectModel;
       return c.json({

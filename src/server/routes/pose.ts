@@ -28,6 +28,14 @@ function roundPoint([x, y, c]: Body25Point): Body25Point {
   return [Math.round(x * 100) / 100, Math.round(y * 100) / 100, Math.round(c * 1000) / 1000];
 }
 
+/** The route's answer for one detectPoses() result; `ms` is the server time, formatted. */
+export function poseResponse(result: { poses: readonly { body25: Body25Point[] }[] }, ms: string): PoseResponse {
+  const poses = result.poses.map((p) => p.body25.map(roundPoint));
+  return poses.length > 0
+    ? { success: 'true', serverprocessingtime: ms, server_processing_time: ms, poses }
+    : { success: 'false', serverprocessingtime: ms, server_processing_time: ms };
+}
+
 /** --pose-requires-gpu without a CUDA backend: the original server's 501. */
 function requireGpu(deps: PoseDeps): MiddlewareHandler {
   return async (c, next) => {
@@ -56,12 +64,7 @@ export function poseRoutes(deps: PoseDeps): Hono {
           keypointThreshold: unitParameter(c, fields, 'keypoint_threshold'),
           ...(config.poseMode ? { mode: config.poseMode } : {}),
         }),
-      reply: (result, ms): PoseResponse => {
-        const poses = result.poses.map((p) => p.body25.map(roundPoint));
-        return poses.length > 0
-          ? { success: 'true', serverprocessingtime: ms, server_processing_time: ms, poses }
-          : { success: 'false', serverprocessingtime: ms, server_processing_time: ms };
-      },
+      reply: (result, ms) => poseResponse(result, ms),
     }),
   );
 }
