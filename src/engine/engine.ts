@@ -13,6 +13,7 @@ import { EngineError, toEngineError } from './errors.js';
 import {
   checkEmbedOptions,
   checkEmbedding,
+  embedderVersion,
   l2Normalized,
   type EmbedFaceOptions,
   type FaceEmbedderInfo,
@@ -64,6 +65,8 @@ export class Engine {
   readonly #embedder: FaceEmbedderInfo | null;
   /** The precision asked for at open (each model's own is in backend().precisions). */
   readonly #precision: Precision;
+  /** false: every face is embedded as the box crop (EngineOptions.faceAlignment). */
+  #faceAlignment = true;
   #closed = false;
   #closing: Promise<void> | undefined;
   /** Requests the host is serving (serveRequest()). */
@@ -108,7 +111,7 @@ export class Engine {
 
   /** Loads the models (one copy per worker) and starts the workers. */
   static async open(opts: EngineOptions = {}): Promise<Engine> {
-    const { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, precision, backend, library } =
+    const { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, faceAlignment, modelDir, runtime, precision, backend, library } =
       checkEngineOptions(opts);
     const manifest = await readManifest(modelDir);
     const spec = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
@@ -131,7 +134,7 @@ export class Engine {
       ...(persons ? { personDetector: persons.spec } : {}),
       ...(embedder ? { faceEmbedder: embedder.spec } : {}),
     });
-    const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
+    const embedderInfo = embedder ? { ...embedder.info, version: embedderVersion(embedder.info.version, faceAlignment), dim: native.embeddingSize() } : null;
     // An own object model (a file) has no manifest entry: modelPrecision finds none and says fp32.
     const modelNames = {
       faceDetector,
@@ -141,6 +144,7 @@ export class Engine {
       faceEmbedder: faceEmbedder ?? undefined,
     };
     const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, precision, modelNames);
+    engine.#faceAlignment = faceAlignment;
     const personFinder = poseModel === null ? null : (persons ?? objects);
     engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, persons: personFinder?.info.name ?? null, faceEmbedder };
     engine.#objects = objects ? { info: objects.info, labels: objects.labels } : null;
@@ -224,7 +228,7 @@ export class Engine {
         // The model's own crop margin unless the caller set one: passed explicitly, the addon holds no default.
         cropScale: checked.cropScale ?? embedder.cropScale,
         keepCrop: checked.keepCrop,
-        align: checked.align,
+        align: checked.align && this.#faceAlignment,
         rotatedPasses: checked.rotatedPasses,
         ...(checked.rect ? { rect: checked.rect } : {}),
         ...(checked.keypoints ? { keypoints: checked.keypoints } : {}),

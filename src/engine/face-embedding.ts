@@ -15,6 +15,11 @@ export { FACE_EMBEDDER_MODELS, type FaceEmbedderModel };
  */
 export const FACE_ALIGNMENT = 'align1';
 
+/** The version of an engine's embeddings: the manifest's (aligned) one, or the box crop's when alignment is off. */
+export function embedderVersion(aligned: string, faceAlignment: boolean): string {
+  return faceAlignment ? aligned : aligned.replace(`-${FACE_ALIGNMENT}`, '-box');
+}
+
 /** What an embedding was made with. Stored with every enrolled sample: a different one means re-embedding. */
 export interface FaceEmbedderInfo {
   model: FaceEmbedderModel;

@@ -91,6 +91,11 @@ export interface EngineOptions {
   faceDetector?: FaceDetectorModel;
   /** Face embedding model for recognition, or null for none. Default 'faceres'. */
   faceEmbedder?: FaceEmbedderModel | null;
+  /**
+   * false: every face is embedded as the plain box crop, not aligned by its landmarks (benches that measure what
+   * alignment costs; the embedder's version says so, so such vectors never mix with an aligned gallery's). Default true.
+   */
+  faceAlignment?: boolean;
   /** Pose model, or null to load none (detectPoses then rejects). Default 'movenet-multipose'. */
   poseModel?: PoseModel | null;
   /**
