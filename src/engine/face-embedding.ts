@@ -63,6 +63,11 @@ export interface EmbeddedFace {
    * upright); null with `align: false` or when no landmarks were found for a given rect.
    */
   rotation: number | null;
+  /**
+   * Variance of the Laplacian of the face box's grey levels, the box averaged down to 112 px when larger: the face
+   * library's measure (src/gallery/sample-quality.ts), taken on the decoded photo rather than the JPEG crop.
+   */
+  sharpness: number;
 }
 
 export interface FaceEmbeddingResult {
