@@ -14,7 +14,7 @@ export const IDLE_CORES = ['lend', 'keep'] as const;
 export type IdleCoresChoice = (typeof IDLE_CORES)[number];
 export type BackendChoice = (typeof BACKENDS)[number];
 
-export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
+export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres', 'mobilefacenet', 'mobileface'] as const;
 export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
 
 export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
