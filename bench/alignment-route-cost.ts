@@ -126,6 +126,30 @@ async function measureCase(sides: [Side, Side], photo: string, body: Buffer, req
   };
 }
 
+/**
+ * The same comparison inside one engine, without HTTP: recognizeFace with and without alignment, alternating call
+ * by call (each marked as a lone request, as the server marks it); medians of the total and of each stage.
+ */
+async function inEngine(side: Side, body: Buffer, calls: number): Promise<string[]> {
+  const gallery = side.engine.createGallery();
+  const first = await side.engine.embedFace(body);
+  gallery.add([{ id: 1, subject: 'astronaut', embedding: first.embedding! }]);
+  const stages = { aligned: new Map<string, number[]>(), 'box crop': new Map<string, number[]>() };
+  for (let i = 0; i < WARMUP + calls; i++) {
+    for (const align of i % 2 === 0 ? [true, false] : [false, true]) {
+      const done = side.engine.serveRequest();
+      const t0 = performance.now();
+      const r = await side.engine.recognizeFace(body, gallery, { align });
+      const total = performance.now() - t0;
+      done();
+      if (i < WARMUP) continue;
+      const into = stages[align ? 'aligned' : 'box crop'];
+      for (const [k, v] of [['total', total], ...Object.entries(r.timings)] as [string, number][]) into.set(k, [...(into.get(k) ?? []), v]);
+    }
+  }
+  return [...stages.aligned.keys()].map((k) => `| ${k.replace(/Ms$/, '')} | ${round(median(stages.aligned.get(k)!))} | ${round(median(stages['box crop'].get(k)!))} |`);
+}
+
 async function main(): Promise<void> {
   const at = process.argv.indexOf('--requests');
   const requests = at > 0 ? Number(process.argv[at + 1]) : process.argv.includes('--quick') ? 30 : 400;
@@ -154,6 +178,10 @@ async function main(): Promise<void> {
         `| ${r.photo} | ${r.names.join(' / ')} | ${r.p50[0]} | ${r.p50[1]} | ${round(r.p50[0] - r.p50[1])} | ${r.pairedMedian} | ${r.p90.join(' / ')} | ${r.answers.join(' / ')} |`,
       );
     }
+    console.log(`\nIn one engine, no HTTP: recognizeFace aligned and not, alternating, ${requests} calls each (upright photo); medians`);
+    console.log('| stage | aligned ms | box crop ms |');
+    console.log('|---|---|---|');
+    for (const line of await inEngine(aligned, upright, requests)) console.log(line);
   } finally {
     for (const s of sides) {
       s.agent.destroy();
