@@ -49,7 +49,7 @@ export interface RecognitionOptions {
 export type Prediction = (
   | { face: null }
   /** unjudged: why the face is too poor to put a name to (recognition-quality.ts); it is given none. */
-  | { face: { rect: Rect; score: number }; unjudged: string }
+  | { face: { rect: Rect; score: number }; unjudged: string; subject?: undefined; sampleId?: undefined; distance?: undefined; cosine?: undefined }
   | { face: { rect: Rect; score: number }; unjudged: null; subject: string; sampleId: number; distance: number; cosine: number }
 ) & {
   /** Per-stage milliseconds of the recognition job (for the inference metrics). */
