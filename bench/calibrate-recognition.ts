@@ -4,7 +4,7 @@
 // distance = (1 - cosine) x k. Prints the tables, writes the plot of docs/models.md (docs/recognition-distances.svg) for
 // the default model, and with --write stores cropScale and distanceScale in models/manifest.json.
 //
-//   node dist/bench/calibrate-recognition.js [--write]     (after `node scripts/setup.mjs --test`)
+//   node dist/bench/calibrate-recognition.js [--write] [--models a,b]     (after `node scripts/setup.mjs --test`)
 // With --alignment, instead: the default model with and without face alignment, on faces turned in the image plane
 // and on the upright pairs (bench/rotated-recognition.ts).
 //   node dist/bench/calibrate-recognition.js --alignment [--alignment-cost: only what alignment costs an upright face]
@@ -29,10 +29,20 @@ export interface CalibrationRow {
   report: VerificationReport;
 }
 
-export async function calibrate(dataDir: string): Promise<CalibrationRow[]> {
+/** The models `--models a,b` names (default: every embedder). */
+function chosenModels(): FaceEmbedderModel[] {
+  const at = process.argv.indexOf('--models');
+  if (at < 0) return [...FACE_EMBEDDER_MODELS];
+  const names = (process.argv[at + 1] ?? '').split(',');
+  const unknown = names.filter((n) => !(FACE_EMBEDDER_MODELS as readonly string[]).includes(n));
+  if (unknown.length > 0) throw new Error(`--models: unknown ${unknown.join(', ')} (known: ${FACE_EMBEDDER_MODELS.join(', ')})`);
+  return names as FaceEmbedderModel[];
+}
+
+export async function calibrate(dataDir: string, models: readonly FaceEmbedderModel[] = FACE_EMBEDDER_MODELS): Promise<CalibrationRow[]> {
   const photos = loadJohns(dataDir);
   const rows: CalibrationRow[] = [];
-  for (const model of FACE_EMBEDDER_MODELS) {
+  for (const model of models) {
     const engine = await Engine.open({ faceEmbedder: model });
     for (const cropScale of CROP_SCALES) rows.push({ model, cropScale, report: await verificationReport(engine, photos, { cropScale }) });
     await engine.close();
@@ -85,7 +95,8 @@ async function alignmentReport(): Promise<void> {
 async function main(): Promise<void> {
   if (process.argv.includes('--alignment') || process.argv.includes('--alignment-cost')) return alignmentReport();
   const write = process.argv.includes('--write');
-  const rows = await calibrate(join(root, 'test', 'data'));
+  const models = chosenModels();
+  const rows = await calibrate(join(root, 'test', 'data'), models);
   console.log('| model | crop margin | photos without a face | genuine pairs | impostor pairs | genuine mean / max | impostor mean / min | EER | cosine distance at EER |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const { model, cropScale, report: r } of rows) {
@@ -100,7 +111,7 @@ async function main(): Promise<void> {
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { models: Record<string, { recognition?: { cropScale: number; distanceScale: number } }> };
   console.log('\n| model | chosen margin | EER | k = 105 / distance at EER | FAR at 105 | FRR at 105 |');
   console.log('|---|---|---|---|---|---|');
-  for (const model of FACE_EMBEDDER_MODELS) {
+  for (const model of models) {
     // Lowest EER; on a tie, the smaller margin (listed first).
     const best = rows.filter((r) => r.model === model).reduce((a, b) => (b.report.eer < a.report.eer - 1e-12 ? b : a));
     const k = Math.round((UNKNOWN_THRESHOLD / best.report.eerThreshold) * 100) / 100;

@@ -8,7 +8,8 @@
 // Calibration and scoring use different photos: per john, photos 1-3 are enrolled, 4-7 calibrate, 8-11 are scored;
 // the strangers of every other group photo calibrate, the rest are scored.
 //
-//   node dist/bench/recognition-eval.js [--quick]     (after `node scripts/setup.mjs --test`)
+//   node dist/bench/recognition-eval.js [--quick] [--only TEXT]     (after `node scripts/setup.mjs --test`)
+// --only: the configurations whose name contains TEXT (e.g. --only mobile).
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -181,6 +182,11 @@ export const CONFIGS: EvalConfig[] = [
   { name: 'faceres int8, aligned + turned passes (default)', model: 'faceres', precision: 'int8', embed: {} },
   { name: 'faceres fp32, aligned + turned passes', model: 'faceres', precision: 'fp32', embed: {} },
   { name: 'faceres-deep fp32, aligned + turned passes', model: 'faceres-deep', precision: 'fp32', embed: {} },
+  // the package's two 112 px embedders (no int8 files: fp32 only)
+  { name: 'mobilefacenet fp32, aligned + turned passes', model: 'mobilefacenet', precision: 'fp32', embed: {} },
+  { name: 'mobilefacenet fp32, box crop', model: 'mobilefacenet', precision: 'fp32', embed: { align: false, rotatedPasses: false } },
+  { name: 'mobileface fp32, aligned + turned passes', model: 'mobileface', precision: 'fp32', embed: {} },
+  { name: 'mobileface fp32, box crop', model: 'mobileface', precision: 'fp32', embed: { align: false, rotatedPasses: false } },
 ];
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
@@ -238,7 +244,9 @@ async function main(): Promise<void> {
   const finder = await Engine.open({});
   const set = await evalSet(finder, changes);
   await finder.close();
-  for (const config of CONFIGS) for (const line of await evaluate(config, set, changes)) console.log(line);
+  const at = process.argv.indexOf('--only');
+  const only = at > 0 ? (process.argv[at + 1] ?? '') : '';
+  for (const config of CONFIGS.filter((c) => c.name.includes(only))) for (const line of await evaluate(config, set, changes)) console.log(line);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -29,15 +29,17 @@ interface Measured {
   found: boolean;
   side: number;
   sharpness: number;
+  /** The engine's own measure on the decoded photo (EmbeddedFace.sharpness), what recognition judges by. */
+  nativeSharpness: number;
   embedding: Float32Array | null;
 }
 
 async function measure(engine: Engine, bytes: Buffer): Promise<Measured> {
   const r = await engine.embedFace(bytes, { keepCrop: true });
-  if (!r.face || !r.crop || !r.embedding) return { found: false, side: 0, sharpness: 0, embedding: null };
+  if (!r.face || !r.crop || !r.embedding) return { found: false, side: 0, sharpness: 0, nativeSharpness: 0, embedding: null };
   const q = sampleQuality(r.crop.jpeg, r.crop.rect);
   const [l, t, rr, b] = r.face.rect;
-  return { found: true, side: Math.min(rr - l, b - t), sharpness: q?.sharpness ?? 0, embedding: r.embedding };
+  return { found: true, side: Math.min(rr - l, b - t), sharpness: q?.sharpness ?? 0, nativeSharpness: r.face.sharpness, embedding: r.embedding };
 }
 
 const pct = (values: number[], p: number) => {
@@ -54,18 +56,43 @@ interface Row {
 }
 
 function report(rows: Row[], scale: number): void {
-  console.log('| photos | faces found | face side p50 | sharpness min | p10 | p50 | refused (side or sharpness) | johns matched (rank 1, d <= 105) |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('| photos | faces found | face side p50 | sharpness min | p10 | p50 | engine sharpness p10 | p50 | refused (side or sharpness) | johns matched (rank 1, d <= 105) |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const found = r.measured.filter((m) => m.found);
     const sharp = found.map((m) => m.sharpness);
+    const native = found.map((m) => m.nativeSharpness);
     const refused = found.filter((m) => m.side < MIN_FACE_SIDE || m.sharpness < MIN_SHARPNESS).length;
     const ok = r.matched.filter(Boolean).length;
     console.log(
-      `| ${r.what} | ${found.length}/${r.measured.length} | ${pct(found.map((m) => m.side), 0.5)} | ${Math.min(...sharp).toFixed(0)} | ${pct(sharp, 0.1).toFixed(0)} | ${pct(sharp, 0.5).toFixed(0)} | ${refused} | ${ok}/${r.matched.length} |`,
+      `| ${r.what} | ${found.length}/${r.measured.length} | ${pct(found.map((m) => m.side), 0.5)} | ${Math.min(...sharp).toFixed(0)} | ${pct(sharp, 0.1).toFixed(0)} | ${pct(sharp, 0.5).toFixed(0)} | ${pct(native, 0.1).toFixed(0)} | ${pct(native, 0.5).toFixed(0)} | ${refused} | ${ok}/${r.matched.length} |`,
     );
   }
   console.log(`\nthresholds: face side >= ${MIN_FACE_SIDE} px, sharpness >= ${MIN_SHARPNESS}; distance scale ${scale}`);
+}
+
+interface Probe {
+  side: number;
+  sharpness: number;
+  matched: boolean;
+}
+
+/** Johns probes whose face was found, in bands of face side and of engine sharpness: how many still match right. */
+function reportProbes(probes: Probe[]): void {
+  const band = (what: string, keep: (p: Probe) => boolean) => {
+    const inBand = probes.filter(keep);
+    const ok = inBand.filter((p) => p.matched).length;
+    console.log(`| ${what} | ${inBand.length} | ${ok} | ${inBand.length ? ((100 * ok) / inBand.length).toFixed(0) : '-'}% |`);
+  };
+  console.log('\n| johns probes (face found), by what recognition judges | probes | matched right | share |');
+  console.log('|---|---|---|---|');
+  const sides = [0, 28, 32, 36, 40, 48, Infinity];
+  for (let i = 0; i + 1 < sides.length; i++) band(`face side ${sides[i]}-${sides[i + 1]! - 1} px`, (p) => p.side >= sides[i]! && p.side < sides[i + 1]!);
+  const sharp = [0, 5, 8, 10, 12, 15, 20, 30, Infinity];
+  const big = (p: Probe) => p.side >= MIN_FACE_SIDE;
+  for (let i = 0; i + 1 < sharp.length; i++) {
+    band(`side >= ${MIN_FACE_SIDE}, engine sharpness ${sharp[i]}-${sharp[i + 1]}`, (p) => big(p) && p.sharpness >= sharp[i]! && p.sharpness < sharp[i + 1]!);
+  }
 }
 
 /** Milliseconds of sampleQuality() per crop of the original photos: p50 and max over the photos, 20 runs each. */
@@ -108,6 +135,13 @@ async function main(): Promise<void> {
     }
     return who(best.file) === who(file) && best.d <= EER_DISTANCE;
   };
+  // Every john probe (originals and degraded copies) by the measures recognition judges by.
+  const probes: Probe[] = [];
+  const probe = (m: Measured, matched: boolean): boolean => {
+    if (m.found) probes.push({ side: m.side, sharpness: m.nativeSharpness, matched });
+    return matched;
+  };
+  for (const f of johns) probe(originals.get(f)!, matches(f, originals.get(f)!));
   const rows: Row[] = [{ what: 'originals (JPEG 90)', measured: [...originals.values()], matched: johns.map((f) => matches(f, originals.get(f)!)) }];
   for (const sigma of BLURS) {
     const measured: Measured[] = [];
@@ -115,7 +149,7 @@ async function main(): Promise<void> {
     for (const f of files) {
       const m = await measure(engine, jpegOf(blurred(decode(join(dataDir, f)), sigma)));
       measured.push(m);
-      if (johns.includes(f)) matched.push(matches(f, m));
+      if (johns.includes(f)) matched.push(probe(m, matches(f, m)));
     }
     rows.push({ what: `blur sigma ${sigma} px`, measured, matched });
   }
@@ -127,11 +161,12 @@ async function main(): Promise<void> {
       if (!o.found || o.side <= side) continue;
       const m = await measure(engine, jpegOf(shrunk(decode(join(dataDir, f)), o.side / side)));
       measured.push(m);
-      if (johns.includes(f)) matched.push(matches(f, m));
+      if (johns.includes(f)) matched.push(probe(m, matches(f, m)));
     }
     rows.push({ what: `face shrunk to ${side} px`, measured, matched });
   }
   report(rows, scale);
+  reportProbes(probes);
   await engine.close();
 }
 

@@ -89,6 +89,23 @@ describe('alignment on synthetic rotations', () => {
     await expect(engine.embedFace(bytes, { rect, keypoints: keypoints.slice(1) })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(engine.embedFace(bytes, { align: 'yes' as unknown as boolean })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
+
+  it('an engine opened with faceAlignment: false embeds every face as the box crop, under another version', async () => {
+    await expect(openEngine({ faceAlignment: 'no' as unknown as boolean })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const boxed = await openEngine({ workers: 1, poseModel: null, objectDetector: null, faceAlignment: false });
+    try {
+      const bytes = rotatedPhoto(johns[0]!.file, 30);
+      const [box, aligned, asked] = [await boxed.embedFace(bytes), await engine.embedFace(bytes), await engine.embedFace(bytes, { align: false })];
+      expect(box.face!.rotation).toBeNull();
+      expect(aligned.face!.rotation).not.toBeNull();
+      expect(cosine(box.embedding!, asked.embedding!)).toBeGreaterThan(0.9999);
+      expect(cosine(box.embedding!, aligned.embedding!)).toBeLessThan(0.999);
+      expect(engine.faceEmbedder()!.version).toMatch(new RegExp(`-${FACE_ALIGNMENT}$`));
+      expect(boxed.faceEmbedder()!.version).toBe(engine.faceEmbedder()!.version.replace(`-${FACE_ALIGNMENT}`, '-box'));
+    } finally {
+      await boxed.close();
+    }
+  });
 });
 
 describe('recognition of turned photos', () => {

@@ -1,7 +1,8 @@
 // The face library on the /trainer routes (GET /trainer/samples/, POST /trainer/move/, POST /trainer/remove/ with
 // an id) over both gallery stores: a real SQLite file and a real redis-server with a second server (a peer on the
 // same Redis, searching through the approximate index) that must follow every change; and enrolment refusing a
-// poor photo with its reason. Real engine, real photos, no mocks.
+// poor photo with its reason, and recognition answering a face too poor to judge with its reason. Real engine, real
+// photos, no mocks.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { RedisGalleryStore } from '../src/gallery/redis-store.js';
+import { MIN_JUDGED_FACE_SIDE, MIN_JUDGED_SHARPNESS } from '../src/gallery/recognition-quality.js';
 import { MIN_FACE_SIDE, MIN_SHARPNESS } from '../src/gallery/sample-quality.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { GalleryIndexOptions } from '../src/engine/gallery/gallery-index.js';
@@ -246,5 +248,67 @@ describe('enrolment refuses a photo that would make a poor sample, with the reas
     // The same photos, sharp and at their size, are taken.
     expect((await enrol(app, 'carol', jpegOf(original))).success).toBe('true');
     expect((await enrol(app, 'carol', jpegOf(astronaut))).success).toBe('true');
+  });
+});
+
+describe('recognition answers a face too small or too blurred to judge with the reason, and names no one', () => {
+  let service: RecognitionService;
+  let app: App;
+  beforeAll(async () => {
+    service = await open(SqliteGalleryStore.open(path.join(tmp, 'unjudged')));
+    app = appFor(service);
+    await enrol(app, 'salley', salley()[0]!.bytes);
+  });
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  async function predict(bytes: Buffer): Promise<Record<string, unknown>> {
+    const r = await call(app, '/recognizer/predict/', { method: 'POST', body: bytes, headers: { 'content-type': 'image/jpeg' } });
+    expect(r.status).toBe(200);
+    return r.body;
+  }
+  async function recognize(bytes: Buffer): Promise<Record<string, unknown>[]> {
+    const form = new FormData();
+    form.append('image', new Blob([bytes]), 'image.jpg');
+    form.append('api_key', KEY);
+    const r = await call(app, '/v1/vision/face/recognize', { method: 'POST', body: form });
+    expect(r.status).toBe(200);
+    return r.body.predictions as Record<string, unknown>[];
+  }
+
+  it('a face shrunk under the minimum side and a blurred one get the reason; a normal one its name as before', async () => {
+    const original = decode(salley()[1]!.file);
+    const [l, t, r, b] = (await engine.embedFace(salley()[1]!.bytes)).face!.rect;
+    const small = jpegOf(onCanvas(shrunk(original, Math.min(r - l, b - t) / 24), 320, 240));
+    const blurry = jpegOf(blurred(decode(salley()[2]!.file), 5));
+    const normal = salley()[3]!.bytes;
+
+    const tooSmall = await predict(small);
+    expect(Object.keys(tooSmall)).toEqual(['success', 'reason', 'rect', 'serverprocessingtime', 'server_processing_time']);
+    expect(tooSmall.success).toBe('false');
+    expect(tooSmall.reason).toMatch(new RegExp(`^Face too small: \\d+ px, at least ${MIN_JUDGED_FACE_SIDE} px$`));
+    const tooBlurred = await predict(blurry);
+    expect(tooBlurred.success).toBe('false');
+    expect(tooBlurred.reason).toMatch(new RegExp(`^Face too blurred: sharpness [\\d.]+, at least ${MIN_JUDGED_SHARPNESS}$`));
+    expect(Number(/sharpness ([\d.]+)/.exec(tooBlurred.reason as string)![1])).toBeLessThan(MIN_JUDGED_SHARPNESS);
+
+    // The normal face: exactly the fields and values of before (the contract clients read).
+    const named = await predict(normal);
+    expect(Object.keys(named)).toEqual(['success', 'subject', 'confidence', 'rect', 'serverprocessingtime', 'server_processing_time']);
+    expect(named).toMatchObject({ success: 'true', subject: 'salley' });
+    expect(Number(named.confidence)).toBeLessThan(105);
+
+    // DeepStack (the WebSocket route shares the REST one): "unknown", confidence 0 and the reason, for both.
+    for (const [bytes, reason] of [[small, /^Face too small/], [blurry, /^Face too blurred/]] as const) {
+      const [face, ...more] = await recognize(bytes);
+      expect(more).toHaveLength(0);
+      expect(Object.keys(face!)).toEqual(['userid', 'confidence', 'x_min', 'y_min', 'x_max', 'y_max', 'reason']);
+      expect(face).toMatchObject({ userid: 'unknown', confidence: 0 });
+      expect(face!.reason).toMatch(reason);
+    }
+    const [known] = await recognize(normal);
+    expect(Object.keys(known!)).toEqual(['userid', 'confidence', 'x_min', 'y_min', 'x_max', 'y_max']);
+    expect(known!.userid).toBe('salley');
   });
 });

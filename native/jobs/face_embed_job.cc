@@ -13,6 +13,7 @@
 #include "jobs/rotated_face_pass.h"
 #include "models/box.h"
 #include "models/area_resize.h"
+#include "models/face_sharpness.h"
 #include "pool/worker_context.h"
 
 namespace edgecv {
@@ -171,6 +172,7 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
   embedding_ = ctx.faceEmbedder->Embed(image, cropBox, aligned_ ? &chosenKeypoints_ : nullptr, request_.cropScale,
                                        &embedTimings_);
   embedded_ = true;
+  sharpness_ = FaceSharpness(image, chosen_);
   if (aligned_) {
     if (const auto toCrop = AlignmentTransform(chosenKeypoints_, request_.cropScale, 1)) rotation_ = RotationDegrees(*toCrop);
   }
@@ -197,6 +199,7 @@ Napi::Value FaceEmbedJob::Result(Napi::Env env) {
     face.Set("rect", NumberArray(env, chosen_));
     face.Set("score", Napi::Number::New(env, chosenScore_));
     face.Set("rotation", rotation_ ? Napi::Value(Napi::Number::New(env, *rotation_)) : env.Null());
+    face.Set("sharpness", Napi::Number::New(env, sharpness_));
     result.Set("face", face);
     Napi::Float32Array embedding = Napi::Float32Array::New(env, embedding_.size());
     std::memcpy(embedding.Data(), embedding_.data(), embedding_.size() * sizeof(float));

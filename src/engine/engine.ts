@@ -13,6 +13,7 @@ import { EngineError, toEngineError } from './errors.js';
 import {
   checkEmbedOptions,
   checkEmbedding,
+  embedderVersion,
   l2Normalized,
   type EmbedFaceOptions,
   type FaceEmbedderInfo,
@@ -55,6 +56,8 @@ export class Engine {
   readonly #embedder: FaceEmbedderInfo | null;
   /** The precision asked for at open, int8 for 'auto' (each model's own is in backend().precisions). */
   readonly #precision: Precision;
+  /** false: every face is embedded as the box crop (EngineOptions.faceAlignment). */
+  #faceAlignment = true;
   #closed = false;
   #closing: Promise<void> | undefined;
   /** Requests the host is serving (serveRequest()). */
@@ -104,7 +107,7 @@ export class Engine {
   /** Loads the models (one copy per worker) and starts the workers. */
   static async open(opts: EngineOptions = {}): Promise<Engine> {
     const checked = checkEngineOptions(opts);
-    const { workers, threadsPerWorker, queueLimit, idleCores, limits, poseModel, faceEmbedder, modelDir, precision, backend, library } = checked;
+    const { workers, threadsPerWorker, queueLimit, idleCores, limits, poseModel, faceEmbedder, faceAlignment, modelDir, precision, backend, library } = checked;
     const manifest = await readManifest(modelDir);
     const binding = loadNative();
     const onnxRuntimeLibrary = library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {};
@@ -131,10 +134,11 @@ export class Engine {
       ...(persons ? { personDetector: persons.spec } : {}),
       ...(embedder ? { faceEmbedder: embedder.spec } : {}),
     });
-    const embedderInfo = embedder ? { ...embedder.info, dim: native.embeddingSize() } : null;
+    const embedderInfo = embedder ? { ...embedder.info, version: embedderVersion(embedder.info.version, faceAlignment), dim: native.embeddingSize() } : null;
     // An own object model (a file) has no manifest entry: modelPrecision finds none and says fp32.
     const modelNames = specNames(checked, specs);
     const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, fixed, modelNames, timed);
+    engine.#faceAlignment = faceAlignment;
     const { faceDetector } = checked;
     const personFinder = poseModel === null ? null : (persons ?? objects);
     engine.#models = { faceDetector, pose: poseModel, objects: objects?.info.name ?? null, persons: personFinder?.info.name ?? null, faceEmbedder };
@@ -219,7 +223,7 @@ export class Engine {
         // The model's own crop margin unless the caller set one: passed explicitly, the addon holds no default.
         cropScale: checked.cropScale ?? embedder.cropScale,
         keepCrop: checked.keepCrop,
-        align: checked.align,
+        align: checked.align && this.#faceAlignment,
         rotatedPasses: checked.rotatedPasses,
         ...(checked.rect ? { rect: checked.rect } : {}),
         ...(checked.keypoints ? { keypoints: checked.keypoints } : {}),

@@ -15,6 +15,11 @@ export { FACE_EMBEDDER_MODELS, type FaceEmbedderModel };
  */
 export const FACE_ALIGNMENT = 'align1';
 
+/** The version of an engine's embeddings: the manifest's (aligned) one, or the box crop's when alignment is off. */
+export function embedderVersion(aligned: string, faceAlignment: boolean): string {
+  return faceAlignment ? aligned : aligned.replace(`-${FACE_ALIGNMENT}`, '-box');
+}
+
 /** What an embedding was made with. Stored with every enrolled sample: a different one means re-embedding. */
 export interface FaceEmbedderInfo {
   model: FaceEmbedderModel;
@@ -58,6 +63,11 @@ export interface EmbeddedFace {
    * upright); null with `align: false` or when no landmarks were found for a given rect.
    */
   rotation: number | null;
+  /**
+   * Variance of the Laplacian of the face box's grey levels, the box averaged down to 112 px when larger: the face
+   * library's measure (src/gallery/sample-quality.ts), taken on the decoded photo rather than the JPEG crop.
+   */
+  sharpness: number;
 }
 
 export interface FaceEmbeddingResult {

@@ -156,7 +156,7 @@ export interface NativeFaceEmbedding {
   height: number;
   /** Highest score first. */
   faces: NativeFace[];
-  face: { rect: [number, number, number, number]; score: number; rotation: number | null } | null;
+  face: { rect: [number, number, number, number]; score: number; rotation: number | null; sharpness: number } | null;
   embedding: Float32Array | null;
   crop: { jpeg: Buffer; rect: [number, number, number, number] } | null;
   /** null when no gallery was given or it is empty. */

@@ -121,6 +121,7 @@ export interface CheckedEngineOptions {
   faceDetector: FaceDetectorModel;
   poseModel: PoseModel | null;
   faceEmbedder: FaceEmbedderModel | null;
+  faceAlignment: boolean;
   /** Absolute. */
   modelDir: string;
   runtime: RuntimeChoice;
@@ -147,6 +148,8 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   const poseModel = modelOption(opts.poseModel, 'poseModel', POSE_MODELS, ENGINE_DEFAULTS.poseModel);
   const modelDirOption = pathOption(opts.modelDir, 'modelDir');
   const faceEmbedder = modelOption(opts.faceEmbedder, 'faceEmbedder', FACE_EMBEDDER_MODELS, ENGINE_DEFAULTS.faceEmbedder);
+  if (opts.faceAlignment !== undefined && typeof opts.faceAlignment !== 'boolean') throw invalidArgument('faceAlignment must be a boolean');
+  const faceAlignment = opts.faceAlignment ?? true;
   const modelDir = path.resolve(modelDirOption ?? path.join(packageRoot(), 'models', 'onnx'));
   const runtime = choiceOption(opts.runtime, 'runtime', RUNTIMES, ENGINE_DEFAULTS.runtime);
   const precision = choiceOption(opts.precision, 'precision', PRECISION_CHOICES, ENGINE_DEFAULTS.precision);
@@ -157,5 +160,5 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
     throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
   }
-  return { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, modelDir, runtime, precision, backend, library };
+  return { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, faceAlignment, modelDir, runtime, precision, backend, library };
 }

@@ -14,7 +14,7 @@ export const IDLE_CORES = ['lend', 'keep'] as const;
 export type IdleCoresChoice = (typeof IDLE_CORES)[number];
 export type BackendChoice = (typeof BACKENDS)[number];
 
-export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres'] as const;
+export const FACE_EMBEDDER_MODELS = ['faceres-deep', 'faceres', 'mobilefacenet', 'mobileface'] as const;
 export type FaceEmbedderModel = (typeof FACE_EMBEDDER_MODELS)[number];
 
 export const FACE_DETECTOR_MODELS = ['blazeface-back', 'facemesh-detection-full'] as const;
@@ -104,6 +104,11 @@ export interface EngineOptions {
   faceDetector?: FaceDetectorModel;
   /** Face embedding model for recognition, or null for none. Default 'faceres'. */
   faceEmbedder?: FaceEmbedderModel | null;
+  /**
+   * false: every face is embedded as the plain box crop, not aligned by its landmarks (benches that measure what
+   * alignment costs; the embedder's version says so, so such vectors never mix with an aligned gallery's). Default true.
+   */
+  faceAlignment?: boolean;
   /** Pose model, or null to load none (detectPoses then rejects). Default 'movenet-multipose'. */
   poseModel?: PoseModel | null;
   /**

@@ -14,6 +14,7 @@
 import type { Engine } from '../engine/engine.js';
 import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbeddingResult } from '../engine/face-embedding.js';
 import { checkEnrolmentPhoto } from './enrolment-check.js';
+import { identifiedFace, unjudgedReason } from './recognition-quality.js';
 import type { GalleryIndex } from '../engine/gallery/gallery-index.js';
 import { sampleFromImportItem } from './import-item.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
@@ -294,9 +295,12 @@ export class RecognitionService {
     if (this.#index.size === 0) throw new GalleryEmptyError();
     const r = await this.#engine.recognizeFace(image, this.#index);
     if (!r.face) return { face: null, timings: r.timings };
+    const [face, unjudged] = [{ rect: r.face.rect, score: r.face.score }, unjudgedReason(r.face)];
+    if (unjudged !== null) return { face, unjudged, timings: r.timings };
     if (!r.match) throw new GalleryEmptyError(); // emptied while this photo was in the queue
     return {
-      face: r.face,
+      face,
+      unjudged,
       subject: r.match.subject,
       sampleId: r.match.id,
       cosine: r.match.cosine,
@@ -313,14 +317,12 @@ export class RecognitionService {
   async identify(image: Uint8Array): Promise<{ faces: IdentifiedFace[]; timings: FaceEmbeddingResult['timings'] }> {
     if (this.updating) throw new GalleryBusyError();
     const scale = this.#embedder.distanceScale;
-    const matchOf = (m: { subject: string; id: number; cosine: number } | null) =>
-      m ? { subject: m.subject, sampleId: m.id, distance: calibratedDistance(m.cosine, scale) } : null;
     const first = await this.#engine.recognizeFace(image, this.#index);
     if (!first.face) return { faces: [], timings: first.timings };
-    const out: IdentifiedFace[] = [{ rect: first.face.rect, score: first.face.score, match: matchOf(first.match) }];
+    const out = [identifiedFace(first.face, first.face.score, first.match, scale)];
     for (const face of first.faces.slice(1)) {
       const r = await this.#engine.recognizeFace(image, this.#index, { rect: face.rect, keypoints: face.keypoints });
-      out.push({ rect: face.rect, score: face.score, match: matchOf(r.match) });
+      out.push(identifiedFace(r.face ?? { rect: face.rect, sharpness: Infinity }, face.score, r.match, scale));
     }
     return { faces: out, timings: first.timings };
   }

@@ -48,16 +48,20 @@ export interface RecognitionOptions {
 
 export type Prediction = (
   | { face: null }
-  | { face: { rect: Rect; score: number }; subject: string; sampleId: number; distance: number; cosine: number }
+  /** unjudged: why the face is too poor to put a name to (recognition-quality.ts); it is given none. */
+  | { face: { rect: Rect; score: number }; unjudged: string; subject?: undefined; sampleId?: undefined; distance?: undefined; cosine?: undefined }
+  | { face: { rect: Rect; score: number }; unjudged: null; subject: string; sampleId: number; distance: number; cosine: number }
 ) & {
   /** Per-stage milliseconds of the recognition job (for the inference metrics). */
   timings: FaceEmbeddingResult['timings'];
 };
 
-/** One face of a photo and its nearest enrolled sample (null when nobody is enrolled). */
+/** One face of a photo and its nearest enrolled sample (null when nobody is enrolled, or the face is unjudged). */
 export interface IdentifiedFace {
   rect: Rect;
   score: number;
+  /** Why the face is too poor to put a name to (match is then null); null when it was judged. */
+  unjudged: string | null;
   match: { subject: string; sampleId: number; distance: number } | null;
 }
 

@@ -3,7 +3,8 @@
 //        -> {"success":true,"predictions":[{"confidence":0.98,"x_min":..,"y_min":..,"x_max":..,"y_max":..}],"duration":0}
 //   POST /v1/vision/face/recognize   image, min_confidence (default 0.67, on the similarity of similarity.ts)
 //        -> {"success":true,"predictions":[{"userid":"alice","confidence":0.83,"x_min":..,...}],"duration":0}
-//           every face, "userid":"unknown","confidence":0 when no enrolled subject passes
+//           every face, "userid":"unknown","confidence":0 when no enrolled subject passes; a face too small or too
+//           blurred to judge is "unknown" with a "reason" (src/gallery/recognition-quality.ts)
 //   POST /v1/vision/face/register    userid + any number of image files under any part names (API key: index.ts)
 //        -> {"success":true,"message":"face added","duration":0}; every photo is kept as its own sample
 //   POST /v1/vision/face/list        -> {"success":true,"faces":["alice","bob"],"duration":0}
@@ -88,6 +89,8 @@ export function deepStackFaceRoutes(deps: {
       const recognition = service();
       const { faces, timings } = await observed(engine, recognition.embedder.model, recognitionCall(() => recognition.identify(image)));
       const predictions = faces.map((f) => {
+        // a face too poor to judge: "unknown" as DeepStack answers it, and why (an added field)
+        if (f.unjudged !== null) return { userid: 'unknown', confidence: 0, ...box(f.rect), reason: f.unjudged };
         const similarity = f.match ? similarityFromDistance(f.match.distance) : 0;
         return f.match && similarity >= threshold
           ? { userid: f.match.subject, confidence: similarity, ...box(f.rect) }
