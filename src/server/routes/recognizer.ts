@@ -4,7 +4,7 @@
 //             "serverprocessingtime":"12.345","server_processing_time":"12.345"}
 //   no face: {"success":"false","serverprocessingtime":"12.345","server_processing_time":"12.345"}
 //   a face too small or too blurred to judge (src/gallery/recognition-quality.ts): no name, the reason and the face:
-//            {"success":"false","reason":"Face too small: 28 px, at least 36 px","rect":[l,t,r,b],"serverprocessingtime":...}
+//            {"success":"false","reason":"Face too small: 24 px, at least 28 px","rect":[l,t,r,b],"serverprocessingtime":...}
 // confidence: the calibrated distance to the nearest enrolled sample, 2 decimals; 0 = identical, lower is better;
 // the nearest subject is always returned, and 105 is the equal-error-rate threshold (clients call more "Unknown").
 // Errors: 409 nobody enrolled, 503 + Retry-After during a training data update, and the image errors of detection.
