@@ -83,7 +83,16 @@ const insecure = new https.Agent({ rejectUnauthorized: false });
  * Starts the image's entry point with `args` added, on 127.0.0.1:`port`, with `dataDir` as its data volume (made
  * writable for the image's user), and waits until /health/ready answers 200.
  */
-export async function startImageServer(opts: { image: string; dataDir: string; port: number; uid: number; args?: string[]; timeoutMs?: number }): Promise<ImageServer> {
+export async function startImageServer(opts: {
+  image: string;
+  dataDir: string;
+  port: number;
+  uid: number;
+  args?: string[];
+  timeoutMs?: number;
+  /** more bind mounts, as buildah run's -v takes them (host:container[:options]) */
+  mounts?: string[];
+}): Promise<ImageServer> {
   const config = imageConfig(opts.image);
   const volume = Object.keys(config.Volumes ?? {})[0];
   if (!volume) throw new Error(`${opts.image} declares no VOLUME`);
@@ -91,7 +100,7 @@ export async function startImageServer(opts: { image: string; dataDir: string; p
   const container = new Container(opts.image);
   const t0 = performance.now();
   const command = [...config.Entrypoint, '--port', String(opts.port), '--host', '127.0.0.1', ...(opts.args ?? [])];
-  const child: ChildProcess = spawn('buildah', ['run', '--isolation', 'chroot', '--network', 'host', '-v', `${opts.dataDir}:${volume}`, container.id, '--', ...command], {
+  const child: ChildProcess = spawn('buildah', ['run', '--isolation', 'chroot', '--network', 'host', '-v', `${opts.dataDir}:${volume}`, ...(opts.mounts ?? []).flatMap((m) => ['-v', m]), container.id, '--', ...command], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
