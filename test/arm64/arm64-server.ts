@@ -16,27 +16,36 @@ export function arm64Image(): string {
 const ONE_WORKER = ['--workers', '1'];
 
 /**
- * qemu's user mode (7.2) passes /proc/cpuinfo and the CPU topology of this x86 host through, on which
- * onnxruntime's CPU probe (cpuinfo) fails on arm64. The container sees an arm64 CPU's instead, as an arm64 board
- * shows its own: two Cortex-A76 cores with dot-product instructions (a Raspberry Pi 5), the description
- * scripts/arm64-user.mjs gives its sysroot. Bind mounts over those files, made under `dir`.
+ * qemu's user mode (7.2) passes this x86 host's /proc/cpuinfo and CPU topology through, on which onnxruntime's CPU
+ * probe (cpuinfo) crashes the arm64 process. The server sees an arm64 CPU's instead, as an arm64 board shows its
+ * own: two Cortex-A76 cores with dot-product instructions (a Raspberry Pi 5), the description scripts/arm64-user.mjs
+ * gives its sysroot. qemu opens a path under QEMU_LD_PREFIX first where one exists there (binfmt_misc starts it
+ * with the process's environment), so a folder holding only those files, mounted in the container, stands in.
  */
-function armCpuMounts(dir: string): string[] {
+const CPU_PREFIX = '/run/edgecv-arm64-cpu';
+
+function writeArmCpu(dir: string): void {
+  fs.chmodSync(dir, 0o755); // read by the image's non-root user
   const core = (i: number) =>
     `processor\t: ${i}\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\n` +
     'CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\nCPU part\t: 0xd0b\nCPU revision\t: 1\n\n';
-  const files: Record<string, string> = {
-    '/proc/cpuinfo': core(0) + core(1),
-    '/sys/devices/system/cpu/possible': '0-1\n',
-    '/sys/devices/system/cpu/present': '0-1\n',
-  };
-  return Object.entries(files).map(([target, text]) => {
-    const file = path.join(dir, path.basename(target));
-    fs.writeFileSync(file, text);
-    return `${file}:${target}:ro`;
-  });
+  const files: Record<string, string> = { 'proc/cpuinfo': core(0) + core(1), 'sys/devices/system/cpu/possible': '0-1\n', 'sys/devices/system/cpu/present': '0-1\n' };
+  for (const [file, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), text);
+  }
 }
 
 export function startArm64Server(opts: { image: string; dataDir: string; cpuDir: string; port: number; uid: number; timeoutMs: number }): Promise<ImageServer> {
-  return startImageServer({ image: opts.image, dataDir: opts.dataDir, port: opts.port, uid: opts.uid, args: ONE_WORKER, timeoutMs: opts.timeoutMs, mounts: armCpuMounts(opts.cpuDir) });
+  writeArmCpu(opts.cpuDir);
+  return startImageServer({
+    image: opts.image,
+    dataDir: opts.dataDir,
+    port: opts.port,
+    uid: opts.uid,
+    args: ONE_WORKER,
+    timeoutMs: opts.timeoutMs,
+    mounts: [`${opts.cpuDir}:${CPU_PREFIX}:ro`],
+    env: [`QEMU_LD_PREFIX=${CPU_PREFIX}`],
+  });
 }

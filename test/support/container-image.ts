@@ -50,6 +50,14 @@ export interface ImageServer {
   stop(signal?: NodeJS.Signals): Promise<number | string | null>;
 }
 
+/**
+ * A process's command line as its program sees it: a program of another CPU that binfmt_misc hands to qemu shows
+ * qemu's interpreter and the program's path first (the P flag keeps its own argv[0] after them).
+ */
+function programArgv(argv: string[]): string[] {
+  return /qemu|binfmt/.test(path.basename(argv[0] ?? '')) ? argv.slice(2) : argv;
+}
+
 /** Processes whose parent chain reaches `root` (at most 5 levels down), with their command lines, by /proc. */
 function descendants(root: number): { pid: number; argv: string[] }[] {
   const parents = new Map<number, number>();
@@ -69,7 +77,7 @@ function descendants(root: number): { pid: number; argv: string[] }[] {
   };
   const argv = (pid: number) => {
     try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      return programArgv(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean));
     } catch {
       return [];
     }
@@ -92,6 +100,8 @@ export async function startImageServer(opts: {
   timeoutMs?: number;
   /** more bind mounts, as buildah run's -v takes them (host:container[:options]) */
   mounts?: string[];
+  /** more environment variables (NAME=value) */
+  env?: string[];
 }): Promise<ImageServer> {
   const config = imageConfig(opts.image);
   const volume = Object.keys(config.Volumes ?? {})[0];
@@ -100,7 +110,7 @@ export async function startImageServer(opts: {
   const container = new Container(opts.image);
   const t0 = performance.now();
   const command = [...config.Entrypoint, '--port', String(opts.port), '--host', '127.0.0.1', ...(opts.args ?? [])];
-  const child: ChildProcess = spawn('buildah', ['run', '--isolation', 'chroot', '--network', 'host', '-v', `${opts.dataDir}:${volume}`, ...(opts.mounts ?? []).flatMap((m) => ['-v', m]), container.id, '--', ...command], {
+  const child: ChildProcess = spawn('buildah', ['run', '--isolation', 'chroot', '--network', 'host', '-v', `${opts.dataDir}:${volume}`, ...(opts.mounts ?? []).flatMap((m) => ['-v', m]), ...(opts.env ?? []).flatMap((e) => ['-e', e]), container.id, '--', ...command], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
