@@ -23,7 +23,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CACHE = path.join(ROOT, '.cache', 'arm64-addon');
 const TRIPLET = 'aarch64-linux-gnu';
 /** The OpenCV modules CMakeLists.txt asks for. */
-const OPENCV_MODULES = ['core', 'imgproc', 'imgcodecs', 'dnn'];
+const OPENCV_MODULES = ['core', 'imgproc', 'imgcodecs', 'dnn', 'calib3d'];
 const JPEG_HEADERS = ['jpeglib.h', 'jerror.h', 'jmorecfg.h'];
 
 export function ensureCrossCompiler(log) {

@@ -26,7 +26,7 @@ export const QEMU = '/usr/bin/qemu-aarch64-static';
  */
 const SYSROOTS = {
   sysroot: ['libc6', 'libgcc-s1', 'libstdc++6'],
-  'sysroot-opencv': ['libc6', 'libgcc-s1', 'libstdc++6', 'libopencv-core-dev', 'libopencv-imgproc-dev', 'libopencv-imgcodecs-dev', 'libopencv-dnn-dev', 'libjpeg62-turbo-dev'],
+  'sysroot-opencv': ['libc6', 'libgcc-s1', 'libstdc++6', 'libopencv-core-dev', 'libopencv-imgproc-dev', 'libopencv-imgcodecs-dev', 'libopencv-dnn-dev', 'libopencv-calib3d-dev', 'libjpeg62-turbo-dev'],
 };
 
 export function ensureQemu(log) {
