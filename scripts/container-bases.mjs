@@ -92,15 +92,34 @@ function removeQuietly(args) {
   }
 }
 
+/** The image's architecture (its configuration's), or null when there is no such image. */
+function imageArch(image) {
+  try {
+    return capture('buildah', ['inspect', '--type', 'image', '--format', '{{.OCIv1.Architecture}}', image], { stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Sets the image's architecture in its configuration (buildah from scratch takes the host's): an image of another
+ * platform with the host's would be taken by builds for the host's and passed over by builds for its own.
+ */
+function setArch(image, arch, log) {
+  const ctr = capture('buildah', ['from', '--pull=never', image]);
+  run('buildah', ['config', '--arch', arch, '--os', 'linux', ctr], { log, quiet: true });
+  run('buildah', ['commit', '--quiet', '--rm', ctr, image], { log, quiet: true, capture: true });
+}
+
 /** Commits the root file system (and /usr/local's stage) as `image`; the image it replaces is removed. */
-function makeImage({ image, inputs, rootfs, stage, node, log }) {
+function makeImage({ image, arch, inputs, rootfs, stage, node, log }) {
   const previous = imageId(image);
   const ctr = capture('buildah', ['from', 'scratch']);
   try {
     run('buildah', ['add', '--quiet', ctr, rootfs, '/'], { log, quiet: true });
     if (stage) run('buildah', ['add', '--quiet', ctr, stage, '/'], { log, quiet: true });
     const env = ['--env', PATH_ENV, ...(node ? ['--env', `NODE_VERSION=${node.version}`] : [])];
-    run('buildah', ['config', ...env, '--label', `${LABEL}=${inputs}`, '--cmd', node ? 'node' : 'bash', ctr], { log, quiet: true });
+    run('buildah', ['config', ...env, '--arch', arch, '--os', 'linux', '--label', `${LABEL}=${inputs}`, '--cmd', node ? 'node' : 'bash', ctr], { log, quiet: true });
     run('buildah', ['commit', '--quiet', '--rm', ctr, image], { log, quiet: true, capture: true });
   } catch (e) {
     removeQuietly(['rm', ctr]);
@@ -145,6 +164,10 @@ export function ensureBaseImages({ root, nodeMajor, arch = 'amd64', only, log })
     const inputs = createHash('sha256').update(JSON.stringify({ RECIPE, arch, SUITE, MIRRORS, flavour, releases })).digest('hex');
     const what = flavour.node ? ` (Node ${node.version}, npm ${npm.version})` : '';
     if (imageInputs(image) === inputs) {
+      if (imageArch(image) !== arch) {
+        setArch(image, arch, log);
+        log(`${image}: its configuration now says ${arch}`);
+      }
       log(`${image}: up to date${what}`);
       continue;
     }
@@ -165,7 +188,7 @@ export function ensureBaseImages({ root, nodeMajor, arch = 'amd64', only, log })
       stage = path.join(work, 'usr-local');
       stageUsrLocal(stage, fetchNode(root, node, log), fetchRelease(npm, path.join(root, '.cache', 'npm', npm.version), log));
     }
-    makeImage({ image, inputs, rootfs, stage, node: flavour.node ? node : null, log });
+    makeImage({ image, arch, inputs, rootfs, stage, node: flavour.node ? node : null, log });
     fs.rmSync(work, { recursive: true, force: true });
     log(`${image}: made in ${Math.round((Date.now() - t0) / 1000)} s${what}`);
   }
