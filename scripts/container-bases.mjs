@@ -6,6 +6,14 @@
 //                           package node-linux-<arch>: bin/node and include/node) with npm, in /usr/local as there;
 //   debian:bookworm-slim    Debian bookworm minbase without documentation, man pages and locales, as Debian's own.
 //
+// Each is made for amd64 (the host's platform) and, for the arm64 image's run stage, debian:bookworm-slim for arm64
+// too (mmdebstrap --arch=arm64 runs Debian's arm64 maintainer scripts under qemu-user: binfmt_misc, scripts/binfmt.mjs).
+// The amd64 images carry Docker Hub's names (docker.io/library/...); the arm64 ones live beside them under the
+// registry name ARCH_REGISTRY.arm64, which no amd64 build looks in. buildah 1.28 skips a local image of another
+// platform than the one asked for (`bud --platform linux/arm64` finds no docker.io/library/debian:bookworm-slim of
+// amd64), and searches unqualified names in the registries a registries.conf lists: registriesConf() writes one
+// that lists ARCH_REGISTRY.arm64 first, for the arm64 build's buildah (CONTAINERS_REGISTRIES_CONF) alone.
+//
 // An image is made again only when its inputs change: a hash of the recipe (RECIPE, the Debian suite, mirrors,
 // packages and dpkg options) and of the Node and npm releases (their sha512 integrity) is its label
 // edgecv.base-inputs.
@@ -40,6 +48,8 @@ const FLAVOURS = (nodeMajor) => ({
   [`debian:${SUITE}-slim`]: { packages: ['usr-is-merged'], purge: NOT_IN_DEBIAN_SLIM, excludes: SLIM_EXCLUDES, includes: ['/usr/share/doc/*/copyright'], node: false },
 });
 const LABEL = 'edgecv.base-inputs';
+/** Where the base images of another platform than amd64 are named: a registry name nothing is pulled from. */
+export const ARCH_REGISTRY = { arm64: 'edgecv-bases-arm64.local' };
 const PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** The image's edgecv.base-inputs label, or null when there is no such image. */
@@ -82,15 +92,34 @@ function removeQuietly(args) {
   }
 }
 
+/** The image's architecture (its configuration's), or null when there is no such image. */
+function imageArch(image) {
+  try {
+    return capture('buildah', ['inspect', '--type', 'image', '--format', '{{.OCIv1.Architecture}}', image], { stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Sets the image's architecture in its configuration (buildah from scratch takes the host's): an image of another
+ * platform with the host's would be taken by builds for the host's and passed over by builds for its own.
+ */
+function setArch(image, arch, log) {
+  const ctr = capture('buildah', ['from', '--pull=never', image]);
+  run('buildah', ['config', '--arch', arch, '--os', 'linux', ctr], { log, quiet: true });
+  run('buildah', ['commit', '--quiet', '--rm', ctr, image], { log, quiet: true, capture: true });
+}
+
 /** Commits the root file system (and /usr/local's stage) as `image`; the image it replaces is removed. */
-function makeImage({ image, inputs, rootfs, stage, node, log }) {
+function makeImage({ image, arch, inputs, rootfs, stage, node, log }) {
   const previous = imageId(image);
   const ctr = capture('buildah', ['from', 'scratch']);
   try {
     run('buildah', ['add', '--quiet', ctr, rootfs, '/'], { log, quiet: true });
     if (stage) run('buildah', ['add', '--quiet', ctr, stage, '/'], { log, quiet: true });
     const env = ['--env', PATH_ENV, ...(node ? ['--env', `NODE_VERSION=${node.version}`] : [])];
-    run('buildah', ['config', ...env, '--label', `${LABEL}=${inputs}`, '--cmd', node ? 'node' : 'bash', ctr], { log, quiet: true });
+    run('buildah', ['config', ...env, '--arch', arch, '--os', 'linux', '--label', `${LABEL}=${inputs}`, '--cmd', node ? 'node' : 'bash', ctr], { log, quiet: true });
     run('buildah', ['commit', '--quiet', '--rm', ctr, image], { log, quiet: true, capture: true });
   } catch (e) {
     removeQuietly(['rm', ctr]);
@@ -99,23 +128,46 @@ function makeImage({ image, inputs, rootfs, stage, node, log }) {
   if (previous) removeQuietly(['rmi', previous]);
 }
 
+/** The local name of a base image (`debian:bookworm-slim`) for `arch`. */
+export function baseImageName(name, arch = 'amd64') {
+  return arch === 'amd64' ? `docker.io/library/${name}` : `${ARCH_REGISTRY[arch]}/${name}`;
+}
+
+/**
+ * A registries.conf for building for `arch` (buildah's CONTAINERS_REGISTRIES_CONF): unqualified names are looked up
+ * among ARCH_REGISTRY[arch]'s images first, then Docker Hub's (the build stage's amd64 node image, through the
+ * system's short-name aliases). Written under .cache; returns its path.
+ */
+export function registriesConf(root, arch) {
+  const file = path.join(root, '.cache', 'container-bases', `registries-${arch}.conf`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `# written by scripts/container-bases.mjs: ${arch} base images first\nunqualified-search-registries = ["${ARCH_REGISTRY[arch]}", "docker.io"]\nshort-name-mode = "permissive"\n`);
+  return file;
+}
+
 /**
  * Makes docker.io/library/node:<major>-bookworm and debian:bookworm-slim for `arch` (amd64 or arm64) in buildah's
- * storage, unless they are there with the same inputs. Returns the image names by flavour.
+ * storage, unless they are there with the same inputs; `only` limits it to some of them (the arm64 build needs
+ * debian:bookworm-slim alone: its build stage runs on the build platform). Returns the image names by flavour.
  */
-export function ensureBaseImages({ root, nodeMajor, arch = 'amd64', log }) {
+export function ensureBaseImages({ root, nodeMajor, arch = 'amd64', only, log }) {
   const nodeArch = arch === 'amd64' ? 'x64' : arch;
   const node = resolveRelease(nodePackage(nodeArch), nodeMajor, log);
   // the npm major the official images of that Node line carry
   const npm = resolveRelease('npm', Number(nodeMajor) >= 24 ? '11' : '10', log);
   const images = {};
   for (const [name, flavour] of Object.entries(FLAVOURS(nodeMajor))) {
-    const image = `docker.io/library/${name}${arch === 'amd64' ? '' : `-${arch}`}`;
+    if (only && !only.includes(name)) continue;
+    const image = baseImageName(name, arch);
     images[name] = image;
     const releases = flavour.node ? { node, npm } : {};
     const inputs = createHash('sha256').update(JSON.stringify({ RECIPE, arch, SUITE, MIRRORS, flavour, releases })).digest('hex');
     const what = flavour.node ? ` (Node ${node.version}, npm ${npm.version})` : '';
     if (imageInputs(image) === inputs) {
+      if (imageArch(image) !== arch) {
+        setArch(image, arch, log);
+        log(`${image}: its configuration now says ${arch}`);
+      }
       log(`${image}: up to date${what}`);
       continue;
     }
@@ -136,7 +188,7 @@ export function ensureBaseImages({ root, nodeMajor, arch = 'amd64', log }) {
       stage = path.join(work, 'usr-local');
       stageUsrLocal(stage, fetchNode(root, node, log), fetchRelease(npm, path.join(root, '.cache', 'npm', npm.version), log));
     }
-    makeImage({ image, inputs, rootfs, stage, node: flavour.node ? node : null, log });
+    makeImage({ image, arch, inputs, rootfs, stage, node: flavour.node ? node : null, log });
     fs.rmSync(work, { recursive: true, force: true });
     log(`${image}: made in ${Math.round((Date.now() - t0) / 1000)} s${what}`);
   }

@@ -1,20 +1,19 @@
 #!/usr/bin/env node
-// Builds the server for linux/arm64 and checks it under emulation: `npm run test:arm64`.
+// Builds the linux/arm64 image of deploy/Dockerfile and checks the server in it under emulation: `npm run test:arm64`.
 //
-//   1. sets this checkout up (--test: the TypeScript output, the models, the test photos, and the x64 server the
-//      arm64 answers are compared with); TypeScript output and ONNX files are the same bytes on every CPU, so they
-//      are built once, here, and reused;
-//   2. cross-compiles the addon for arm64 (scripts/arm64-addon.mjs: Debian's g++-aarch64-linux-gnu against an
-//      arm64 sysroot of Debian's OpenCV; compiling under qemu-user would emulate the compiler too);
-//   3. assembles the server's files as the runtime image carries them (scripts/image-payload.mjs --arch arm64):
-//      that addon, the official arm64 Node of the Dockerfile's major line, and the arm64 binaries the npm packages
-//      ship (onnxruntime-node, better-sqlite3, usearch), in .cache/arm64-server;
-//   4. runs test/arm64/ (vitest.arm64.config.ts): that server under qemu-user (scripts/arm64-user.mjs), asked the
-//      four seed routes on real photos beside the checkout's x64 server.
+//   1. sets this checkout up (--test: the test photos, and the x64 server the arm64 answers are compared with);
+//   2. binfmt_misc with qemu's aarch64 handler (scripts/binfmt.mjs), and the base images made locally
+//      (scripts/container-bases.mjs): node:<major>-bookworm for amd64 (the build stage runs on the build platform)
+//      and debian:bookworm-slim for arm64 (the run stage);
+//   3. `buildah bud --platform linux/arm64` (scripts/image-tools.mjs) into IMAGE: the build stage runs natively
+//      (TypeScript, models, the addon cross-compiled by scripts/image-build.mjs), the run stage's one RUN under
+//      emulation; prints its size by layer;
+//   4. runs test/arm64/ (vitest.arm64.config.ts): the image started with buildah (its entry point, user and
+//      environment; arm64 code under qemu through binfmt_misc), asked the four seed routes on real photos beside
+//      the checkout's x64 server.
 //
-// `--skip-setup` skips step 1. Every step is cached (the sysroot, Node, cmake's build folder); times printed are
-// emulated or cross-built, not speeds. Needs root the first time (apt-get for qemu-user-static and the cross
-// compiler).
+// `--skip-setup` skips step 1's set-up. The image stays in buildah's storage as IMAGE with its build cache
+// (--layers); times printed are emulated or cross-built, not speeds. Needs root (buildah, mmdebstrap, binfmt_misc).
 //
 // Plain Node ESM without npm dependencies.
 
@@ -22,35 +21,19 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildArm64Addon } from './arm64-addon.mjs';
-import { arm64Node, ensureQemu, ensureSysroot, QEMU } from './arm64-user.mjs';
+import { ensureArm64Binfmt } from './binfmt.mjs';
+import { ensureBaseImages } from './container-bases.mjs';
+import { buildImage, dockerfileNodeMajor, installTools, printLayers } from './image-tools.mjs';
 import { run, StepError } from './shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const OUT = path.join(ROOT, '.cache', 'arm64-server');
+/** Not localhost/edgecv:test, which `npm run test:image` builds for amd64. */
+const IMAGE = 'localhost/edgecv:test-arm64';
 const log = (msg) => console.log(`[test-arm64] ${msg}`);
 const seconds = (ms) => `${Math.round(ms / 1000)} s`;
 
-/** The Node major line deploy/Dockerfile builds on: the arm64 server runs the same. */
-function dockerfileNodeMajor() {
-  const dockerfile = fs.readFileSync(path.join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
-  const major = /^FROM\s+node:(\d+)-bookworm\b/m.exec(dockerfile)?.[1];
-  if (!major) throw new StepError('deploy/Dockerfile names no node:<major>-bookworm base');
-  return major;
-}
-
-/** Steps 2 and 3: the arm64 server's files and the command that runs its node. */
-function buildArm64Server() {
-  ensureQemu(log);
-  const addon = buildArm64Addon({ log });
-  const sysroot = ensureSysroot('sysroot-opencv', log);
-  const nodeDir = arm64Node(dockerfileNodeMajor(), log);
-  run(process.execPath, [path.join(ROOT, 'scripts', 'image-payload.mjs'), OUT, '--arch', 'arm64', '--addon', addon, '--node', nodeDir], { cwd: ROOT, log });
-  return { command: [QEMU, '-L', sysroot, path.join(OUT, 'node')], app: path.join(OUT, 'app') };
-}
-
 /** Runs test/arm64/ with vitest; returns whether every check passed. */
-function checks(server) {
+function checks() {
   const report = path.join(ROOT, '.cache', 'test-arm64', 'vitest.json');
   fs.mkdirSync(path.dirname(report), { recursive: true });
   fs.rmSync(report, { force: true });
@@ -58,7 +41,7 @@ function checks(server) {
   const r = spawnSync(process.execPath, [vitest, 'run', '--config', 'vitest.arm64.config.ts', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], {
     cwd: ROOT,
     stdio: 'inherit',
-    env: { ...process.env, EDGECV_ARM64_SERVER: JSON.stringify(server) },
+    env: { ...process.env, EDGECV_ARM64_IMAGE: IMAGE },
   });
   const result = fs.existsSync(report) ? JSON.parse(fs.readFileSync(report, 'utf8')) : null;
   const passed = result?.numPassedTests ?? 0;
@@ -69,19 +52,29 @@ function checks(server) {
 
 function main() {
   const t0 = Date.now();
+  installTools(log);
   if (!process.argv.includes('--skip-setup')) run(process.execPath, [path.join(ROOT, 'scripts', 'setup.mjs'), '--test'], { log });
+  ensureArm64Binfmt(log);
+  const tBases = Date.now();
+  const nodeMajor = dockerfileNodeMajor(ROOT);
+  ensureBaseImages({ root: ROOT, nodeMajor, arch: 'amd64', only: [`node:${nodeMajor}-bookworm`], log });
+  ensureBaseImages({ root: ROOT, nodeMajor, arch: 'arm64', only: ['debian:bookworm-slim'], log });
+  log(`base images ready in ${seconds(Date.now() - tBases)}`);
   const tBuild = Date.now();
-  const server = buildArm64Server();
-  log(`arm64 server built in ${seconds(Date.now() - tBuild)} (cross-compiled; cached parts skipped)`);
+  buildImage({ root: ROOT, image: IMAGE, arch: 'arm64', log });
+  log(`${IMAGE}: built in ${seconds(Date.now() - tBuild)} (addon cross-compiled, run stage's RUN emulated; cached steps skipped)`);
+  printLayers(IMAGE, log);
   const tCheck = Date.now();
-  const ok = checks(server);
+  const ok = checks();
   log(`checks under emulation took ${seconds(Date.now() - tCheck)}; npm run test:arm64 took ${seconds(Date.now() - t0)}`);
   process.exit(ok ? 0 : 1);
 }
 
-try {
-  main();
-} catch (e) {
-  console.error(`[test-arm64] FAILED: ${e instanceof StepError ? e.message : e.stack}`);
-  process.exit(1);
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  try {
+    main();
+  } catch (e) {
+    console.error(`[test-arm64] FAILED: ${e instanceof StepError ? e.message : e.stack}`);
+    process.exit(1);
+  }
 }

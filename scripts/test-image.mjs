@@ -20,7 +20,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBaseImages } from './container-bases.mjs';
-import { capture, run, StepError } from './shell.mjs';
+import { buildImage, dockerfileNodeMajor, installTools, printLayers } from './image-tools.mjs';
+import { run, StepError } from './shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const IMAGE = 'localhost/edgecv:test';
@@ -29,46 +30,11 @@ const MAX_IMAGE_MB = 700;
 const log = (msg) => console.log(`[test-image] ${msg}`);
 const seconds = (ms) => `${Math.round(ms / 1000)} s`;
 
-function installTools() {
-  const r = spawnSync('dpkg-query', ['-W', '-f=${Package} ${db:Status-Status}\n', 'buildah', 'mmdebstrap'], { encoding: 'utf8' });
-  const installed = new Set((r.stdout ?? '').split('\n').filter((l) => l.endsWith(' installed')).map((l) => l.split(' ')[0]));
-  const missing = ['buildah', 'mmdebstrap'].filter((p) => !installed.has(p));
-  if (!missing.length) return log('buildah and mmdebstrap present');
-  if (process.getuid?.() !== 0) throw new StepError(`missing ${missing.join(', ')}: sudo apt-get install ${missing.join(' ')}`);
-  run('apt-get', ['update', '-q'], { log });
-  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...missing], { log, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-}
-
-/** The CA bundle this host's npm and Node trust (these machines' TLS interception included), if any. */
-function hostCaBundle() {
-  const candidates = [process.env.NODE_EXTRA_CA_CERTS, spawnSync('npm', ['config', 'get', 'cafile'], { encoding: 'utf8' }).stdout?.trim(), '/etc/ssl/certs/ca-certificates.crt'];
-  return candidates.find((f) => f && f !== 'null' && fs.existsSync(f)) ?? null;
-}
-
-/** The image's layers (size, the step that made it) from buildah's storage, and their total in bytes. */
-function layers(image) {
-  const inspect = JSON.parse(capture('buildah', ['inspect', '--type', 'image', image]));
-  const history = (inspect.Docker?.history ?? inspect.OCIv1?.history ?? []).filter((h) => !h.empty_layer);
-  const diffIds = inspect.Docker?.rootfs?.diff_ids ?? inspect.OCIv1?.rootfs?.diff_ids ?? [];
-  const { store } = JSON.parse(capture('buildah', ['info']));
-  const layersFile = path.join(store.GraphRoot, `${store.GraphDriverName}-layers`, 'layers.json');
-  const sizes = new Map(JSON.parse(fs.readFileSync(layersFile, 'utf8')).map((l) => [l['diff-digest'], l['diff-size']]));
-  const rows = diffIds.map((d, i) => ({ bytes: sizes.get(d) ?? NaN, step: (i === 0 ? `base image (${history[i]?.created_by ?? '?'})` : history[i]?.created_by ?? '?').replace(/\s+/g, ' ').replace(/^\/bin\/sh -c (#\(nop\) )?/, '').slice(0, 110) }));
-  return { rows, total: rows.reduce((s, r) => s + r.bytes, 0) };
-}
-
-function build(nodeMajor) {
-  const ca = hostCaBundle();
+function build() {
   const t0 = Date.now();
-  const args = ['bud', '--isolation', 'chroot', '--format', 'docker', '--pull=never', '--layers', '-f', 'deploy/Dockerfile', '-t', IMAGE];
-  if (ca) args.push('--secret', `id=ca,src=${ca}`);
-  log(`building ${IMAGE} on node:${nodeMajor}-bookworm${ca ? ` (build secret ca: ${ca})` : ''}`);
-  run('buildah', [...args, '.'], { cwd: ROOT, log });
-  const buildMs = Date.now() - t0;
-  const { rows, total } = layers(IMAGE);
-  log(`${IMAGE}: built in ${seconds(buildMs)}; layers:`);
-  for (const r of rows) console.log(`  ${(r.bytes / 1e6).toFixed(1).padStart(7)} MB  ${r.step}`);
-  console.log(`  ${(total / 1e6).toFixed(1).padStart(7)} MB  in all (limit ${MAX_IMAGE_MB} MB)`);
+  buildImage({ root: ROOT, image: IMAGE, log });
+  log(`${IMAGE}: built in ${seconds(Date.now() - t0)}`);
+  const total = printLayers(IMAGE, log);
   const small = total <= MAX_IMAGE_MB * 1e6;
   log(`${small ? 'passed' : 'FAILED'}: the image is ${(total / 1e6).toFixed(1)} MB, limit ${MAX_IMAGE_MB} MB`);
   return small;
@@ -94,16 +60,13 @@ function checks() {
 function main() {
   const t0 = Date.now();
   const argv = process.argv.slice(2);
-  installTools();
+  installTools(log);
   if (!argv.includes('--skip-setup')) run(process.execPath, [path.join(ROOT, 'scripts', 'setup.mjs'), '--test'], { log });
-  const dockerfile = fs.readFileSync(path.join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
-  const nodeMajor = /^FROM\s+node:(\d+)-bookworm\b/m.exec(dockerfile)?.[1];
-  if (!nodeMajor) throw new StepError('deploy/Dockerfile names no node:<major>-bookworm base');
   const tBases = Date.now();
-  ensureBaseImages({ root: ROOT, nodeMajor, log });
+  ensureBaseImages({ root: ROOT, nodeMajor: dockerfileNodeMajor(ROOT), log });
   log(`base images ready in ${seconds(Date.now() - tBases)}`);
   // the size is one check among the others: the image is still started and checked when it is too large
-  const small = build(nodeMajor);
+  const small = build();
   const counts = checks();
   const passed = counts.passed + (small ? 1 : 0);
   const failed = counts.failed + (small ? 0 : 1);

@@ -1,76 +1,51 @@
-// The server's linux/arm64 build (scripts/test-arm64.mjs assembles it) started under qemu-user on this x64 host,
-// on loopback, and waited for until /health/ready answers 200. Emulated: for checks of answers, never of speed.
+// The linux/arm64 image (scripts/test-arm64.mjs builds it) started as a container runtime starts it, on this x64
+// host: `buildah run --isolation chroot` (test/support/container-image.ts), its arm64 programs run by qemu through
+// binfmt_misc, the server on loopback. Emulated: for checks of answers, never of speed.
 
-import { spawn } from 'node:child_process';
-import https from 'node:https';
+import fs from 'node:fs';
 import path from 'node:path';
-import { httpsRequest } from '../helpers.js';
+import { startImageServer, type ImageServer } from '../support/container-image.js';
 
-/** What scripts/test-arm64.mjs hands over in EDGECV_ARM64_SERVER. */
-export interface Arm64Build {
-  /** qemu-aarch64-static, its -L sysroot and the arm64 node binary */
-  command: string[];
-  /** the server's files (package.json, dist/src, build/Release/edgecv.node, node_modules, models) */
-  app: string;
+export function arm64Image(): string {
+  const image = process.env['EDGECV_ARM64_IMAGE'];
+  if (!image) throw new Error('EDGECV_ARM64_IMAGE is not set: run `npm run test:arm64` (scripts/test-arm64.mjs), which builds the arm64 image');
+  return image;
 }
 
-export interface Arm64Server {
-  url: string;
-  pid: number;
-  /** ms from the start to the first 200 of /health/ready (emulated) */
-  readyMs: number;
-  output(): string;
-  exited: Promise<number | string | null>;
-  stop(signal?: NodeJS.Signals): Promise<number | string | null>;
-}
-
-export function arm64Build(): Arm64Build {
-  const raw = process.env['EDGECV_ARM64_SERVER'];
-  if (!raw) throw new Error('EDGECV_ARM64_SERVER is not set: run `npm run test:arm64` (scripts/test-arm64.mjs), which builds the arm64 server');
-  return JSON.parse(raw) as Arm64Build;
-}
-
-const insecure = new https.Agent({ rejectUnauthorized: false });
 /** Each worker loads and warms up every model at start, which emulation makes slow; answers do not depend on it. */
 const ONE_WORKER = ['--workers', '1'];
 
-export async function startArm64Server(build: Arm64Build, opts: { dataDir: string; port: number; timeoutMs: number }): Promise<Arm64Server> {
-  const [program, ...args] = build.command;
-  const cli = path.join(build.app, 'dist', 'src', 'cli.js');
-  const child = spawn(program!, [...args, cli, 'serve', '--port', String(opts.port), '--host', '127.0.0.1', '--data-dir', opts.dataDir, ...ONE_WORKER], {
-    cwd: build.app,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const exited = new Promise<number | string | null>((r) => child.on('exit', (code, signal) => r(code ?? signal)));
-  let done = false;
-  void exited.then(() => (done = true));
-  const url = `https://127.0.0.1:${opts.port}/`;
-  const t0 = performance.now();
-  const deadline = Date.now() + opts.timeoutMs;
-  let readyMs = -1;
-  while (readyMs < 0) {
-    if (done) throw new Error(`the arm64 server exited before it was ready:\n${out}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      await exited;
-      throw new Error(`/health/ready gave no 200 within ${opts.timeoutMs} ms:\n${out}`);
-    }
-    const res = await httpsRequest(`${url}health/ready`, { agent: insecure }).catch(() => null);
-    if (res?.status === 200) readyMs = performance.now() - t0;
-    else await new Promise((r) => setTimeout(r, 250));
+/**
+ * qemu's user mode (7.2) passes this x86 host's /proc/cpuinfo and CPU topology through, on which onnxruntime's CPU
+ * probe (cpuinfo) crashes the arm64 process. The server sees an arm64 CPU's instead, as an arm64 board shows its
+ * own: two Cortex-A76 cores with dot-product instructions (a Raspberry Pi 5), the description scripts/arm64-user.mjs
+ * gives its sysroot. qemu opens a path under QEMU_LD_PREFIX first where one exists there (binfmt_misc starts it
+ * with the process's environment), so a folder holding only those files, mounted in the container, stands in.
+ */
+const CPU_PREFIX = '/run/edgecv-arm64-cpu';
+
+function writeArmCpu(dir: string): void {
+  fs.chmodSync(dir, 0o755); // read by the image's non-root user
+  const core = (i: number) =>
+    `processor\t: ${i}\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\n` +
+    'CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\nCPU part\t: 0xd0b\nCPU revision\t: 1\n\n';
+  const files: Record<string, string> = { 'proc/cpuinfo': core(0) + core(1), 'sys/devices/system/cpu/possible': '0-1\n', 'sys/devices/system/cpu/present': '0-1\n' };
+  for (const [file, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), text);
   }
-  return {
-    url,
-    pid: child.pid!,
-    readyMs,
-    output: () => out,
-    exited,
-    stop: (signal = 'SIGTERM') => {
-      if (!done) child.kill(signal);
-      return exited;
-    },
-  };
+}
+
+export function startArm64Server(opts: { image: string; dataDir: string; cpuDir: string; port: number; uid: number; timeoutMs: number }): Promise<ImageServer> {
+  writeArmCpu(opts.cpuDir);
+  return startImageServer({
+    image: opts.image,
+    dataDir: opts.dataDir,
+    port: opts.port,
+    uid: opts.uid,
+    args: ONE_WORKER,
+    timeoutMs: opts.timeoutMs,
+    mounts: [`${opts.cpuDir}:${CPU_PREFIX}:ro`],
+    env: [`QEMU_LD_PREFIX=${CPU_PREFIX}`],
+  });
 }

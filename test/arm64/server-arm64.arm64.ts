@@ -1,9 +1,10 @@
-// The server built for linux/arm64 (the cross-compiled addon, the official arm64 Node, onnxruntime-node's and the
-// npm packages' arm64 binaries, Debian's arm64 OpenCV), run under qemu-user on this x64 host and checked from
-// outside on loopback: on the same real photos, the four seed routes answer what the checkout's x64 server answers.
-// Run by `npm run test:arm64` (scripts/test-arm64.mjs builds it and names it in EDGECV_ARM64_SERVER). Emulated:
-// few photos, generous bounded timeouts, no timing asserted.
+// The linux/arm64 image of deploy/Dockerfile (the cross-compiled addon, the official arm64 Node, onnxruntime-node's
+// and the npm packages' arm64 binaries, Debian's arm64 OpenCV libraries, on Debian's arm64 slim base), started on
+// this x64 host under emulation and checked from outside on loopback: on the same real photos, the four seed routes
+// answer what the checkout's x64 server answers. Run by `npm run test:arm64` (scripts/test-arm64.mjs builds the
+// image and names it in EDGECV_ARM64_IMAGE). Emulated: few photos, generous bounded timeouts, no timing asserted.
 
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
@@ -11,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { photo, useTempDirs } from '../helpers.js';
 import { differences, johns, post as postWith, typeOf, type Tolerance } from '../image/answers.js';
 import { freePort, startServerProcess, type ServerProcess } from '../../bench/shared/server-process.js';
-import { arm64Build, startArm64Server, type Arm64Server } from './arm64-server.js';
+import { Container, imageConfig, uidIn, type ImageServer } from '../support/container-image.js';
+import { arm64Image, startArm64Server } from './arm64-server.js';
 
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });
 const tempDir = useTempDirs();
@@ -61,33 +63,43 @@ const PHOTOS: [string, string[]][] = [
   ['pose/detect/', ['darknet/person.jpg']],
 ];
 
-const build = arm64Build();
+const IMAGE = arm64Image();
+let probe: Container;
+let rootfs: string;
 let reference: ServerProcess;
-let server: Arm64Server;
+let server: ImageServer;
 
 beforeAll(async () => {
+  probe = new Container(IMAGE);
+  rootfs = probe.mount();
+  const uid = uidIn(rootfs, imageConfig(IMAGE).User);
   // both start at once; each is kept as soon as it is up, so afterAll stops it even when the other fails
   const starting = [
     startServerProcess(['--data-dir', tempDir('edgecv-arm64-reference-')]).then((s) => (reference = s)),
-    startArm64Server(build, { dataDir: tempDir('edgecv-arm64-data-'), port: await freePort(), timeoutMs: 840_000 }).then((s) => (server = s)),
+    startArm64Server({ image: IMAGE, dataDir: tempDir('edgecv-arm64-data-'), cpuDir: tempDir('edgecv-arm64-cpu-'), port: await freePort(), uid, timeoutMs: 840_000 }).then((s) => (server = s)),
   ];
   for (const r of await Promise.allSettled(starting)) if (r.status === 'rejected') throw r.reason;
-  console.log(`[arm64] ready ${(server.readyMs / 1000).toFixed(1)} s after start (emulated)`);
+  console.log(`[arm64] ${IMAGE}: ready ${(server.readyMs / 1000).toFixed(1)} s after start (emulated)`);
 });
 
 afterAll(async () => {
   await reference?.stop();
   await server?.stop('SIGKILL');
+  server?.container.remove();
+  probe?.remove();
 });
 
-describe('the linux/arm64 server under emulation', () => {
-  it('is arm64 code: its node, addon and native modules are aarch64 ELF objects', () => {
+describe(`the linux/arm64 image ${IMAGE} under emulation`, () => {
+  it('is an arm64 image of arm64 code: its node, addon, native modules and shared libraries are aarch64 ELF objects', () => {
+    expect(execFileSync('buildah', ['inspect', '--type', 'image', '--format', '{{.OCIv1.OS}}/{{.OCIv1.Architecture}}', IMAGE], { encoding: 'utf8' }).trim()).toBe('linux/arm64');
     const machine = (file: string) => fs.readFileSync(file).readUInt16LE(18); // ELF e_machine: 183 is EM_AARCH64
-    const node = build.command[build.command.length - 1]!;
-    const natives = fs.readdirSync(build.app, { recursive: true }).map(String).filter((f) => f.endsWith('.node'));
+    const app = path.join(rootfs, imageConfig(IMAGE).WorkingDir);
+    const natives = fs.readdirSync(app, { recursive: true }).map(String).filter((f) => f.endsWith('.node'));
     expect(natives.map((f) => path.basename(f)).sort()).toEqual(expect.arrayContaining(['edgecv.node', 'onnxruntime_binding.node', 'usearch.node']));
     expect(natives.some((f) => /better.sqlite3/.test(f))).toBe(true);
-    for (const f of [node, ...natives.map((n) => path.join(build.app, n))]) expect([f, machine(f)]).toEqual([f, 183]);
+    const libs = fs.readdirSync(path.join(rootfs, 'usr/local/lib')).filter((f) => /\.so(\.|$)/.test(f));
+    expect(libs.some((f) => f.startsWith('libopencv_dnn'))).toBe(true);
+    for (const f of [path.join(rootfs, 'usr/local/bin/node'), ...natives.map((n) => path.join(app, n)), ...libs.map((l) => path.join(rootfs, 'usr/local/lib', l))]) expect([f, machine(f)]).toEqual([f, 183]);
   });
 
   it.each(PHOTOS)('answers POST /%s as the x64 checkout does', async (route, photos) => {

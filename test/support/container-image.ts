@@ -50,6 +50,14 @@ export interface ImageServer {
   stop(signal?: NodeJS.Signals): Promise<number | string | null>;
 }
 
+/**
+ * A process's command line as its program sees it: a program of another CPU that binfmt_misc hands to qemu shows
+ * qemu's interpreter and the program's path first (the P flag keeps its own argv[0] after them).
+ */
+function programArgv(argv: string[]): string[] {
+  return /qemu|binfmt/.test(path.basename(argv[0] ?? '')) ? argv.slice(2) : argv;
+}
+
 /** Processes whose parent chain reaches `root` (at most 5 levels down), with their command lines, by /proc. */
 function descendants(root: number): { pid: number; argv: string[] }[] {
   const parents = new Map<number, number>();
@@ -69,7 +77,7 @@ function descendants(root: number): { pid: number; argv: string[] }[] {
   };
   const argv = (pid: number) => {
     try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      return programArgv(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean));
     } catch {
       return [];
     }
@@ -83,7 +91,18 @@ const insecure = new https.Agent({ rejectUnauthorized: false });
  * Starts the image's entry point with `args` added, on 127.0.0.1:`port`, with `dataDir` as its data volume (made
  * writable for the image's user), and waits until /health/ready answers 200.
  */
-export async function startImageServer(opts: { image: string; dataDir: string; port: number; uid: number; args?: string[]; timeoutMs?: number }): Promise<ImageServer> {
+export async function startImageServer(opts: {
+  image: string;
+  dataDir: string;
+  port: number;
+  uid: number;
+  args?: string[];
+  timeoutMs?: number;
+  /** more bind mounts, as buildah run's -v takes them (host:container[:options]) */
+  mounts?: string[];
+  /** more environment variables (NAME=value) */
+  env?: string[];
+}): Promise<ImageServer> {
   const config = imageConfig(opts.image);
   const volume = Object.keys(config.Volumes ?? {})[0];
   if (!volume) throw new Error(`${opts.image} declares no VOLUME`);
@@ -91,7 +110,7 @@ export async function startImageServer(opts: { image: string; dataDir: string; p
   const container = new Container(opts.image);
   const t0 = performance.now();
   const command = [...config.Entrypoint, '--port', String(opts.port), '--host', '127.0.0.1', ...(opts.args ?? [])];
-  const child: ChildProcess = spawn('buildah', ['run', '--isolation', 'chroot', '--network', 'host', '-v', `${opts.dataDir}:${volume}`, container.id, '--', ...command], {
+  const child: ChildProcess = spawn('buildah', ['run', '--isolation', 'chroot', '--network', 'host', '-v', `${opts.dataDir}:${volume}`, ...(opts.mounts ?? []).flatMap((m) => ['-v', m]), ...(opts.env ?? []).flatMap((e) => ['-e', e]), container.id, '--', ...command], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
