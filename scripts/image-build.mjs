@@ -5,7 +5,12 @@
 //
 //   <dest>/app, <dest>/node   the server's files and Node (scripts/image-payload.mjs);
 //   <dest>/lib-root           the root file system, relative to the build stage's /, that the run stage copies the
-//                             native code's shared libraries from (scripts/image-libs.mjs).
+//                             native code's shared libraries from (scripts/image-libs.mjs);
+//   <dest>/libs-stamp         a hash of what decides those libraries: the binaries that link to them and the
+//                             packages of that root. The run stage copies it in before the step that copies the
+//                             libraries: that step reads the build stage through a bind mount, which a builder's
+//                             layer cache does not see, so without the stamp a changed addon would get the
+//                             libraries of an earlier build.
 //
 // amd64 (the build platform): the payload of this build stage as it is; the libraries come from its own root.
 // arm64: the addon cross-compiled (scripts/arm64-addon.mjs: Debian's g++-aarch64-linux-gnu against an arm64 sysroot
@@ -17,6 +22,7 @@
 // Plain Node ESM without npm dependencies.
 
 import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +50,24 @@ function writeFileLists(sysroot) {
   }
 }
 
+/** The files under `dir` that link to shared libraries: Node, the addons and onnxruntime's library. */
+function linkingBinaries(dir) {
+  const out = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath ?? entry.path, entry.name);
+    if (file === path.join(dir, 'node') || entry.name.endsWith('.node') || entry.name.startsWith('libonnxruntime.so')) out.push(file);
+  }
+  return out.sort();
+}
+
+/** Writes <dest>/libs-stamp: the hash of the linking binaries and of the library root's package list. */
+function writeLibsStamp(dest, libRoot, packages) {
+  const hash = crypto.createHash('sha256').update(`${libRoot}\n${packages}\n`);
+  for (const file of linkingBinaries(dest)) hash.update(`${path.relative(dest, file)}\n`).update(fs.readFileSync(file));
+  fs.writeFileSync(path.join(dest, 'libs-stamp'), `${hash.digest('hex')}\n`);
+}
+
 function main() {
   const [dest, arch] = process.argv.slice(2);
   if (!dest || !NODE_ARCH[arch]) {
@@ -54,6 +78,7 @@ function main() {
   if (NODE_ARCH[arch] === process.arch) {
     run(process.execPath, [payload, dest], { cwd: ROOT, log });
     fs.writeFileSync(path.join(dest, 'lib-root'), '.\n');
+    writeLibsStamp(dest, '.', execFileSync('dpkg-query', ['-W', '-f', '${Package} ${Version}\\n'], { encoding: 'utf8' }));
     return;
   }
   if (arch !== 'arm64') throw new StepError(`no cross build for ${arch} from ${process.arch}`);
@@ -64,6 +89,7 @@ function main() {
   run(process.execPath, [payload, dest, '--arch', 'arm64', '--addon', addon, '--node', node], { cwd: ROOT, log });
   writeFileLists(sysroot);
   fs.writeFileSync(path.join(dest, 'lib-root'), `${path.relative('/', sysroot)}\n`);
+  writeLibsStamp(dest, path.relative('/', sysroot), fs.readFileSync(path.join(sysroot, '.debs'), 'utf8'));
   log(`arm64: addon cross-compiled, payload in ${dest}, libraries from ${sysroot} (${Math.round((Date.now() - t0) / 1000)} s)`);
 }
 
