@@ -81,7 +81,7 @@ class FaceEmbedJob : public ImageJob {
   bool aligned_ = false;
   FaceKeypoints chosenKeypoints_{};
   std::optional<double> rotation_;  // the face's tilt by its landmarks (none: not aligned)
-  double sharpness_ = 0;            // of the embedded face's box (models/face_sharpness.h)
+  double sharpness_ = 0;            // of the embedded face's box (native/models/face_sharpness.h)
   std::vector<float> embedding_;
   StoredCrop crop_;
   GalleryMatch match_;
