@@ -24,6 +24,7 @@ import { createApp } from '../src/server/app.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { rotateRgba } from './shared/rotate-photo.js';
+import { post } from './shared/timed-post.js';
 import { VGA, VGA_FACE_PHOTO, vgaJpeg, type Rgba } from './shared/vga-photos.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -50,28 +51,9 @@ function centre(src: Rgba, width: number, height: number): Buffer {
 }
 
 /** One POST of a JPEG; resolves with the round trip in ms and the parsed answer (a status other than 200 rejects). */
-function predict(side: Side, body: Buffer): Promise<{ ms: number; answer: Record<string, unknown> }> {
-  const url = new URL('/recognizer/predict/', side.server.url);
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      url,
-      { method: 'POST', agent: side.agent, rejectUnauthorized: false, timeout: 30_000, headers: { 'content-type': 'image/jpeg', 'content-length': body.length } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (d: Buffer) => chunks.push(d));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode === 200) resolve({ ms: performance.now() - t0, answer: JSON.parse(text) as Record<string, unknown> });
-          else reject(new Error(`${side.name}: HTTP ${res.statusCode} ${text.slice(0, 200)}`));
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`${side.name}: no answer in 30 s`)));
-    req.on('error', reject);
-    req.end(body);
-  });
+async function predict(side: Side, body: Buffer): Promise<{ ms: number; answer: Record<string, unknown> }> {
+  const r = await post(side.server.url, side.agent, { path: '/recognizer/predict/', body, contentType: 'image/jpeg' });
+  return { ms: r.ms, answer: JSON.parse(r.text) as Record<string, unknown> };
 }
 
 async function openSide(name: SideName, tmp: string, tls: { cert: string; key: string }, enrolPhoto: Buffer): Promise<Side> {

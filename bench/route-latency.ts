@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import jpeg from 'jpeg-js';
 import { Engine } from '../src/index.js';
 import { median, percentile } from '../src/metrics/percentiles.js';
+import { post, type PostRequest as Request } from './shared/timed-post.js';
 import { freePort, startServerProcess, writeResult } from './shared/server-process.js';
 import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
 import { table } from './table.js';
@@ -53,13 +54,6 @@ export interface RouteLatencyBench {
   rows: RouteLatencyRow[];
 }
 
-interface Request {
-  path: string;
-  body: Buffer;
-  contentType: string;
-  /** The status the answer must have (200 unless said). */
-  status?: number;
-}
 
 const round = (x: number) => Math.round(x * 10) / 10;
 
@@ -91,31 +85,6 @@ function frigateForm(image: Buffer): Request {
   return { path: '/v1/vision/detection', body, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-/** One POST; resolves with the round trip in ms and the answer, rejects on a transport error or a status other than 200. */
-function post(base: string, agent: http.Agent | https.Agent | false, r: Request): Promise<{ ms: number; text: string }> {
-  const url = new URL(r.path, base);
-  const send = url.protocol === 'https:' ? https.request : http.request;
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = send(
-      url,
-      { method: 'POST', agent, rejectUnauthorized: false, timeout: 30_000, headers: { 'content-type': r.contentType, 'content-length': r.body.length } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (d: Buffer) => chunks.push(d));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode === (r.status ?? 200)) resolve({ ms: performance.now() - t0, text });
-          else reject(new Error(`POST ${url.pathname}: HTTP ${res.statusCode} ${text.slice(0, 200)}`));
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`POST ${url.pathname}: no answer in 30 s`)));
-    req.on('error', reject);
-    req.end(r.body);
-  });
-}
 
 /**
  * `total` requests over `connections` keep-alive connections (each its own agent of one socket, one request in

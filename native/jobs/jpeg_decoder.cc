@@ -9,6 +9,8 @@
 
 #include <jpeglib.h>
 
+#include "jobs/libjpeg_errors.h"
+
 #include <opencv2/core.hpp>
 
 #include "jobs/exif_orientation.h"
@@ -18,30 +20,16 @@
 namespace edgecv {
 namespace {
 
-// libjpeg reports fatal errors through error_exit, which must not return: it longjmps back to the setjmp in
-// ReadHeader/ReadPixels. Those two functions hold only plain data, so the jump skips no destructor.
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void OnFatal(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  cinfo->err->format_message(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
 void Silent(j_common_ptr) {}  // warnings: libjpeg still counts them in num_warnings
 
 // The decompressor and its error manager, destroyed on every path.
 struct Decompressor {
   jpeg_decompress_struct cinfo{};
-  ErrorManager err{};
+  LibjpegErrors err{};
   int orientation = 1;  // EXIF, read with the header: jpeg_finish_decompress frees the saved markers
   Decompressor() {
     cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = OnFatal;
+    err.pub.error_exit = OnLibjpegFatal;
     err.pub.output_message = Silent;
     jpeg_create_decompress(&cinfo);
   }

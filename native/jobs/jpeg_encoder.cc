@@ -7,34 +7,22 @@
 
 #include <jpeglib.h>
 
+#include "jobs/libjpeg_errors.h"
+
 #include "runtime/error_code.h"
 
 namespace edgecv {
 namespace {
 
-// libjpeg's default error_exit ends the process; this one longjmps back to the setjmp in Compress, which holds
-// only plain data, so the jump skips no destructor.
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void OnFatal(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  cinfo->err->format_message(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
 // The compressor, its error manager and the output libjpeg's memory destination mallocs, freed on every path.
 struct Compressor {
   jpeg_compress_struct cinfo{};
-  ErrorManager err{};
+  LibjpegErrors err{};
   unsigned char* out = nullptr;
   unsigned long outSize = 0;
   Compressor() {
     cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = OnFatal;
+    err.pub.error_exit = OnLibjpegFatal;
     jpeg_create_compress(&cinfo);
   }
   ~Compressor() {
