@@ -1,7 +1,7 @@
 // Bench sections for the engine's speed: every manifest model's forward pass in the addon (onnxruntime and
 // OpenCV DNN) against onnxruntime-node on the same file, interleaved in one run; face-detection throughput by
 // worker count; and each route's latency over HTTPS on loopback with a 640x480 photo.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -99,19 +99,23 @@ export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: Con
         })),
         'edgecv opencv': [],
       };
-      await ctx.timeIt(3, runs['edgecv opencv']);
-      const slowOpenCv = (await ctx.timeIt(1, runs['edgecv opencv']))[0]! > SLOW_OPENCV_MS;
-      samples['edgecv opencv'] = await ctx.timeIt(slowOpenCv ? Math.ceil(ctx.iterations / 4) : ctx.iterations, runs['edgecv opencv']);
+      // A kit carrying only the onnxruntime files (a bench on a machine without the toolchain) skips OpenCV.
+      const withOpenCv = existsSync(join(ctx.root, 'models', 'onnx', model.file));
+      if (withOpenCv) {
+        await ctx.timeIt(3, runs['edgecv opencv']);
+        const slowOpenCv = (await ctx.timeIt(1, runs['edgecv opencv']))[0]! > SLOW_OPENCV_MS;
+        samples['edgecv opencv'] = await ctx.timeIt(slowOpenCv ? Math.ceil(ctx.iterations / 4) : ctx.iterations, runs['edgecv opencv']);
+      }
       await session.release();
       const p50 = (k: keyof typeof runs) => ctx.stats(samples[k]).p50;
       rows.push({
         model: name,
         input: model.input.shape.slice(1).join('x'),
         'edgecv (onnxruntime) p50 ms': p50('edgecv'),
-        'edgecv (opencv) p50 ms': p50('edgecv opencv'),
+        'edgecv (opencv) p50 ms': withOpenCv ? p50('edgecv opencv') : '-',
         'onnxruntime-node p50 ms': p50('onnxruntime-node'),
         'ratio ort-node/edgecv': p50('onnxruntime-node') / p50('edgecv'),
-        'ratio vs opencv': p50('edgecv opencv') / p50('edgecv'),
+        'ratio vs opencv': withOpenCv ? p50('edgecv opencv') / p50('edgecv') : '-',
         'edgecv page faults/run': faults.edgecv / samples.edgecv.length,
         'onnxruntime-node page faults/run': faults['onnxruntime-node'] / samples['onnxruntime-node'].length,
       });

@@ -1,12 +1,12 @@
 # Where the int8 movenet-multipose spends its time on a CPU, node by node, against fp32 (docs/int8.md, "Speed").
 # Runs on any machine with onnxruntime's Python package (and onnx, to build the depthwise-fp32 variant), pinned to
-# 2 cores, 2 intra-op threads: p50 of each file over interleaved blocks, then onnxruntime's profile of 60 runs.
+# 2 cores (the first two it may use), 2 intra-op threads: p50 of each file over interleaved blocks, then onnxruntime's profile of 60 runs.
 # The folder holds movenet-multipose.ort.onnx, movenet-multipose.int8.ort.onnx, faceres.ort.onnx and
 # faceres.int8.ort.onnx, copied from models/onnx.      python3 int8-node-profile.py <folder>
 import json, os, re, sys, time, collections
 import numpy as np, onnx, onnxruntime as ort
 from onnx import numpy_helper
-os.sched_setaffinity(0, {0, 1})
+os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:2]))  # the first two CPUs it may use (taskset chooses)
 D = sys.argv[1]
 info = open('/proc/cpuinfo').read()
 flags = set(re.search(r'^flags\s*:(.*)$', info, re.M).group(1).split())
