@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { floatBeforeQuantize, floatOnDequantized } from './convert/integer-path.js';
+import { nhwcHeads } from './convert/nhwc-heads.js';
 import { encodeOnnxModel, type OnnxModel } from './convert/onnx-writer.js';
 import { openInputSize } from './convert/open-input-size.js';
 import { quantizeModel } from './convert/quantize.js';
@@ -47,7 +48,9 @@ function quantizeConverted(root: string, name: string, model: SourceModel, squar
   const weightBits = model.int8?.weightBits ?? 8;
   if (weightBits !== 7 && weightBits !== 8) throw new Error(`model "${name}": int8.weightBits must be 7 or 8`);
   const sevenBitWeights = model.int8?.sevenBitWeights ?? [];
-  const quantized = quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs, weightBits, sevenBitWeights });
+  const qdq = quantizeModel(graph, { ranges: calibration.ranges, keepFloat, keepOutputConvs, weightBits, sevenBitWeights });
+  const { model: quantized, rewritten: nhwcHeadOutputs } = model.int8?.nhwcHeads ? nhwcHeads(qdq) : { model: qdq, rewritten: [] };
+  if (model.int8?.nhwcHeads && nhwcHeadOutputs.length === 0) throw new Error(`model "${name}": int8.nhwcHeads is set, but no head ends in a float pointwise convolution`);
   const float = floatBeforeQuantize(quantized);
   if (float.length > 0) {
     throw new Error(
@@ -67,6 +70,7 @@ function quantizeConverted(root: string, name: string, model: SourceModel, squar
     ...(sevenBitWeights.length > 0 ? { sevenBitWeights } : {}),
     keepFloat,
     ...(keepOutputConvs ? { keepOutputConvs } : {}),
+    ...(nhwcHeadOutputs.length > 0 ? { nhwcHeads: nhwcHeadOutputs } : {}),
     ...(scoreThreshold === undefined ? {} : { scoreThreshold }),
     ...(personThreshold === undefined ? {} : { personThreshold }),
     // scored on x64 (the project's machines); a float upsampling on dequantized values rounds otherwise on ARM

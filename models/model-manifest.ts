@@ -26,9 +26,18 @@ export interface SourceModel {
    * Build an int8 (QDQ) onnxruntime file too, from models/calibration/<name>.json. keepFloat: node names (or scope
    * prefixes ending in '/') left fp32; scoreThreshold: a detector's default threshold at int8 (docs/int8.md);
    * weightBits: 8 (default) or 7, whose products never saturate onnxruntime's fast kernels on CPUs without VNNI;
-   * sevenBitWeights: convolutions (names or scope prefixes) with 7-bit weights whatever weightBits says.
+   * sevenBitWeights: convolutions (names or scope prefixes) with 7-bit weights whatever weightBits says;
+   * nhwcHeads: the float pointwise heads before channels-last outputs as channels-last products (convert/nhwc-heads.ts).
    */
-  int8?: { keepFloat?: string[]; keepOutputConvs?: boolean; scoreThreshold?: number; personThreshold?: number; weightBits?: WeightBits; sevenBitWeights?: string[] };
+  int8?: {
+    keepFloat?: string[];
+    keepOutputConvs?: boolean;
+    scoreThreshold?: number;
+    personThreshold?: number;
+    weightBits?: WeightBits;
+    sevenBitWeights?: string[];
+    nhwcHeads?: boolean;
+  };
   /**
    * The onnxruntime files (fp32 and int8) take any input height and width, each a multiple of the largest stride
    * (models/convert/open-input-size.ts): a YOLO detector then runs a photo on its own aspect, not a padded square.
@@ -81,6 +90,8 @@ export interface Int8Entry {
   sevenBitWeights?: string[];
   keepFloat: string[];
   keepOutputConvs?: boolean;
+  /** The graph outputs whose float heads run as channels-last products (absent: none). */
+  nhwcHeads?: string[];
   scoreThreshold?: number;
   personThreshold?: number;
   /**
