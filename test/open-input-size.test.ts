@@ -1,8 +1,9 @@
 // YOLO on its image's own aspect (models/convert/open-input-size.ts): the onnxruntime files of yolov5s (the
 // objects model) leave the input height and width open, so a 640x480 photo runs on 640x480 instead of a padded
-// 640x640. yolov5s-320, the pose route's person detector, stays square: on a rectangle it added 3 stray poses on
-// the labelled pose set (pose-object-engine.test.ts). Checked with onnxruntime-node on the converted files (the same outputs at the square, the right grids
-// at another size) and with the real addon (boxes on a rectangle where the square OpenCV file puts them).
+// 640x640. yolov5s-320 (the pose route's person detector, small images' objects) stays square: on the photo's
+// aspect it added 4 stray poses at int8 and 2 at fp32 on the labelled pose set (docs/performance.md). Checked with
+// onnxruntime-node on the converted files (the same outputs at the square, the right grids at another size) and
+// with the real addon (boxes on a rectangle where the square OpenCV file puts them).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';

@@ -8,7 +8,7 @@ import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
 import { openEngine, ROOT } from './helpers.js';
-import { scaledJpeg, VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../bench/shared/vga-photos.js';
+import { fittedJpeg, scaledJpeg, VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../bench/shared/vga-photos.js';
 
 /** A width x height JPEG of smooth deterministic colours: no person or face, any aspect. */
 function patternJpeg(width: number, height: number): Buffer {
@@ -74,6 +74,30 @@ describe('warm-up at every input shape', () => {
       for (const call of everyRoute(image, face)) await Promise.all([call(), call()]);
     }
     expect(engine.stats().coldRuns).toBe(0);
+  });
+
+  it('counts no cold run on the pose route with a person in a photo of each camera aspect, alone or side by side', async () => {
+    // The scene photo (one person) fitted into 16:9, 3:2 and 4:3 frames both ways: the person detector runs the
+    // frame and MoveNet the person's crop, the route's two models at whatever shapes such a frame gives them.
+    const people = [
+      [1280, 720],
+      [720, 1280],
+      [600, 400],
+      [400, 600],
+      [480, 640],
+    ].map(([w, h]) => fittedJpeg(ROOT, VGA_SCENE_PHOTO, w!, h!));
+    const before = engine.stats().coldRuns;
+    const done = engine.serveRequest();
+    try {
+      for (const image of people) {
+        const { timings } = await engine.detectPoses(image);
+        expect(timings.stages!['posePasses']).toBeGreaterThanOrEqual(1); // a person was found and cropped
+      }
+    } finally {
+      done();
+    }
+    for (const image of people) await Promise.all([engine.detectPoses(image), engine.detectPoses(image)]);
+    expect(engine.stats().coldRuns).toBe(before);
   });
 
   it('counts the runs of a model or a shape that was not warmed', async () => {

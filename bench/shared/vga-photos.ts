@@ -65,9 +65,14 @@ export function scaledJpeg(root: string, file: string, side: number): { bytes: B
   return { bytes: Buffer.from(jpeg.encode(fitInto(src, width, height), 90).data), scale, width, height };
 }
 
+/** A width x height JPEG of test/data/<file>, fitted and centred on grey (a camera frame of another aspect). */
+export function fittedJpeg(root: string, file: string, width: number, height: number): Buffer {
+  return jpeg.encode(fitInto(decode(join(root, 'test', 'data', file)), width, height), 90).data;
+}
+
 /** A 640x480 JPEG of test/data/<file>. */
 export function vgaJpeg(root: string, file: string): Buffer {
-  return jpeg.encode(fitInto(decode(join(root, 'test', 'data', file)), VGA.width, VGA.height), 90).data;
+  return fittedJpeg(root, file, VGA.width, VGA.height);
 }
 
 export const VGA_FACE_PHOTO = 'skimage/astronaut.png';
