@@ -24,6 +24,8 @@ async function main(): Promise<void> {
   if (!model || !a || !b) throw new Error('usage: node dist/bench/model-ab.js <model> <folder A> <folder B> [--precision int8|fp32] [--blocks 40]');
   const precision = option(args, '--precision', 'int8') as Precision;
   const blocks = Number(option(args, '--blocks', '40'));
+  if (!Number.isInteger(blocks) || blocks < 1) throw new Error('--blocks must be a whole number of at least 1');
+  if (precision !== 'int8' && precision !== 'fp32') throw new Error('--precision must be int8 or fp32');
   const manifest = JSON.parse(readFileSync(join(a, 'manifest.json'), 'utf8')) as ConvertedManifest;
   const shape = manifest.models[model]?.input.shape;
   if (!shape) throw new Error(`no model ${model} in ${a}/manifest.json`);
