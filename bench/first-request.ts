@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { median } from '../src/metrics/percentiles.js';
 import { startServerProcess, writeResult, REPO_ROOT } from './shared/server-process.js';
+import { argValue } from './shared/args.js';
 import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
 import { table } from './table.js';
 
@@ -114,10 +115,7 @@ const spread = (xs: number[]) => (xs.length > 1 ? `${fixed(Math.min(...xs))}-${f
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const option = (name: string) => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
+  const option = (name: string) => argValue(args, name);
   const rounds = Number(option('--rounds') ?? 4);
   const base = option('--base');
   const builds: [string, string][] = [['this checkout', path.join(REPO_ROOT, 'dist/src/cli.js')]];

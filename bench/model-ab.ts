@@ -10,20 +10,16 @@ import { join } from 'node:path';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { Engine, type Precision } from '../src/index.js';
 import { percentile } from '../src/metrics/percentiles.js';
+import { argValue } from './shared/args.js';
 
 const BLOCK = 10;
-
-function option(args: string[], name: string, fallback: string): string {
-  const at = args.indexOf(name);
-  return at >= 0 && args[at + 1] ? args[at + 1]! : fallback;
-}
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const [model, a, b] = args;
   if (!model || !a || !b) throw new Error('usage: node dist/bench/model-ab.js <model> <folder A> <folder B> [--precision int8|fp32] [--blocks 40]');
-  const precision = option(args, '--precision', 'int8') as Precision;
-  const blocks = Number(option(args, '--blocks', '40'));
+  const precision = argValue(args, '--precision') ?? 'int8' as Precision;
+  const blocks = Number(argValue(args, '--blocks') ?? '40');
   if (!Number.isInteger(blocks) || blocks < 1) throw new Error('--blocks must be a whole number of at least 1');
   if (precision !== 'int8' && precision !== 'fp32') throw new Error('--precision must be int8 or fp32');
   const manifest = JSON.parse(readFileSync(join(a, 'manifest.json'), 'utf8')) as ConvertedManifest;

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Engine, POSE_MODES, PRECISION_CHOICES, type EngineOptions, type PoseMode, type PoseDetection, type PrecisionChoice } from '../src/index.js';
 import { percentile } from '../src/metrics/percentiles.js';
 import { poseResponse } from '../src/server/routes/pose.js';
+import { argValue } from './shared/args.js';
 import { VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
 import { table } from './table.js';
 
@@ -80,11 +81,6 @@ function stageRows(samples: Samples): Record<string, string | number>[] {
       'share of p50 total': passes || stage === 'total' ? '' : `${((100 * p50) / totalMedian).toFixed(0)}%`,
     };
   });
-}
-
-function argValue(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
 }
 
 async function main(): Promise<void> {
