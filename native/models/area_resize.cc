@@ -71,6 +71,49 @@ void Interleave(const uchar* const rows[kRows], int width, float* out) {
   }
 }
 
+// The horizontal sums of kRows rows of 3 channels: laneSums[di * kRows + k] = sum of lanes[si * kRows + k] * alpha
+// over the taps of di, in their order, from 0 (as OpenCV adds them into a zeroed buffer), kept in registers.
+void SumTaps(const std::vector<Tap>& xtab, const float* lanes, float* laneSums) {
+  static_assert(3 * kRows == 12, "three registers per destination sample");
+  for (size_t i = 0; i < xtab.size();) {
+    const int di = xtab[i].di;
+    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps(), a2 = _mm_setzero_ps();
+    for (; i < xtab.size() && xtab[i].di == di; ++i) {
+      const __m128 alpha = _mm_set1_ps(xtab[i].alpha);
+      const float* s = lanes + static_cast<size_t>(xtab[i].si) * kRows;
+      a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(s), alpha));
+      a1 = _mm_add_ps(a1, _mm_mul_ps(_mm_loadu_ps(s + 4), alpha));
+      a2 = _mm_add_ps(a2, _mm_mul_ps(_mm_loadu_ps(s + 8), alpha));
+    }
+    float* b = laneSums + static_cast<size_t>(di) * kRows;
+    _mm_storeu_ps(b, a0);
+    _mm_storeu_ps(b + 4, a1);
+    _mm_storeu_ps(b + 8, a2);
+  }
+}
+
+// sum = beta * buf (start: a new destination row) or sum += beta * buf, a multiplication then an addition each.
+void Accumulate(const float* buf, float beta, int width, float* sum, bool start) {
+  const __m128 b = _mm_set1_ps(beta);
+  int x = 0;
+  for (; x + 4 <= width; x += 4) {
+    const __m128 product = _mm_mul_ps(b, _mm_loadu_ps(buf + x));
+    _mm_storeu_ps(sum + x, start ? product : _mm_add_ps(_mm_loadu_ps(sum + x), product));
+  }
+  for (; x < width; ++x) sum[x] = start ? beta * buf[x] : sum[x] + beta * buf[x];
+}
+
+// out = saturate_cast<uchar>(sum): rounded to nearest even (the default rounding mode, as cvRound), clamped.
+void WriteRow(const float* sum, int width, uchar* out) {
+  int x = 0;
+  for (; x + 8 <= width; x += 8) {
+    const __m128i lo = _mm_cvtps_epi32(_mm_loadu_ps(sum + x)), hi = _mm_cvtps_epi32(_mm_loadu_ps(sum + x + 4));
+    const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(lo, hi), _mm_setzero_si128());
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), bytes);
+  }
+  for (; x < width; ++x) out[x] = cv::saturate_cast<uchar>(sum[x]);
+}
+
 // ResizeArea_Invoker<uchar, float> of OpenCV for 3 channels, one destination range covering the image: each
 // source row (ytab entry) is summed horizontally with the x taps into buf, then added into sum with its y weight;
 // a destination row is written when the next entry belongs to the next one. The horizontal sums of kRows rows
@@ -89,13 +132,7 @@ void ResizeArea8UC3(const cv::Mat& src, cv::Mat& dst, double scaleX, double scal
     const uchar* source[kRows];
     for (int r = 0; r < kRows; ++r) source[r] = src.ptr<uchar>(ytab[j0 + std::min(r, rows - 1)].si);
     Interleave(source, sourceWidth, lanes.data());
-    std::fill(laneSums.begin(), laneSums.end(), 0.f);
-    for (const Tap& t : xtab) {
-      const __m128 alpha = _mm_set1_ps(t.alpha);
-      float* b = &laneSums[static_cast<size_t>(t.di) * kRows];
-      const float* s = &lanes[static_cast<size_t>(t.si) * kRows];
-      for (int k = 0; k < cn * kRows; k += 4) _mm_storeu_ps(b + k, _mm_add_ps(_mm_loadu_ps(b + k), _mm_mul_ps(_mm_loadu_ps(s + k), alpha)));
-    }
+    SumTaps(xtab, lanes.data(), laneSums.data());
     // Back to one row per lane: rowSums[r * width + d].
     int d = 0;
     for (; d + 4 <= width; d += 4) {
@@ -115,19 +152,15 @@ void ResizeArea8UC3(const cv::Mat& src, cv::Mat& dst, double scaleX, double scal
       const int dy = ytab[j0 + r].di;
       const float* buf = &rowSums[static_cast<size_t>(r) * width];
       if (dy != prevDy) {
-        uchar* out = dst.ptr<uchar>(prevDy);
-        for (int x = 0; x < width; ++x) {
-          out[x] = cv::saturate_cast<uchar>(sum[x]);
-          sum[x] = beta * buf[x];
-        }
+        WriteRow(sum.data(), width, dst.ptr<uchar>(prevDy));
         prevDy = dy;
+        Accumulate(buf, beta, width, sum.data(), true);
       } else {
-        for (int x = 0; x < width; ++x) sum[x] += beta * buf[x];
+        Accumulate(buf, beta, width, sum.data(), false);
       }
     }
   }
-  uchar* out = dst.ptr<uchar>(prevDy);
-  for (int x = 0; x < width; ++x) out[x] = cv::saturate_cast<uchar>(sum[x]);
+  WriteRow(sum.data(), width, dst.ptr<uchar>(prevDy));
 }
 #endif
 
