@@ -4,9 +4,12 @@
 // stage p50/p90/p99 from the engine's own timings (timings.stages); "JS" is the call's wall time minus the
 // native stages (the hand-off to a worker and back, the result's conversion), "answer" the route's reply and its
 // JSON.stringify. With several configurations (--configs), each gets its own engine and they take turns in blocks
-// of 10 calls, the first of each block not counted: an A/B on one machine at one moment.
+// of 10 calls, the first of each block not counted: an A/B on one machine at one moment. --size: the frame
+// (default 640x480; 1280x720, 1920x1080 for HD cameras), the photo fitted onto it, onto --fill of it (default 1;
+// 0.5: a person half as tall).
 //
 //   node dist/bench/pose-stages.js [--runs 200] [--precision int8|fp32|auto] [--configs persons,auto,whole:fp32,...]
+//                                  [--size 640x480] [--fill 1]
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +17,7 @@ import { Engine, POSE_MODES, PRECISION_CHOICES, type EngineOptions, type PoseMod
 import { percentile } from '../src/metrics/percentiles.js';
 import { poseResponse } from '../src/server/routes/pose.js';
 import { argValue } from './shared/args.js';
-import { VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
+import { VGA, VGA_SCENE_PHOTO, fittedJpeg } from './shared/vga-photos.js';
 import { table } from './table.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -83,12 +86,23 @@ function stageRows(samples: Samples): Record<string, string | number>[] {
   });
 }
 
+/** WIDTHxHEIGHT, each 16 to 8192. */
+function frameSize(spec: string): { width: number; height: number } {
+  const m = /^(\d+)x(\d+)$/.exec(spec);
+  const [width, height] = m ? [Number(m[1]), Number(m[2])] : [0, 0];
+  if (!(width >= 16 && width <= 8192 && height >= 16 && height <= 8192)) throw new Error(`--size ${spec}: want WIDTHxHEIGHT, 16 to 8192 each`);
+  return { width, height };
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const runs = Number(argValue(args, '--runs') ?? 200);
   const precision = (argValue(args, '--precision') ?? 'int8') as PrecisionChoice;
   const configs = (argValue(args, '--configs') ?? 'persons').split(',').map((spec) => config(spec, precision));
-  const photo = vgaJpeg(ROOT, VGA_SCENE_PHOTO);
+  const frame = frameSize(argValue(args, '--size') ?? `${VGA.width}x${VGA.height}`);
+  const fill = Number(argValue(args, '--fill') ?? 1);
+  if (!(fill > 0.05 && fill <= 1)) throw new Error('--fill: want a fraction over 0.05, at most 1');
+  const photo = fittedJpeg(ROOT, VGA_SCENE_PHOTO, frame.width, frame.height, fill);
   const engines: Engine[] = [];
   try {
     for (const c of configs) engines.push(await Engine.open(c.engine));
@@ -105,7 +119,8 @@ async function main(): Promise<void> {
     }
     const loadAfter = os.loadavg();
     for (const [i, c] of configs.entries()) {
-      table(`pose route stages, ${c.name}: ${poses[i]} pose(s), ${samples[i]!['total']!.length} calls, ms`, stageRows(samples[i]!));
+      const what = `${c.name}, ${frame.width}x${frame.height}${fill < 1 ? `, fill ${fill}` : ''}: ${poses[i]} pose(s), ${samples[i]!['total']!.length} calls, ms`;
+      table(`pose route stages, ${what}`, stageRows(samples[i]!));
     }
     console.log(`\nCPU: ${os.cpus()[0]?.model ?? '?'} x ${os.cpus().length}; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${loadAfter.map((l) => l.toFixed(2)).join(' ')}; ${new Date().toISOString()}`);
   } finally {

@@ -29,6 +29,7 @@ import { HAS_INT8_DOT_PRODUCT } from './shared/cpu-int8.js';
 import { benchInt8Accuracy, benchInt8Forward } from './int8-speed.js';
 import { benchObjectAccuracy } from './object-accuracy.js';
 import { benchPoseAccuracy } from './pose-accuracy.js';
+import { benchPosePhotoSizes } from './pose-photo-sizes.js';
 import { labelsSummary, loadObjectLabels } from './shared/object-labels.js';
 import { MIN_KEYPOINTS } from './shared/pose-scoring.js';
 import { benchAlternatives } from './alternatives/bench.js';
@@ -242,6 +243,8 @@ async function main(): Promise<void> {
   table(`Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`, objectAccuracy);
   const poseAccuracy = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseAccuracy(root, { quick });
   table(`Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`, poseAccuracy);
+  const poseSizes = onlyEngineSpeed || onlyAlternatives || onlyInt8 || quick ? [] : await benchPosePhotoSizes(root);
+  table('The labelled persons at camera sizes, JPEG against PNG of the same pixels (persons mode, int8; the pose route decodes a JPEG as small as its models allow)', poseSizes);
   const poseObjects = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseObjectLatency(ctx);
   table('Pose and object detection per image (default models and options)', poseObjects);
   const poseObjectHttp = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseObjectHttp(ctx);
@@ -292,6 +295,8 @@ async function main(): Promise<void> {
     http,
     objectSizes,
     objectAccuracy,
+    poseAccuracy,
+    poseSizes,
     poseObjects,
     poseObjectHttp,
     metricsStore,

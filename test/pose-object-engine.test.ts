@@ -1,4 +1,6 @@
 // Pose and object detection through the library, on real photos with the real addon and models.
+import jpeg from 'jpeg-js';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BODY_25_BONES,
@@ -15,6 +17,7 @@ import {
 import { EXPECTED_OBJECTS, matchesExpected } from '../bench/shared/object-eval.js';
 import { loadObjectLabels } from '../bench/shared/object-labels.js';
 import { scorePoses } from '../bench/shared/pose-scoring.js';
+import { fittedJpeg } from '../bench/shared/vga-photos.js';
 import { garbage, openEngine, photo, ROOT } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.
@@ -287,6 +290,41 @@ describe('pose for every person: crops around the object detector\'s persons', (
     expect(crowd.timings.stages!['personInferenceMs']).toBeGreaterThan(0);
     expect(whole.timings.stages!['personInferenceMs']).toBe(0); // no person detector in 'whole' mode
     expect(crowd.timings.stages!['posePasses']).toBeLessThanOrEqual(POSE_DEFAULTS.maxPosesPersons);
+  });
+
+  it('poses a camera-sized JPEG decoded smaller as its PNG decoded whole, in the frame\'s own pixels', async () => {
+    // A 1920x1080 JPEG is decoded at a quarter for the 320 px person detector. A tall person's crop has pixels enough
+    // there; a person a quarter as tall needs a finer decode for the crop (native/jobs/detect_poses.h). The PNG of
+    // the same pixels is always decoded whole: the same person, each confident keypoint in the same place. At fp32:
+    // int8 MoveNet moves a keypoint by up to 5% of the person's height for input changes this small, and by how
+    // much depends on the CPU's int8 kernels. Cropping the small person from the quarter decode (blown up 2x)
+    // moved its keypoints by 1.0% of its height on average, 2.2% at most (fp32, AVX2 EPYC, 2026-11-28).
+    const fp32 = await openEngine({ workers: 1, precision: 'fp32', faceEmbedder: null });
+    try {
+      for (const fill of [1, 0.25]) {
+        const asJpeg = fittedJpeg(ROOT, 'darknet/person.jpg', 1920, 1080, fill);
+        const raw = jpeg.decode(asJpeg, { useTArray: true });
+        const png = new PNG({ width: raw.width, height: raw.height });
+        png.data = Buffer.from(raw.data);
+        const [fromJpeg, fromPng] = [await fp32.detectPoses(asJpeg), await fp32.detectPoses(PNG.sync.write(png))];
+        expect([fromJpeg.width, fromJpeg.height]).toEqual([1920, 1080]);
+        expect(fromJpeg.poses).toHaveLength(1);
+        expect(fromPng.poses).toHaveLength(1);
+        const [a, b] = [fromJpeg.poses[0]!, fromPng.poses[0]!];
+        const tall = b.box[3] - b.box[1];
+        expect(tall, `fill ${fill}`).toBeGreaterThan(fill * 600); // in 1920x1080 pixels, not the decoded quarter's
+        a.box.forEach((v, i) => expect(Math.abs(v - b.box[i]!), `fill ${fill}, box[${i}]`).toBeLessThanOrEqual(0.02 * tall));
+        const moved = a.keypoints
+          .map((k, i) => [k, b.keypoints[i]!] as const)
+          .filter(([k, w]) => k.score >= 0.4 && w.score >= 0.4)
+          .map(([k, w]) => Math.hypot(k.x - w.x, k.y - w.y) / tall);
+        expect(moved.length, `fill ${fill}`).toBeGreaterThanOrEqual(10);
+        expect(Math.max(...moved), `fill ${fill}: the most a keypoint moved`).toBeLessThanOrEqual(0.015);
+        expect(moved.reduce((x, y) => x + y, 0) / moved.length, `fill ${fill}: the mean`).toBeLessThanOrEqual(0.006);
+      }
+    } finally {
+      await fp32.close();
+    }
   });
 
   it('finds people with yolov5s-320 beside a yolov5s by default, with the object model when told or when it is not a YOLOv5s, and with a person detector alone', async () => {

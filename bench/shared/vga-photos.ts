@@ -24,8 +24,9 @@ export function decode(file: string): Rgba {
   return jpeg.decode(bytes, { useTArray: true, formatAsRGBA: true });
 }
 
-function fitInto(src: Rgba, width: number, height: number): Rgba {
-  const scale = Math.min(width / src.width, height / src.height);
+/** `src` scaled to fit `fill` of width x height (bilinear), centred on grey. */
+function fitInto(src: Rgba, width: number, height: number, fill = 1): Rgba {
+  const scale = Math.min(width / src.width, height / src.height) * fill;
   const w = Math.round(src.width * scale);
   const h = Math.round(src.height * scale);
   const left = Math.floor((width - w) / 2);
@@ -65,9 +66,12 @@ export function scaledJpeg(root: string, file: string, side: number): { bytes: B
   return { bytes: Buffer.from(jpeg.encode(fitInto(src, width, height), 90).data), scale, width, height };
 }
 
-/** A width x height JPEG of test/data/<file>, fitted and centred on grey (a camera frame of another aspect). */
-export function fittedJpeg(root: string, file: string, width: number, height: number): Buffer {
-  return jpeg.encode(fitInto(decode(join(root, 'test', 'data', file)), width, height), 90).data;
+/**
+ * A width x height JPEG of test/data/<file>, fitted and centred on grey (a camera frame of another aspect); with
+ * `fill` < 1 the photo takes that fraction of the frame's width or height (people further away).
+ */
+export function fittedJpeg(root: string, file: string, width: number, height: number, fill = 1): Buffer {
+  return jpeg.encode(fitInto(decode(join(root, 'test', 'data', file)), width, height, fill), 90).data;
 }
 
 /** A 640x480 JPEG of test/data/<file>. */

@@ -22,14 +22,12 @@ class DetectJob : public ImageJob {
  public:
   struct Kind {
     const char* key;  // the result's list: "faces", "poses", "objects"
-    // Worker thread: the items found in `image` by the worker's model (JobError when it has none), in the
-    // coordinates of the image's own size `full` (`image` is smaller when decodeSide allowed it).
-    std::vector<Item> (*detect)(WorkerContext& ctx, const cv::Mat& image, cv::Size full, const Options& options,
+    // Worker thread: the items found by the worker's model (JobError when it has none) in the image, which it
+    // decodes as small as the model allows, in the coordinates of the image's own size.
+    std::vector<Item> (*detect)(WorkerContext& ctx, const ImageDecoder& decode, const Options& options,
                                 StageTimings* timings);
     // JS thread: one item of the list.
     Napi::Value (*toJs)(Napi::Env env, const Item& item);
-    // Worker thread, optional: the shortest longer side the model needs of the decoded image (0: full size).
-    int (*decodeSide)(const WorkerContext& ctx, const Options& options) = nullptr;
   };
 
   // JS thread. `bytes` is pinned, not copied.
@@ -37,8 +35,7 @@ class DetectJob : public ImageJob {
       : ImageJob(env, bytes), options_(options), kind_(kind) {}
 
   void Execute(WorkerContext& ctx) override {
-    const cv::Mat image = DecodeImage(kind_.decodeSide ? kind_.decodeSide(ctx, options_) : 0);
-    items_ = kind_.detect(ctx, image, cv::Size(width(), height()), options_, &timings_);
+    items_ = kind_.detect(ctx, Decoder(), options_, &timings_);
   }
 
   Napi::Value Result(Napi::Env env) override {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include <opencv2/core.hpp>
 
@@ -13,15 +14,21 @@
 
 namespace edgecv {
 
+// Worker thread: the job's image as 8-bit BGR, its longer side at least minLongerSide where a JPEG can be decoded
+// smaller (0: whole); `full` (optional) receives the image's own size. It may be called again for a larger copy.
+using ImageDecoder = std::function<cv::Mat(int minLongerSide, cv::Size* full)>;
+
 class ImageJob : public Job {
  protected:
   // JS thread. `bytes` stays pinned until the job is settled.
   ImageJob(Napi::Env env, Napi::Uint8Array bytes);
 
-  // Worker thread: decodes to BGR (JobError INVALID_IMAGE on failure) and records
-  // decodeMs(), width() and height() (the image's own size). minLongerSide > 0: a JPEG may be decoded smaller,
-  // its longer side no shorter than that (DecodeBgr); what comes back is then smaller than width() x height().
+  // Worker thread: decodes to BGR (JobError INVALID_IMAGE on failure) and records width() and height() (the
+  // image's own size); decodeMs() sums every call's time. minLongerSide > 0: a JPEG may be decoded smaller, its
+  // longer side no shorter than that (DecodeBgr); what comes back is then smaller than width() x height().
   cv::Mat DecodeImage(int minLongerSide = 0);
+  // DecodeImage() as an ImageDecoder.
+  ImageDecoder Decoder();
 
   double decodeMs() const { return decodeMs_; }
   int width() const { return width_; }

@@ -31,6 +31,7 @@ class CenterNetDetector : public ObjectDetector {
   CenterNetDetector(const CenterNetDetectorSpec& spec, const RuntimeOptions& runtime);
 
   std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings) override;
+  int InputSide() const override { return spec_.inputSize; }
 
  private:
   std::vector<DetectedObject> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

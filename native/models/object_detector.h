@@ -42,6 +42,9 @@ class ObjectDetector {
 
   // Warms the model at every input shape Detect() can run it at beyond its square (which loading warmed).
   virtual void WarmShapes() {}
+
+  // The side of the square the image is fitted into: a photo's longer side is shrunk to it.
+  virtual int InputSide() const = 0;
 };
 
 }  // namespace edgecv

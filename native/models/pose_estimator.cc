@@ -17,6 +17,18 @@ constexpr float kPeakTolerance = 1.013279e-06f;   // |centre - maxpool| < this c
 constexpr float kDistanceSpread = 0.30004883f;    // weight = exp(-d^2 / (spread * grid)), d in heatmap cells
 constexpr float kKeypointValid = 0.12695312f;     // keypoints above this count towards the person score
 
+// The crop's side / the box's longer side. Context around the person matters to MoveNet: on the labelled persons
+// more are posed as the crop grows, up to a plateau from 2.0 to 3.0; 2.0 is the cheapest of that plateau
+// (docs/models.md, "Pose and objects").
+constexpr double kCropScale = 2.0;
+constexpr int kMinCropSide = 8;  // smaller crops are not posed
+
+// The square region cut around a person's box.
+cv::Rect CropAround(const Box& b) {
+  return SquareAround({static_cast<int>(b[0]), static_cast<int>(b[1]), static_cast<int>(b[2]), static_cast<int>(b[3])},
+                      kCropScale);
+}
+
 float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
 // 1. Person centres: local maxima of the sigmoid centre map in a 5x5 window, best first (TopKV2: by score, ties
@@ -163,17 +175,12 @@ std::vector<Pose> PoseEstimator::Detect(const cv::Mat& bgr, const PoseOptions& o
 
 std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
                                                const PoseOptions& options, StageTimings* timings) {
-  // The crop's side / the box's longer side. Context around the person matters to MoveNet: on the labelled persons
-  // more are posed as the crop grows, up to a plateau from 2.0 to 3.0; 2.0 is the cheapest of that plateau
-  // (docs/models.md, "Pose and objects").
-  constexpr double kCropScale = 2.0;
   PoseOptions inCrop = options;
   inCrop.maxPoses = 6;  // the model's own top-k: the crop's person plus whoever overlaps it
   std::vector<Pose> poses;
   for (const Box& b : boxes) {
-    const PixelRect rect = {static_cast<int>(b[0]), static_cast<int>(b[1]), static_cast<int>(b[2]), static_cast<int>(b[3])};
-    const cv::Rect region = SquareAround(rect, kCropScale);
-    if (region.width < 8) continue;
+    const cv::Rect region = CropAround(b);
+    if (region.width < kMinCropSide) continue;
     const auto t0 = Clock::now();
     const cv::Mat crop = CutPadded(bgr, region);
     timings->preprocessMs += MillisBetween(t0, Clock::now());  // the crop is MoveNet's preprocessing too
@@ -196,6 +203,16 @@ std::vector<Pose> PoseEstimator::DetectInBoxes(const cv::Mat& bgr, const std::ve
   }
   std::stable_sort(poses.begin(), poses.end(), [](const Pose& x, const Pose& y) { return x.score > y.score; });
   return poses;
+}
+
+int PoseEstimator::SideForCrops(const std::vector<Box>& boxes, cv::Size image) const {
+  const double longer = std::max(image.width, image.height);
+  int side = 0;
+  for (const Box& b : boxes) {
+    const int crop = std::max(1, CropAround(b).width);  // one too small to pose asks for the whole image
+    side = std::max(side, static_cast<int>(std::ceil(longer * spec_.inputSize / crop)));
+  }
+  return side;
 }
 
 std::vector<Pose> PoseEstimator::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

@@ -59,11 +59,18 @@ class PoseEstimator {
 
   std::vector<Pose> Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings);
 
+  // The side of the model's square input: Detect() shrinks a photo's longer side to it.
+  int InputSide() const { return spec_.inputSize; }
+
   // One pose per person box [l, t, r, b] (image pixels): the model runs on a square crop around each box
   // (2x its longer side), and keeps the pose whose box overlaps the person's most. Boxes where it finds no
   // pose give none. Best first.
   std::vector<Pose> DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
                                   const PoseOptions& options, StageTimings* timings);
+
+  // The longer side a copy of the image (of size `image`, where the boxes are) needs for DetectInBoxes() to shrink
+  // every box's crop into the model's input, none blown up (0 for no boxes).
+  int SideForCrops(const std::vector<Box>& boxes, cv::Size image) const;
 
  private:
   std::vector<Pose> Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,

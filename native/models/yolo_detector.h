@@ -48,6 +48,7 @@ class YoloDetector : public ObjectDetector {
   YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& runtime);
 
   std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings) override;
+  int InputSide() const override { return spec_.inputSize; }
   // With an open input size: every multiple of 32 on the short side.
   void WarmShapes() override;
 

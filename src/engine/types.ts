@@ -228,6 +228,7 @@ export interface Face {
 export interface DetectionTimings {
   /** Waiting for a worker. */
   queueMs: number;
+  /** Decoding the image: every decode of it (pose may decode a JPEG a second time, larger, for small people). */
   decodeMs: number;
   /** Letterbox resize + blob. */
   preprocessMs: number;
