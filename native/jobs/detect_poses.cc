@@ -62,14 +62,12 @@ std::vector<Pose> DetectPoses(WorkerContext& ctx, const ImageDecoder& decode, co
   PoseEstimator& movenet = *ctx.poseEstimator;
   ObjectDetector* finder = ctx.personDetector ? ctx.personDetector.get() : ctx.objectDetector.get();
   StageTimings person, pose;
-  cv::Size full;
   std::vector<Pose> poses;
   if (options.personClassId < 0 || !finder) {
     // Decoded whole: at half size, the whole-image pass posed a dog in dlib's dogs.jpg (int8; 900x916).
-    const cv::Mat image = decode(0, &full);
-    poses = movenet.Detect(image, options, &pose);
-    Rescale(poses, image.size(), full);
+    poses = movenet.Detect(decode(0, nullptr), options, &pose);
   } else {
+    cv::Size full;
     cv::Mat image = decode(finder->InputSide(), &full);
     std::vector<Box> people = FindPeople(*finder, image, options, &person);
     const int sideForCrops = movenet.SideForCrops(people, image.size());

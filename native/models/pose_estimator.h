@@ -59,12 +59,10 @@ class PoseEstimator {
 
   std::vector<Pose> Detect(const cv::Mat& bgr, const PoseOptions& options, StageTimings* timings);
 
-  // The side of the model's square input: Detect() shrinks a photo's longer side to it.
-  int InputSide() const { return spec_.inputSize; }
-
-  // One pose per person box [l, t, r, b] (image pixels): the model runs on a square crop around each box
-  // (2x its longer side), and keeps the pose whose box overlaps the person's most. Boxes where it finds no
-  // pose give none. Best first.
+  // One pose per person box [l, t, r, b] (image pixels), in the boxes' order: the model runs on a square crop
+  // around each box (2x its longer side), and keeps the pose whose box overlaps the person's most; a crop
+  // already run that shows a later person well gives that person's pose instead (pose_estimator.cc). Each pose
+  // goes to one person; boxes where none is found give none. Best first.
   std::vector<Pose> DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
                                   const PoseOptions& options, StageTimings* timings);
 
