@@ -7,14 +7,12 @@
 //   node dist/bench/pose-photo-sizes.js [--precision int8|fp32]
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import jpeg from 'jpeg-js';
-import { PNG } from 'pngjs';
 import { Engine, POSE_DEFAULTS, type Pose, type PrecisionChoice } from '../src/index.js';
 import { findRoot } from '../models/model-packages.js';
 import { argValue } from './shared/args.js';
 import { loadObjectLabels } from './shared/object-labels.js';
 import { scorePoses, type PoseScore } from './shared/pose-scoring.js';
-import { decode, scaledJpeg } from './shared/vga-photos.js';
+import { decode, pngOfJpeg, scaledJpeg } from './shared/vga-photos.js';
 import { table } from './table.js';
 
 /** Longer sides tried: the photo's own times 1.28 and 2, and two camera widths. */
@@ -24,13 +22,6 @@ const SIZES: { name: string; side: (longer: number) => number }[] = [
   { name: '640 px', side: () => 640 },
   { name: '1280 px', side: () => 1280 },
 ];
-
-function asPng(jpegBytes: Buffer): Buffer {
-  const raw = jpeg.decode(jpegBytes, { useTArray: true });
-  const png = new PNG({ width: raw.width, height: raw.height });
-  png.data = Buffer.from(raw.data);
-  return PNG.sync.write(png);
-}
 
 function unscaled(poses: readonly Pose[], scale: number): Pose[] {
   return poses.map((p) => ({
@@ -51,7 +42,7 @@ export async function benchPosePhotoSizes(root: string, precision: PrecisionChoi
       for (const [file, photo] of photos) {
         const src = decode(join(root, 'test', 'data', file));
         const { bytes, scale } = scaledJpeg(root, file, size.side(Math.max(src.width, src.height)));
-        for (const [format, image] of [['jpeg', bytes], ['png', asPng(bytes)]] as const) {
+        for (const [format, image] of [['jpeg', bytes], ['png', pngOfJpeg(bytes)]] as const) {
           const { poses } = await engine.detectPoses(image, { mode: 'persons' });
           scores[format].push(scorePoses(photo, unscaled(poses, scale), POSE_DEFAULTS.maxPosesPersons));
         }

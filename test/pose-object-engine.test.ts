@@ -1,6 +1,4 @@
 // Pose and object detection through the library, on real photos with the real addon and models.
-import jpeg from 'jpeg-js';
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BODY_25_BONES,
@@ -17,7 +15,7 @@ import {
 import { EXPECTED_OBJECTS, matchesExpected } from '../bench/shared/object-eval.js';
 import { loadObjectLabels } from '../bench/shared/object-labels.js';
 import { scorePoses } from '../bench/shared/pose-scoring.js';
-import { fittedJpeg } from '../bench/shared/vga-photos.js';
+import { fittedJpeg, pngOfJpeg } from '../bench/shared/vga-photos.js';
 import { garbage, openEngine, photo, ROOT } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.
@@ -316,10 +314,7 @@ describe('pose for every person: crops around the object detector\'s persons', (
     try {
       for (const fill of [1, 0.25]) {
         const asJpeg = fittedJpeg(ROOT, 'darknet/person.jpg', 1920, 1080, fill);
-        const raw = jpeg.decode(asJpeg, { useTArray: true });
-        const png = new PNG({ width: raw.width, height: raw.height });
-        png.data = Buffer.from(raw.data);
-        const [fromJpeg, fromPng] = [await fp32.detectPoses(asJpeg), await fp32.detectPoses(PNG.sync.write(png))];
+        const [fromJpeg, fromPng] = [await fp32.detectPoses(asJpeg), await fp32.detectPoses(pngOfJpeg(asJpeg))];
         expect([fromJpeg.width, fromJpeg.height]).toEqual([1920, 1080]);
         expect(fromJpeg.poses).toHaveLength(1);
         expect(fromPng.poses).toHaveLength(1);

@@ -74,6 +74,14 @@ export function fittedJpeg(root: string, file: string, width: number, height: nu
   return jpeg.encode(fitInto(decode(join(root, 'test', 'data', file)), width, height, fill), 90).data;
 }
 
+/** A PNG of a JPEG's decoded pixels (jpeg-js): the same image for a decoder that always decodes whole. */
+export function pngOfJpeg(jpegBytes: Buffer): Buffer {
+  const raw = jpeg.decode(jpegBytes, { useTArray: true });
+  const png = new PNG({ width: raw.width, height: raw.height });
+  png.data = Buffer.from(raw.data);
+  return PNG.sync.write(png);
+}
+
 /** A 640x480 JPEG of test/data/<file>. */
 export function vgaJpeg(root: string, file: string): Buffer {
   return fittedJpeg(root, file, VGA.width, VGA.height);

@@ -151,13 +151,12 @@ void ResizeArea8UC3(const cv::Mat& src, cv::Mat& dst, double scaleX, double scal
       const float beta = ytab[j0 + r].alpha;
       const int dy = ytab[j0 + r].di;
       const float* buf = &rowSums[static_cast<size_t>(r) * width];
-      if (dy != prevDy) {
+      const bool nextRow = dy != prevDy;
+      if (nextRow) {
         WriteRow(sum.data(), width, dst.ptr<uchar>(prevDy));
         prevDy = dy;
-        Accumulate(buf, beta, width, sum.data(), true);
-      } else {
-        Accumulate(buf, beta, width, sum.data(), false);
       }
+      Accumulate(buf, beta, width, sum.data(), nextRow);
     }
   }
   WriteRow(sum.data(), width, dst.ptr<uchar>(prevDy));
