@@ -84,9 +84,12 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       LoadedOnnxRuntime()->usableCpus > pool.threadsPerWorker) {
     idleCores_ = std::make_shared<IdleCores>();
   }
+  if (backend_.webGpu) gpuSessions_ = std::make_shared<GpuSessions>();
 
   const ModelSpecs specs = ReadModelSpecs(options, available);
-  const auto loaded = [&](const char* key, const ModelSource& model) { models_.push_back({key, model.runtime, model.path}); };
+  const auto loaded = [&](const char* key, const ModelSource& model) {
+    models_.push_back({key, model.runtime, model.path, model.gpu});
+  };
   if (specs.faceDetector) loaded("faceDetector", specs.faceDetector->model);
   if (specs.poseEstimator) loaded("poseEstimator", specs.poseEstimator->model);
   if (specs.objectDetector) loaded("objectDetector", ImageSpecOf(*specs.objectDetector).model);
@@ -97,7 +100,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   // model fails createEngine() synchronously with a clear message.
   std::vector<std::unique_ptr<WorkerContext>> contexts;
   try {
-    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_, coldRuns_};
+    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_, coldRuns_, gpuSessions_};
     contexts = LoadWorkerContexts(specs, runtime, pool.workers);
     if (specs.faceEmbedder) embeddingSize_ = contexts.front()->faceEmbedder->dim();
     coldRuns_->SetWarmUpMs(WarmUpAll(contexts));
@@ -216,7 +219,11 @@ Napi::Value NativeEngine::RunModel(const Napi::CallbackInfo& info) {
       ThrowCoded(env, ErrorCode::kInvalidArgument, "input must be a Float32Array");
     }
     if (!info[1].IsObject()) ThrowCoded(env, ErrorCode::kInvalidArgument, "model spec must be an object");
-    RawModelSpec spec = ReadRawModelSpec(info[1].As<Napi::Object>(), LoadedOnnxRuntime() != nullptr, onnxRuntimeMissing_);
+    RuntimeAvailability available;
+    available.backend = backend_;
+    available.onnxRuntime = LoadedOnnxRuntime() != nullptr;
+    available.onnxRuntimeMissing = onnxRuntimeMissing_;
+    RawModelSpec spec = ReadRawModelSpec(info[1].As<Napi::Object>(), available);
     return Submit(env, std::make_unique<RunModelJob>(env, info[0].As<Napi::Float32Array>(), std::move(spec)));
   });
 }
@@ -347,12 +354,43 @@ Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
   }
   out.Set("runtimes", runtimes);
   out.Set("fusedOps", fusedOps);
+  // Where each model runs: "gpu" or the backend's device ("cpu"/"cuda"), and why a GPU net left the GPU at run time.
+  Napi::Object devices = Napi::Object::New(env);
+  Napi::Object gpuLost = Napi::Object::New(env);
+  for (const LoadedModel& model : models_) {
+    const std::string lost = model.gpu && gpuSessions_ ? gpuSessions_->LostReason(model.path) : std::string();
+    devices.Set(model.key, Napi::String::New(env, model.gpu && lost.empty() ? "gpu" : BackendName(backend_.kind)));
+    if (!lost.empty()) gpuLost.Set(model.key, Napi::String::New(env, lost));
+  }
+  out.Set("devices", devices);
+  out.Set("gpuLost", gpuLost);
+  // The Vulkan adapter, looked for with backend gpu or auto (null with cpu and cuda).
+  const GpuAdapter& gpu = backend_.gpu;
+  if (gpu.found || !gpu.why.empty()) {
+    Napi::Object adapter = Napi::Object::New(env);
+    adapter.Set("found", Napi::Boolean::New(env, gpu.found));
+    adapter.Set("usable", Napi::Boolean::New(env, backend_.webGpu));
+    if (!backend_.webGpu) adapter.Set("why", Napi::String::New(env, backend_.webGpuMissing));
+    if (gpu.found) {
+      adapter.Set("vendor", Napi::String::New(env, gpu.vendor));
+      adapter.Set("device", Napi::String::New(env, gpu.device));
+      adapter.Set("driver", Napi::String::New(env, gpu.driver));
+      adapter.Set("type", Napi::String::New(env, gpu.type));
+      adapter.Set("api", Napi::String::New(env, "Vulkan " + gpu.api));
+      adapter.Set("software", Napi::Boolean::New(env, gpu.software));
+    }
+    adapter.Set("adapters", Napi::Number::New(env, gpu.adapters));
+    out.Set("gpu", adapter);
+  } else {
+    out.Set("gpu", env.Null());
+  }
   const OnnxRuntimeInfo* ort = LoadedOnnxRuntime();
   if (ort) {
     Napi::Object info = Napi::Object::New(env);
     info.Set("version", Napi::String::New(env, ort->version));
     info.Set("path", Napi::String::New(env, ort->path));
     info.Set("cuda", Napi::Boolean::New(env, ort->cuda));
+    info.Set("webGpu", Napi::Boolean::New(env, ort->webGpu));
     info.Set("int8DotProduct", Napi::Boolean::New(env, ort->int8DotProduct));
     out.Set("onnxRuntime", info);
   } else {
@@ -378,6 +416,9 @@ Napi::Value NativeEngine::Stats(const Napi::CallbackInfo& info) {
   out.Set("lentRuns", Napi::Number::New(env, idleCores_ ? static_cast<double>(idleCores_->borrowed()) : 0.0));
   // Inferences since open at an input shape their session had not been warmed at (runtime/shape_runs.h).
   out.Set("coldRuns", Napi::Number::New(env, static_cast<double>(coldRuns_->count())));
+  // Forward passes of GPU nets on the GPU, and on the CPU after the GPU failed them (runtime/gpu_sessions.h).
+  out.Set("gpuRuns", Napi::Number::New(env, gpuSessions_ ? static_cast<double>(gpuSessions_->gpuRuns()) : 0.0));
+  out.Set("gpuFallbackRuns", Napi::Number::New(env, gpuSessions_ ? static_cast<double>(gpuSessions_->cpuRuns()) : 0.0));
   const ColdRuns::WarmUp warm = coldRuns_->warmUp();
   Napi::Object warmUp = Napi::Object::New(env);
   warmUp.Set("runs", Napi::Number::New(env, warm.runs));

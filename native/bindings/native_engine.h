@@ -73,6 +73,7 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
     std::string key;  // its spec key (faceDetector, ...)
     RuntimeKind runtime;
     std::string path;
+    bool gpu;  // a GPU net (runtime/gpu_sessions.h)
   };
   std::vector<LoadedModel> models_;
   std::shared_ptr<GraphRewrites> rewrites_ = std::make_shared<GraphRewrites>();
@@ -83,6 +84,7 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   bool hasObjectDetector_ = false;
   int embeddingSize_ = 0;  // 0: no embedding model
   std::shared_ptr<IdleCores> idleCores_;  // null: each job keeps to its worker's threads
+  std::shared_ptr<GpuSessions> gpuSessions_;  // null: WebGPU is not usable (backend cpu or cuda, or no adapter)
   CompletionFn completion_;
   bool completionLive_ = false;
   bool cleanupHookRegistered_ = false;

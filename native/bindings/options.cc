@@ -78,8 +78,31 @@ Napi::Object ReadCallOptions(Napi::Env env, Napi::Value value, const char* metho
   return value.As<Napi::Object>();
 }
 
+// A spec's optional `device`: "gpu" runs it on onnxruntime's WebGPU provider, which must be usable; "cpu" or none,
+// the backend's device.
+bool ReadGpuDevice(Napi::Object obj, const std::string& where, const BackendInfo& backend) {
+  if (IsMissing(obj.Get("device"))) return false;
+  const std::string device = ReadString(obj, "device", where);
+  if (device != "cpu" && device != "gpu") ThrowInvalid(obj.Env(), where + ".device must be cpu or gpu");
+  if (device == "gpu" && !backend.webGpu) {
+    ThrowInvalid(obj.Env(), where + ": device gpu is not available: " +
+                                (backend.webGpuMissing.empty() ? "the engine's backend is not gpu or auto" : backend.webGpuMissing));
+  }
+  return device == "gpu";
+}
+
+// A spec's device (ReadGpuDevice) and, with gpu, its optional `gpuGraph`: "optimized" (default) or "basic" (no fusions).
+void ReadDevice(Napi::Object obj, const std::string& where, const BackendInfo& backend, ModelSource* source) {
+  source->gpu = ReadGpuDevice(obj, where, backend);
+  if (IsMissing(obj.Get("gpuGraph"))) return;
+  const std::string graph = ReadString(obj, "gpuGraph", where);
+  if (graph != "optimized" && graph != "basic") ThrowInvalid(obj.Env(), where + ".gpuGraph must be optimized or basic");
+  source->gpuFusions = graph == "optimized";
+}
+
+
 // `runtime` of a spec: "opencv" runs `path` on OpenCV DNN, "onnxruntime" runs `ortPath` on onnxruntime, and
-// "auto" onnxruntime when it is loaded and can drive the backend's device, else OpenCV.
+// "auto" onnxruntime when it is loaded and can drive the backend's device, else OpenCV. A GPU net runs on onnxruntime.
 ModelSource ReadModelSource(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
   Napi::Env env = obj.Env();
   const std::string opencvPath = ReadString(obj, "path", where);
@@ -92,10 +115,16 @@ ModelSource ReadModelSource(Napi::Object obj, const std::string& where, const Ru
   if (wanted == "onnxruntime" && !available.onnxRuntime) {
     ThrowInvalid(env, where + ": runtime onnxruntime is not available: " + available.onnxRuntimeMissing);
   }
-  if (wanted == "onnxruntime" || (wanted == "auto" && available.onnxRuntime && deviceOk)) {
-    return {ortPath, RuntimeKind::kOnnxRuntime, {}};
+  ModelSource source;
+  ReadDevice(obj, where, available.backend, &source);
+  if (source.gpu && wanted == "opencv") ThrowInvalid(env, where + ": device gpu runs on onnxruntime, not opencv");
+  if (source.gpu || wanted == "onnxruntime" || (wanted == "auto" && available.onnxRuntime && deviceOk)) {
+    source.path = ortPath;
+    source.runtime = RuntimeKind::kOnnxRuntime;
+  } else {
+    source.path = opencvPath;
   }
-  return {opencvPath, RuntimeKind::kOpenCv, {}};
+  return source;
 }
 
 // What every image model's spec has: file and runtime, input side and input normalization.
@@ -328,17 +357,19 @@ FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value) {
   return request;
 }
 
-RawModelSpec ReadRawModelSpec(Napi::Object obj, bool onnxRuntime, const std::string& onnxRuntimeMissing) {
+RawModelSpec ReadRawModelSpec(Napi::Object obj, const RuntimeAvailability& available) {
   Napi::Env env = obj.Env();
   RawModelSpec spec;
   spec.model.path = ReadString(obj, "path", "model");
   const std::string runtime = ReadString(obj, "runtime", "model");
   if (runtime == "onnxruntime") {
-    if (!onnxRuntime) ThrowInvalid(env, "model.runtime onnxruntime is not available: " + onnxRuntimeMissing);
+    if (!available.onnxRuntime) ThrowInvalid(env, "model.runtime onnxruntime is not available: " + available.onnxRuntimeMissing);
     spec.model.runtime = RuntimeKind::kOnnxRuntime;
   } else if (runtime != "opencv") {
     ThrowInvalid(env, "model.runtime must be opencv or onnxruntime");
   }
+  ReadDevice(obj, "model", available.backend, &spec.model);
+  if (spec.model.gpu && spec.model.runtime != RuntimeKind::kOnnxRuntime) ThrowInvalid(env, "model: device gpu runs on onnxruntime");
   spec.outputs = ReadStrings(obj, "outputs", "model");
   Napi::Value shape = obj.Get("inputShape");
   if (!shape.IsArray()) ThrowInvalid(env, "model.inputShape must be an array of positive integers");

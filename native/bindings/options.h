@@ -68,7 +68,7 @@ ObjectCallOptions ReadObjectOptions(Napi::Env env, Napi::Value value);
 FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value);
 // The gallery behind a JS value made by createGallery(), or null if it is something else.
 std::shared_ptr<GalleryIndex> ReadGallery(Napi::Env env, Napi::Value value);
-// runModel()'s spec; onnxruntime must have loaded when it asks for it (`onnxRuntimeMissing` says why not).
-RawModelSpec ReadRawModelSpec(Napi::Object obj, bool onnxRuntime, const std::string& onnxRuntimeMissing);
+// runModel()'s spec; onnxruntime must have loaded when it asks for it, the WebGPU provider for device gpu.
+RawModelSpec ReadRawModelSpec(Napi::Object obj, const RuntimeAvailability& available);
 
 }  // namespace edgecv

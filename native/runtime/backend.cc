@@ -72,12 +72,31 @@ BackendInfo CpuBackend() {
 
 }  // namespace
 
+// The Vulkan adapter and whether onnxruntime's WebGPU provider can use it.
+void FindWebGpu(const OnnxRuntimeInfo* onnxRuntime, BackendInfo* info) {
+  info->gpu = FindGpuAdapter();
+  if (onnxRuntime == nullptr) {
+    info->webGpuMissing = "onnxruntime is not loaded";
+  } else if (!onnxRuntime->webGpu) {
+    info->webGpuMissing = "onnxruntime " + onnxRuntime->version + " at " + onnxRuntime->path +
+                          " has no WebGPU execution provider (onnxruntime-node's linux x64 build has it, arm64's does not)";
+  } else if (!info->gpu.found) {
+    info->webGpuMissing = info->gpu.why;
+  }
+  info->webGpu = info->webGpuMissing.empty();
+}
+
 BackendInfo SelectBackend(const std::string& wanted, const OnnxRuntimeInfo* onnxRuntime) {
   if (wanted == "cpu") return CpuBackend();
-  if (wanted != "auto" && wanted != "cuda") {
-    throw std::runtime_error("backend must be one of auto, cpu, cuda (got \"" + wanted + "\")");
+  if (wanted != "auto" && wanted != "cuda" && wanted != "gpu") {
+    throw std::runtime_error("backend must be one of auto, cpu, cuda, gpu (got \"" + wanted + "\")");
   }
   BackendInfo info = CpuBackend();
+  if (wanted == "gpu" || wanted == "auto") FindWebGpu(onnxRuntime, &info);
+  if (wanted == "gpu") {
+    if (!info.webGpu) throw std::runtime_error("backend gpu was asked for, but " + info.webGpuMissing);
+    return info;
+  }
   std::string deviceName;
   info.opencvCuda = ProbeOpenCvCuda(&deviceName, &info.cudaDevice);
   info.onnxRuntimeCuda = onnxRuntime != nullptr && onnxRuntime->cuda;

@@ -20,10 +20,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
+
+#include "runtime/sessions_by_file.h"
 
 namespace edgecv {
 
@@ -62,13 +62,9 @@ class IdleCores {
 
   // The engine's one wide session for `key` (the model file; outputs are chosen per run), made by `make` on first
   // use.
-  // Type-erased so this header stays free of the runtime's types.
   template <class T>
   std::shared_ptr<T> Session(const std::string& key, const std::function<std::shared_ptr<T>()>& make) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::shared_ptr<void>& slot = sessions_[key];
-    if (!slot) slot = make();
-    return std::static_pointer_cast<T>(slot);
+    return sessions_.Get<T>(key, make);
   }
 
  private:
@@ -76,8 +72,7 @@ class IdleCores {
   std::atomic<bool> lent_{false};
   std::atomic<int> hostRequests_{-1};
   std::atomic<uint64_t> borrowed_{0};
-  std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<void>> sessions_;
+  SessionsByFile sessions_;
 };
 
 }  // namespace edgecv

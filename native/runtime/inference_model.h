@@ -12,6 +12,7 @@
 #include <opencv2/core.hpp>
 
 #include "runtime/backend.h"
+#include "runtime/gpu_sessions.h"
 #include "runtime/idle_cores.h"
 #include "runtime/shape_runs.h"
 
@@ -32,6 +33,11 @@ struct ModelSource {
   std::vector<int> timingShape;
   // The graph takes any input height and width, and its callers use many (yolov5s on each photo's aspect).
   bool openInput = false;
+  // Runs on the GPU (onnxruntime's WebGPU provider, runtime/gpu_sessions.h), with the CPU as its fallback.
+  bool gpu = false;
+  // On the GPU, with onnxruntime's fusions (its extended and layout optimizations); false: its basic ones only, for
+  // a graph whose fused kernels give other answers there (faceres: docs/gpu.md).
+  bool gpuFusions = true;
 };
 
 // What loading did to one engine's graphs, by model file: filled as its models load (on the JS thread, and on
@@ -71,6 +77,8 @@ struct RuntimeOptions {
   std::shared_ptr<GraphRewrites> rewrites;
   // The engine's count of runs at shapes not warmed up (null: not counted).
   std::shared_ptr<ColdRuns> coldRuns;
+  // The engine's GPU sessions, for models whose source says gpu (null: the engine has no GPU net).
+  std::shared_ptr<GpuSessions> gpuSessions;
 };
 
 // Not thread-safe: one instance per worker thread.

@@ -88,6 +88,8 @@ OpenLibrary* Open(const std::string& path) {
   library->info.int8DotProduct = HasInt8DotProduct();
   library->env = Ort::Env(ORT_LOGGING_LEVEL_ERROR, "edgecv");
   library->info.cuda = ProbeCuda(library->env);
+  const std::vector<std::string> providers = Ort::GetAvailableProviders();
+  library->info.webGpu = std::find(providers.begin(), providers.end(), "WebGpuExecutionProvider") != providers.end();
   return library.release();  // see g_library
 }
 

@@ -18,6 +18,7 @@ struct OnnxRuntimeInfo {
   std::string path;     // the file that was opened
   std::string version;  // the library's own version string, e.g. "1.30.0"
   bool cuda = false;    // its CUDA execution provider is available
+  bool webGpu = false;  // it was built with the WebGPU execution provider (Dawn over Vulkan: linux x64)
   int usableCpus = 0;   // the CPUs this process may use: the threads of a wide session (runtime/idle_cores.h)
   // The CPU multiplies uint8 activations by int8 weights with 32-bit sums (x86: AVX-512 VNNI or AVX-VNNI; every
   // other architecture onnxruntime runs on). Where false (x86 with AVX2 or AVX-512 but no VNNI), onnxruntime's fast

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "ops/edgecv_ops.h"
 #include "ops/int8_graph_fusion.h"
@@ -31,8 +32,21 @@ struct WideSession {
   ShapeRuns runs;
 };
 
+// The engine's one GPU session of a file (runtime/gpu_sessions.h), shared by every worker's model of that file.
+struct GpuSession {
+  GpuSession(Ort::Session s, int warmAfter) : session(std::move(s)), runs(warmAfter) {}
+  Ort::Session session;
+  std::mutex mutex;  // one run at a time; guards runs
+  ShapeRuns runs;
+};
+
 struct OnnxRuntimeModel::Session {
+  // The worker's own session on the CPU: for a GPU net, its fallback.
   Ort::Session session{nullptr};
+  std::string path;
+  // A GPU net: the engine's session of the file on the GPU, and the record of nets that left it.
+  std::shared_ptr<GpuSession> gpu;
+  std::shared_ptr<GpuSessions> gpuSessions;
   // Runs at each input shape on `session`; a shape is warm after one run when the graph's input size is open
   // (no memory plan, see MakeSessionOptions), two otherwise.
   ShapeRuns ownRuns{2};
@@ -144,8 +158,8 @@ SessionGraph FuseFile(const std::string& path, const RuntimeOptions& options) {
 
 // On the CPU, where the lookup has its vector path (without it the fusion would not pay), FuseFile's answer:
 // while the engine loads (each worker its own copy of every model), the one another worker already got.
-SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options) {
-  if (options.backend.kind != BackendKind::kCpu || !LookupIsVectorized()) return SessionGraph{path, nullptr, {}};
+SessionGraph GraphFor(const std::string& path, const RuntimeOptions& options, bool gpu) {
+  if (gpu || options.backend.kind != BackendKind::kCpu || !LookupIsVectorized()) return SessionGraph{path, nullptr, {}};
   if (options.rewrites) {
     const std::lock_guard<std::mutex> lock(options.rewrites->mutex);
     const auto known = options.rewrites->files.find(path);
@@ -198,6 +212,19 @@ std::shared_ptr<WideSession> MakeWideSession(const SessionGraph& graph, bool ope
   return std::make_shared<WideSession>(MakeSession(graph, std::move(so)), openInput ? 1 : 2);
 }
 
+// A session of the file on onnxruntime's WebGPU provider. Nodes the provider has no kernel for run on the CPU
+// provider, on one thread (the GPU session serves one run at a time). Its memory plan as the CPU sessions'.
+std::shared_ptr<GpuSession> MakeGpuSession(const std::string& path, bool openInput, bool fusions) {
+  Ort::SessionOptions so;
+  if (openInput) so.DisableMemPattern();
+  so.SetIntraOpNumThreads(1);
+  so.SetInterOpNumThreads(1);
+  so.SetExecutionMode(ORT_SEQUENTIAL);
+  so.SetGraphOptimizationLevel(fusions ? GraphOptimizationLevel::ORT_ENABLE_ALL : GraphOptimizationLevel::ORT_ENABLE_BASIC);
+  so.AppendExecutionProvider("WebGPU", std::unordered_map<std::string, std::string>{});
+  return std::make_shared<GpuSession>(Ort::Session(OnnxRuntimeEnv(), path.c_str(), so), openInput ? 1 : 2);
+}
+
 // Returns the idle cores it borrowed when the run ends, however it ends.
 class BorrowedCores {
  public:
@@ -222,7 +249,7 @@ OnnxRuntimeModel::OnnxRuntimeModel(const ModelSource& source, const std::vector<
   const std::string& path = source.path;
   const bool openInput = source.openInput;
   try {
-    SessionGraph graph = GraphFor(path, options);
+    SessionGraph graph = GraphFor(path, options, source.gpu);
     try {
       s.session = MakeSession(graph, MakeSessionOptions(options, openInput));
     } catch (const Ort::Exception&) {
@@ -232,6 +259,13 @@ OnnxRuntimeModel::OnnxRuntimeModel(const ModelSource& source, const std::vector<
     }
     s.ownRuns = ShapeRuns(openInput ? 1 : 2);
     s.coldRuns = options.coldRuns;
+    s.path = path;
+    if (source.gpu) {
+      if (!options.gpuSessions) throw std::runtime_error(what + "a GPU net in an engine without GPU sessions");
+      s.gpuSessions = options.gpuSessions;
+      const std::string key = path + (source.gpuFusions ? "" : "\nbasic");
+      s.gpu = s.gpuSessions->sessions.Get<GpuSession>(key, [&] { return MakeGpuSession(path, openInput, source.gpuFusions); });
+    }
     Remember(graph, options);
     s.memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
     Ort::AllocatorWithDefaultOptions allocator;
@@ -266,8 +300,10 @@ OnnxRuntimeModel::OnnxRuntimeModel(const ModelSource& source, const std::vector<
     }
     if (!allFixed) s.fixedShapes.clear();
     for (const std::string& name : s.outputNames) s.outputNamePtrs.push_back(name.c_str());
-    const std::vector<int> inputShape =
-        options.idleCores && options.backend.kind == BackendKind::kCpu ? TimingInputShape(s.session, source.timingShape) : std::vector<int>{};
+    // A GPU net's CPU session is only its fallback: it neither borrows idle cores nor is timed for them.
+    const std::vector<int> inputShape = options.idleCores && options.backend.kind == BackendKind::kCpu && !source.gpu
+                                            ? TimingInputShape(s.session, source.timingShape)
+                                            : std::vector<int>{};
     if (!inputShape.empty()) {
       // Two runs of zeros on the worker's own threads (Run() times them; the first pays for allocations): they
       // tell a long model from a short one.
@@ -290,6 +326,22 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   Session& s = *session_;
   CV_Assert(input.type() == CV_32F && input.isContinuous());
   const std::vector<int64_t> shape(input.size.p, input.size.p + input.dims);
+  if (s.gpu) {
+    if (!s.gpuSessions->Lost(s.path)) {
+      try {
+        const std::lock_guard<std::mutex> lock(s.gpu->mutex);
+        if (s.gpu->runs.Record(shape) && s.coldRuns) s.coldRuns->Count();
+        std::vector<cv::Mat> outputs = RunSession(s.gpu->session, input);
+        s.gpuSessions->CountRun(true);
+        return outputs;
+      } catch (const std::exception& e) {  // Ort::Exception: device lost, out of its memory, a driver error
+        s.gpuSessions->MarkLost(s.path, e.what());
+      }
+    }
+    s.gpuSessions->CountRun(false);
+    if (s.ownRuns.Record(shape) && s.coldRuns) s.coldRuns->Count();
+    return RunSession(s.session, input);
+  }
   const BorrowedCores borrowed(s.wide ? s.idleCores.get() : nullptr, s.fastestOwnMs < kMinLentRunMs);
   bool cold = false;
   if (borrowed) {
@@ -299,14 +351,14 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
     cold = s.ownRuns.Record(shape);
   }
   if (cold && s.coldRuns) s.coldRuns->Count();
-  if (borrowed) return RunOn(true, input);
+  if (borrowed) return RunSession(s.wide->session, input);
   // Runs on the worker's own threads keep fastestOwnMs current, however RunOn() returns.
   struct OwnThreadsTimer {
     Session& s;
     Clock::time_point start = Clock::now();
     ~OwnThreadsTimer() { s.fastestOwnMs = std::min(s.fastestOwnMs, MillisBetween(start, Clock::now())); }
   } timer{s};
-  return RunOn(false, input);
+  return RunSession(s.session, input);
 }
 
 void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
@@ -314,9 +366,18 @@ void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
   const std::vector<int64_t> dims(shape.begin(), shape.end());
   const cv::Mat zeros(static_cast<int>(shape.size()), shape.data(), CV_32F, cv::Scalar(0));
   int runs = 0;
+  if (s.gpu) {  // the GPU session only: the CPU one is a fallback
+    const std::lock_guard<std::mutex> lock(s.gpu->mutex);
+    for (; s.gpu->runs.Cold(dims); ++runs) {
+      s.gpu->runs.Record(dims);
+      RunSession(s.gpu->session, zeros);
+    }
+    if (runs > 0 && s.coldRuns) s.coldRuns->AddWarmUpRuns(runs);
+    return;
+  }
   for (; s.ownRuns.Cold(dims); ++runs) {
     s.ownRuns.Record(dims);
-    RunOn(false, zeros);
+    RunSession(s.session, zeros);
   }
   for (; s.wide; ++runs) {
     {
@@ -324,14 +385,13 @@ void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
       if (!s.wide->runs.Cold(dims)) break;
       s.wide->runs.Record(dims);
     }
-    RunOn(true, zeros);
+    RunSession(s.wide->session, zeros);
   }
   if (runs > 0 && s.coldRuns) s.coldRuns->AddWarmUpRuns(runs);
 }
 
-std::vector<cv::Mat> OnnxRuntimeModel::RunOn(bool wide, const cv::Mat& input) {
+std::vector<cv::Mat> OnnxRuntimeModel::RunSession(Ort::Session& session, const cv::Mat& input) {
   Session& s = *session_;
-  Ort::Session& session = wide ? s.wide->session : s.session;
   const std::vector<int64_t> inputShape(input.size.p, input.size.p + input.dims);
   // A view of the blob: onnxruntime only reads it during Run().
   Ort::Value in = Ort::Value::CreateTensor<float>(s.memory, const_cast<float*>(input.ptr<float>()), input.total(),
@@ -381,7 +441,7 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) { return {}; }
 
 void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {}
 
-std::vector<cv::Mat> OnnxRuntimeModel::RunOn(bool wide, const cv::Mat& input) { return {}; }
+std::vector<cv::Mat> OnnxRuntimeModel::RunSession(Ort::Session& session, const cv::Mat& input) { return {}; }
 
 #endif
 

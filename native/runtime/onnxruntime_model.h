@@ -1,5 +1,5 @@
 // InferenceModel on onnxruntime (CPU execution provider, or CUDA when the engine's backend is CUDA and the
-// loaded library has that provider). One session per worker, its intra-op threads = the worker's threads, so
+// loaded library has that provider, or the WebGPU provider for a GPU net: runtime/gpu_sessions.h). One session per worker, its intra-op threads = the worker's threads, so
 // with one thread a run executes on the worker thread itself and workers scale without sharing a pool. On the
 // CPU an int8 graph with SiLUs runs with edgecv's own operators in it (ops/int8_graph_fusion.h).
 #pragma once
@@ -9,6 +9,10 @@
 #include <vector>
 
 #include "runtime/inference_model.h"
+
+namespace Ort {
+struct Session;
+}
 
 namespace edgecv {
 
@@ -25,8 +29,8 @@ class OnnxRuntimeModel : public InferenceModel {
   void WarmShape(const std::vector<int>& shape) override;
 
  private:
-  // One run on the worker's own session, or on the engine's wide one.
-  std::vector<cv::Mat> RunOn(bool wide, const cv::Mat& input);
+  // One run on `session`: the worker's own, the engine's wide one, or its GPU one.
+  std::vector<cv::Mat> RunSession(Ort::Session& session, const cv::Mat& input);
 
   struct Session;  // keeps the onnxruntime types out of this header
   std::unique_ptr<Session> session_;
