@@ -2,7 +2,7 @@
 // edgecv set-up: brings a checkout from nothing to runnable, and does nothing (quickly) when all is there.
 //
 //   node scripts/setup.mjs                 system packages, npm deps, onnxruntime headers, native addon, TypeScript, models
-//   node scripts/setup.mjs --test          ... and the test photos (test/data)
+//   node scripts/setup.mjs --test          ... and the test photos (test/data), a software Vulkan device
 //   node scripts/setup.mjs --bench         same as --test (the benchmark uses the test photos)
 //   node scripts/setup.mjs --fuzz          ... and clang with libFuzzer, for the native fuzz target (npm run fuzz:native)
 //   node scripts/setup.mjs --force-build   rebuild native addon, TypeScript and models even if up to date
@@ -120,6 +120,8 @@ function systemPackages() {
   // OpenCV's imgcodecs; OpenCV's packages pull both in anyway.
   if (!ok('pkg-config', ['--exists', 'libjpeg'])) missing.push('libjpeg-dev');
   if (!ok('pkg-config', ['--exists', 'libpng'])) missing.push('libpng-dev');
+  // The Vulkan headers name the GPU adapter (native/runtime/gpu_adapter.h); the package brings the loader too.
+  if (!ok('pkg-config', ['--exists', 'vulkan'])) missing.push('libvulkan-dev');
   if (!has('cmake')) missing.push('cmake');
   if (!has('g++')) missing.push('g++');
   if (!has('make')) missing.push('make');
@@ -275,6 +277,12 @@ async function testPhotos() {
   await step(() => ensureTestData({ root: ROOT }));
 }
 
+// ------------------------------------------------------------------ i. a software Vulkan device (the GPU tests)
+async function softwareVulkan() {
+  const { ensureSoftwareVulkan } = await import('./software-vulkan.mjs');
+  await step(() => ensureSoftwareVulkan({ root: ROOT }));
+}
+
 systemPackages();
 npmDeps();
 nativeAddon(await onnxRuntimeHeaders());
@@ -282,3 +290,4 @@ typescript();
 await modelPackages();
 models();
 if (WANT_TEST) await testPhotos();
+if (WANT_TEST) await softwareVulkan();

@@ -15,7 +15,7 @@ import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
 import { parseAllowedHosts } from './server/host-check.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from './server/websocket-limits.js';
-import { BACKENDS, IDLE_CORES, POSE_MODES, PRECISION_CHOICES, RUNTIMES, type EngineOptions } from './engine/types.js';
+import { BACKENDS, IDLE_CORES, NET_KEYS, POSE_MODES, PRECISION_CHOICES, RUNTIMES, type EngineOptions } from './engine/types.js';
 
 export const METRICS_ACCESS = ['open', 'loopback', 'admin'] as const;
 export type MetricsAccess = (typeof METRICS_ACCESS)[number];
@@ -71,6 +71,16 @@ export function bytesText(n: number): string {
   return String(n);
 }
 
+/** --net-devices faceEmbedder=cpu,objectDetector=gpu as the engine's netDevices (which checks names and devices). */
+function netDevicesValue(v: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of v.split(',').map((x) => x.trim()).filter(Boolean)) {
+    const [net = '', device = ''] = item.split('=').map((x) => x.trim());
+    out[net] = device;
+  }
+  return out;
+}
+
 /** "from A to B, default C" of an engine option, for --help. */
 function rangeHelp(range: IntRange, fallback: number): string {
   return `${range.min}-${range.max}, default ${fallback}`;
@@ -87,7 +97,8 @@ export const SERVER_OPTIONS = {
   modelDir: { flag: 'model-dir', env: 'EDGECV_MODEL_DIR', default: undefined, engine: 'modelDir', kind: 'path', help: 'folder of converted models (default: engine default)' },
   runtime: { flag: 'runtime', env: 'EDGECV_RUNTIME', default: undefined, engine: 'runtime', kind: 'choice', choices: RUNTIMES, help: `model runtime: ${RUNTIMES.join(', ')} (default auto: onnxruntime when it loads)` },
   precision: { flag: 'precision', env: 'EDGECV_PRECISION', default: undefined, engine: 'precision', kind: 'choice', choices: PRECISION_CHOICES, help: `model precision: ${PRECISION_CHOICES.join(', ')} (default int8: each model with an int8 file runs it; auto: the faster file of each model on this CPU, timed at start; docs/int8.md)` },
-  backend: { flag: 'backend', env: 'EDGECV_BACKEND', default: undefined, engine: 'backend', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable)` },
+  backend: { flag: 'backend', env: 'EDGECV_BACKEND', default: undefined, engine: 'backend', kind: 'choice', choices: BACKENDS, help: `device: ${BACKENDS.join(', ')} (default auto: CUDA when usable, else each net that agrees with the CPU and is faster on a hardware Vulkan GPU; gpu: every net that agrees, on any Vulkan adapter; docs/gpu.md)` },
+  netDevices: { flag: 'net-devices', env: 'EDGECV_NET_DEVICES', default: undefined, engine: { option: 'netDevices', value: netDevicesValue }, kind: 'string', help: `with --backend gpu or auto, nets forced to a device: NET=cpu|gpu[,...], NET one of ${NET_KEYS.join(', ')} (default: the GPU check decides)` },
   maxPixels: { flag: 'max-pixels', env: 'EDGECV_MAX_PIXELS', default: undefined, engine: 'maxPixels', kind: 'count', range: ENGINE_RANGES.maxPixels, help: `largest image, width*height (default ${ENGINE_DEFAULTS.maxPixels})` },
   maxAspectRatio: { flag: 'max-aspect-ratio', env: 'EDGECV_MAX_ASPECT_RATIO', default: undefined, engine: 'maxAspectRatio', kind: 'count', range: ENGINE_RANGES.maxAspectRatio, help: `refuse images whose longer side is over N times the shorter (${rangeHelp(ENGINE_RANGES.maxAspectRatio, ENGINE_DEFAULTS.maxAspectRatio)})` },
   minImageSide: { flag: 'min-image-side', env: 'EDGECV_MIN_IMAGE_SIDE', default: undefined, engine: 'minImageSide', kind: 'count', range: ENGINE_RANGES.minImageSide, help: `refuse images with a side shorter than this, pixels (${rangeHelp(ENGINE_RANGES.minImageSide, ENGINE_DEFAULTS.minImageSide)})` },

@@ -29,6 +29,7 @@ import { loadNative, type NativeEngine, type NativeRuntime } from './native.js';
 import { checkDetectOptions, checkEngineOptions, choiceOption, intOption, invalidArgument, resolveTiles, unitOption } from './options.js';
 import { cocoToBody25 } from './pose.js';
 import { timeModelForms } from './precision-timer.js';
+import { planGpu, withGpuDevices, type GpuPlan } from './gpu-plan.js';
 import {
   POSE_MODES,
   PRECISIONS,
@@ -42,6 +43,7 @@ import {
   type FaceDetection,
   type Precision,
   type PrecisionTiming,
+  type NetKey,
   type ObjectDetection,
   type ObjectModelInfo,
   type PoseDetection,
@@ -85,6 +87,7 @@ export class Engine {
     precision: Precision,
     modelNames: Record<string, string | undefined>,
     timed: Record<string, PrecisionTiming>,
+    gpu: GpuPlan | null,
   ) {
     this.#embedder = embedder;
     this.#native = native;
@@ -98,10 +101,16 @@ export class Engine {
     for (const [key, runtime] of Object.entries(backend.runtimes)) {
       const name = modelNames[key];
       const chosen = name === undefined ? undefined : timed[name];
-      precisions[key] = name === undefined ? 'fp32' : modelPrecision(manifest, name, chosen?.chosen ?? precision, runtime);
+      const onGpu = gpu?.nets[key as NetKey]?.device === 'gpu'; // a GPU net runs its fp32 file
+      precisions[key] = name === undefined || onGpu ? 'fp32' : modelPrecision(manifest, name, chosen?.chosen ?? precision, runtime);
       if (chosen) precisionTimings[key] = { ...chosen };
     }
-    this.#backend = { ...backend, precisions, ...(Object.keys(timed).length > 0 ? { precisionTimings } : {}) };
+    this.#backend = {
+      ...backend,
+      precisions,
+      ...(Object.keys(timed).length > 0 ? { precisionTimings } : {}),
+      ...(gpu?.adapter?.usable ? { gpuChecks: gpu.nets } : {}),
+    };
   }
 
   /** Loads the models (one copy per worker) and starts the workers. */
@@ -113,13 +122,17 @@ export class Engine {
     const onnxRuntimeLibrary = library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {};
     const fixed: Precision = precision === 'auto' ? 'int8' : precision;
     let specs = await modelSpecs(opts, checked, manifest, () => fixed);
+    // The GPU check (gpu-check.ts) first: a net it puts on the GPU runs its fp32 file there, and is not timed on the CPU.
+    const gpu = await planGpu(binding, checked, { threadsPerWorker, ...onnxRuntimeLibrary }, manifest, specNames(checked, specs), fixed);
+    const onGpu = new Set(Object.entries(gpu?.nets ?? {}).filter(([, c]) => c.device === 'gpu').map(([key]) => specNames(checked, specs)[key]));
+    const precisionOf = (name: string, cpu: Precision) => (onGpu.has(name) ? 'fp32' : cpu);
     let timed: Record<string, PrecisionTiming> = {};
     if (precision === 'auto') {
-      const both = modelsWithBothForms(manifest, checked, specNames(checked, specs));
+      const both = modelsWithBothForms(manifest, checked, specNames(checked, specs)).filter((name) => !onGpu.has(name));
       timed = await timeModelForms(binding, { threadsPerWorker, backend, ...onnxRuntimeLibrary }, manifest, modelDir, both);
-      specs = await modelSpecs(opts, checked, manifest, (name) => timed[name]?.chosen ?? fixed);
     }
-    const { face: spec, pose: poseEstimator, objects, persons, embedder } = specs;
+    if (precision === 'auto' || onGpu.size > 0) specs = await modelSpecs(opts, checked, manifest, (name) => precisionOf(name, timed[name]?.chosen ?? fixed));
+    const { face: spec, pose: poseEstimator, objects, persons, embedder } = withGpuDevices(specs, gpu);
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({
       workers,
@@ -137,7 +150,7 @@ export class Engine {
     const embedderInfo = embedder ? { ...embedder.info, version: embedderVersion(embedder.info.version, faceAlignment), dim: native.embeddingSize() } : null;
     // An own object model (a file) has no manifest entry: modelPrecision finds none and says fp32.
     const modelNames = specNames(checked, specs);
-    const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, fixed, modelNames, timed);
+    const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, fixed, modelNames, timed, gpu);
     engine.#faceAlignment = faceAlignment;
     const { faceDetector } = checked;
     const personFinder = poseModel === null ? null : (persons ?? objects);
@@ -345,7 +358,9 @@ export class Engine {
 
   /** The device in use (the single source of "gpu_support") and the runtime of each model. */
   backend(): BackendInfo {
-    return { ...this.#backend };
+    // Where each net runs now: a GPU net that failed there has moved to the CPU since open.
+    const { devices, gpuLost } = this.#native.backend();
+    return { ...this.#backend, devices, gpuLost };
   }
 
   stats(): EngineStats {

@@ -31,6 +31,10 @@ export interface NativeImageInput {
   scale: number;
   /** true: feed RGB (decoded images are BGR). */
   swapRB: boolean;
+  /** 'gpu': onnxruntime's WebGPU provider runs it (the engine's backend must be gpu or auto, with an adapter). */
+  device?: 'cpu' | 'gpu';
+  /** On the GPU: onnxruntime's fusions on (default) or off. */
+  gpuGraph?: 'optimized' | 'basic';
 }
 
 export interface NativeFaceDetectorSpec extends NativeImageInput {
@@ -179,8 +183,8 @@ export interface NativeEngineOptions {
   workers: number;
   /** onnxruntime intra-op threads of each worker's sessions; also cv::setNumThreads, which is process-wide. */
   threadsPerWorker: number;
-  /** 'auto': CUDA when a runtime can drive a device, else CPU; 'cuda' fails without one. */
-  backend: 'auto' | 'cpu' | 'cuda';
+  /** 'auto': CUDA when a runtime can drive a device, else CPU; 'cuda' fails without one; 'gpu' without WebGPU. */
+  backend: 'auto' | 'cpu' | 'cuda' | 'gpu';
   /** libonnxruntime to dlopen; absent: models run on OpenCV. */
   onnxRuntimeLibrary?: string;
   /** Jobs allowed to wait; more are rejected with OVERLOADED. */
@@ -256,9 +260,33 @@ export interface NativeBackendInfo {
    * 32 bits (x86 VNNI, or not x86); where false, int8 models with 8-bit weights run onnxruntime's exact (slower)
    * kernels instead of its fast ones, which saturate there (docs/int8.md, "CPUs without VNNI").
    */
-  onnxRuntime: { version: string; path: string; cuda: boolean; int8DotProduct: boolean } | null;
+  onnxRuntime: { version: string; path: string; cuda: boolean; webGpu: boolean; int8DotProduct: boolean } | null;
+  /** By the same keys: 'gpu' for a net on the GPU (until a failure moves it), else the backend's device. */
+  devices: Record<string, 'cpu' | 'cuda' | 'gpu'>;
+  /** By the same keys: why a GPU net left the GPU at run time (native/runtime/gpu_sessions.h). */
+  gpuLost: Record<string, string>;
+  /** The Vulkan adapter, looked for with backend gpu or auto; null with cpu and cuda. */
+  gpu: NativeGpuAdapter | null;
   /** Why onnxruntime is not loaded, when it is not. */
   onnxRuntimeMissing?: string;
+}
+
+export interface NativeGpuAdapter {
+  found: boolean;
+  /** onnxruntime's WebGPU provider can run nets on it. */
+  usable: boolean;
+  /** Why not, when not usable. */
+  why?: string;
+  vendor?: string;
+  device?: string;
+  driver?: string;
+  /** 'discrete', 'integrated', 'virtual', 'cpu' or 'other' */
+  type?: string;
+  api?: string;
+  /** A software rasterizer (lavapipe, llvmpipe, SwiftShader): backend auto never uses it. */
+  software?: boolean;
+  /** Vulkan devices the loader listed. */
+  adapters: number;
 }
 
 export interface NativeStats {
@@ -283,6 +311,9 @@ export interface NativeStats {
    * runModel() models load and warm on first use, and count).
    */
   coldRuns: number;
+  /** Forward passes of GPU nets on the GPU, and on the CPU after the GPU failed them (docs/gpu.md). */
+  gpuRuns: number;
+  gpuFallbackRuns: number;
   /**
    * The warm-up at open: runs of the models at input shapes (beyond each model's own load-time runs), and the time
    * of those and of one made-up photo through every route's path on each worker.
@@ -304,6 +335,8 @@ export interface NativeRawModelSpec {
   inputShape: number[];
   /** Output names; the result arrays come in this order. */
   outputs: string[];
+  device?: 'cpu' | 'gpu';
+  gpuGraph?: 'optimized' | 'basic';
 }
 
 export interface NativeEngine {

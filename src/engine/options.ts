@@ -13,6 +13,8 @@ import {
   FACE_DETECTOR_MODELS,
   FACE_EMBEDDER_MODELS,
   IDLE_CORES,
+  NET_DEVICES,
+  NET_KEYS,
   POSE_MODELS,
   PRECISION_CHOICES,
   RUNTIMES,
@@ -22,6 +24,8 @@ import {
   type FaceDetectorModel,
   type FaceEmbedderModel,
   type IdleCoresChoice,
+  type NetDevice,
+  type NetKey,
   type PoseModel,
   type PrecisionChoice,
   type RuntimeChoice,
@@ -111,6 +115,18 @@ export function envBackend(): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
+/** netDevices: an object from net keys to 'auto', 'cpu' or 'gpu'; INVALID_ARGUMENT naming the key otherwise. */
+export function netDevicesOption(value: unknown): Partial<Record<NetKey, NetDevice>> {
+  if (value === undefined) return {};
+  if (!isRecord(value)) throw invalidArgument(`netDevices must be an object from ${NET_KEYS.join(', ')} to ${NET_DEVICES.join(', ')}`);
+  const out: Partial<Record<NetKey, NetDevice>> = {};
+  for (const [key, device] of Object.entries(value)) {
+    if (!(NET_KEYS as readonly string[]).includes(key)) throw invalidArgument(`netDevices: unknown net "${key}" (nets: ${NET_KEYS.join(', ')})`);
+    out[key as NetKey] = choiceOption(device, `netDevices.${key}`, NET_DEVICES, 'auto');
+  }
+  return out;
+}
+
 /** Engine.open() options, checked, with every default filled in (everything but the model files). */
 export interface CheckedEngineOptions {
   workers: number;
@@ -127,6 +143,8 @@ export interface CheckedEngineOptions {
   runtime: RuntimeChoice;
   precision: PrecisionChoice;
   backend: BackendChoice;
+  /** Nets forced to a device with backend gpu or auto (the rest: the GPU check decides). */
+  netDevices: Partial<Record<NetKey, NetDevice>>;
   /** The onnxruntime library to load, why there is none, or null where only OpenCV is wanted. */
   library: { path: string } | { missing: string } | null;
 }
@@ -154,11 +172,12 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   const runtime = choiceOption(opts.runtime, 'runtime', RUNTIMES, ENGINE_DEFAULTS.runtime);
   const precision = choiceOption(opts.precision, 'precision', PRECISION_CHOICES, ENGINE_DEFAULTS.precision);
   const backend = choiceOption(opts.backend ?? envBackend(), 'backend', BACKENDS, ENGINE_DEFAULTS.backend);
+  const netDevices = netDevicesOption(opts.netDevices);
   const onnxRuntimeLibrary = pathOption(opts.onnxRuntimeLibrary, 'onnxRuntimeLibrary');
   // OpenCV alone needs no onnxruntime: do not load it then.
   const library = runtime === 'opencv' ? null : onnxRuntimeLibrary ? { path: onnxRuntimeLibrary } : findOnnxRuntimeLibrary();
   if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
     throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
   }
-  return { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, faceAlignment, modelDir, runtime, precision, backend, library };
+  return { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, faceAlignment, modelDir, runtime, precision, backend, netDevices, library };
 }

@@ -7,8 +7,11 @@ import type { NativeBinding, NativeEngineOptions } from './native.js';
 import { choosePrecisions, type FormTimer, type PrecisionChoiceLimits, PRECISION_CHOICE_LIMITS } from './precision-choice.js';
 import type { Precision, PrecisionTiming } from './types.js';
 
-/** A made-up input in [0, 1): the kernels' speed does not depend on the pixels, only on the shape. */
-function input(length: number): Float32Array {
+/**
+ * A made-up input in [0, 1), the same every time: the kernels' speed does not depend on the pixels, only on the
+ * shape; the GPU check (gpu-check.ts) compares devices on it.
+ */
+export function madeUpInput(length: number): Float32Array {
   const out = new Float32Array(length);
   let x = 12345;
   for (let i = 0; i < length; i++) {
@@ -35,7 +38,7 @@ export async function timeModelForms(
     if (spec === null) throw new Error(`precision auto: model "${model}" is not in the manifest`);
     const key = spec.inputShape.join('x');
     let tensor = inputs.get(key);
-    if (!tensor) inputs.set(key, (tensor = input(spec.inputShape.reduce((a, b) => a * b, 1))));
+    if (!tensor) inputs.set(key, (tensor = madeUpInput(spec.inputShape.reduce((a, b) => a * b, 1))));
     const t0 = performance.now();
     await native.runModel(tensor, spec);
     return performance.now() - t0;

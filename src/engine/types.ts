@@ -8,7 +8,32 @@ import { OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo 
 
 export const RUNTIMES = ['auto', 'onnxruntime', 'opencv'] as const;
 export type RuntimeChoice = NativeRuntimeChoice;
-export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
+export const BACKENDS = ['auto', 'cpu', 'cuda', 'gpu'] as const;
+/** The nets of an engine, by the keys of backend().runtimes. */
+export const NET_KEYS = ['faceDetector', 'faceEmbedder', 'poseEstimator', 'objectDetector', 'personDetector'] as const;
+export type NetKey = (typeof NET_KEYS)[number];
+/** A net's device with backend 'gpu' or 'auto': 'auto' lets the GPU check decide (gpu-check.ts). */
+export const NET_DEVICES = ['auto', 'cpu', 'gpu'] as const;
+export type NetDevice = (typeof NET_DEVICES)[number];
+/** A GPU net's graph: onnxruntime's fusions on ('optimized') or off ('basic'). */
+export type GpuGraph = 'optimized' | 'basic';
+
+export type GpuCheckCode = 'agrees' | 'disagrees' | 'slower' | 'forced' | 'no-gpu' | 'software' | 'own-model';
+
+/** Where the GPU check put one net, and why (backend().gpuChecks). */
+export interface GpuNetCheck {
+  device: 'cpu' | 'gpu';
+  /** The reason in one word (a Prometheus label): agrees, disagrees, slower, forced, no-gpu, software, own-model. */
+  code: GpuCheckCode;
+  reason: string;
+  graph?: GpuGraph;
+  /** Worst output's cosine of GPU against CPU on the check's input, and largest difference over the output's range. */
+  cosine?: number;
+  maxRelativeError?: number;
+  /** 'auto': median ms of the net on each device. */
+  gpuMs?: number;
+  cpuMs?: number;
+}
 /** 'lend': a job alone in the engine runs on every core; 'keep': each job keeps to its worker's threads. */
 export const IDLE_CORES = ['lend', 'keep'] as const;
 export type IdleCoresChoice = (typeof IDLE_CORES)[number];
@@ -70,8 +95,14 @@ export interface EngineOptions {
    * a few runs each at open (backend().precisionTimings has the figures; docs/int8.md, "precision auto").
    */
   precision?: PrecisionChoice;
-  /** 'cpu', 'cuda' (fails without a usable CUDA device) or 'auto' (default: EDGECV_BACKEND, else CUDA when usable). */
+  /**
+   * 'cpu' (Vulkan untouched), 'cuda' (fails without a usable CUDA device), 'gpu' (onnxruntime's WebGPU provider over
+   * Vulkan; fails without it or an adapter: each net that agrees with the CPU runs there, docs/gpu.md) or 'auto'
+   * (default: EDGECV_BACKEND, else CUDA when usable, else each net that agrees and is faster on a hardware Vulkan GPU).
+   */
   backend?: BackendChoice;
+  /** With backend 'gpu' or 'auto': nets forced to a device ('cpu' or 'gpu'), by key; the rest 'auto' (the check decides). */
+  netDevices?: Partial<Record<NetKey, NetDevice>>;
   /** The onnxruntime library to load; default: EDGECV_ONNXRUNTIME_LIB, else the one onnxruntime-node ships. */
   onnxRuntimeLibrary?: string;
   /** Worker threads, each with its own copy of every model. Default 2. */
@@ -262,6 +293,8 @@ export type BackendInfo = NativeBackendInfo & {
    * of each form on one worker at open, and the one chosen. Absent otherwise.
    */
   precisionTimings?: Record<string, PrecisionTiming>;
+  /** With backend 'gpu' or 'auto' on a machine with a usable Vulkan adapter: each net's GPU check (gpu-check.ts). */
+  gpuChecks?: Partial<Record<NetKey, GpuNetCheck>>;
 };
 
 /** Queue and job counters of the engine's worker pool. */

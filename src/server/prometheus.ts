@@ -8,7 +8,7 @@
 //   - engine worker pool: queue depth, running jobs, completed/failed/rejected jobs, inferences lent idle cores
 
 import client from 'prom-client';
-import type { EngineStats } from '../engine/types.js';
+import type { BackendInfo, EngineStats, NetKey } from '../engine/types.js';
 
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
@@ -89,7 +89,8 @@ export function observeInference(model: string, backend: string, timings: object
 }
 
 /** Engines whose worker pools are reported; an engine that fails to answer (closed) is dropped. */
-const engines = new Set<{ stats(): EngineStats }>();
+type WatchedEngine = { stats(): EngineStats; backend?(): Pick<BackendInfo, 'backend' | 'devices' | 'gpuLost' | 'gpuChecks'> };
+const engines = new Set<WatchedEngine>();
 
 function engineTotals(): EngineStats[] {
   const out: EngineStats[] = [];
@@ -129,6 +130,8 @@ for (const [field, name, help] of [
   ['rejected', 'edgecv_engine_jobs_rejected_total', 'Inference calls refused because the queue was full or the engine closed'],
   ['lentRuns', 'edgecv_engine_lent_runs_total', 'Inferences run on every core because their job was alone in the engine (--idle-cores lend)'],
   ['coldRuns', 'edgecv_engine_cold_runs_total', 'Inferences at an input shape their session had not been warmed at (slower than later runs)'],
+  ['gpuRuns', 'edgecv_engine_gpu_runs_total', 'Forward passes of GPU nets that ran on the GPU'],
+  ['gpuFallbackRuns', 'edgecv_engine_gpu_fallback_runs_total', 'Forward passes of GPU nets that ran on the CPU because the GPU had failed them'],
 ] as const) {
   new client.Counter({
     name,
@@ -142,12 +145,29 @@ for (const [field, name, help] of [
   });
 }
 
-/** Reports `engine`'s worker pool in the engine metrics from now on. */
-export function watchEngine(engine: { stats(): EngineStats }): void {
+new client.Gauge({
+  name: 'edgecv_net_device',
+  help: "1 for each net on the device it runs on now (gpu, cpu or cuda), with the reason (backend gpu or auto: the GPU check's verdict, or gpu-failed)",
+  labelNames: ['net', 'device', 'reason'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const e of engines) {
+      const info = e.backend?.();
+      for (const [net, device] of Object.entries(info?.devices ?? {})) {
+        const reason = info?.gpuLost[net] ? 'gpu-failed' : (info?.gpuChecks?.[net as NetKey]?.code ?? 'backend');
+        this.set({ net, device, reason }, 1);
+      }
+    }
+  },
+});
+
+/** Reports `engine`'s worker pool (and where its nets run) in the engine metrics from now on. */
+export function watchEngine(engine: WatchedEngine): void {
   engines.add(engine);
 }
 
-export function unwatchEngine(engine: { stats(): EngineStats }): void {
+export function unwatchEngine(engine: WatchedEngine): void {
   engines.delete(engine);
 }
 

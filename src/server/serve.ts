@@ -1,7 +1,9 @@
 // `edgecv serve`: open the engine, load TLS, listen, and shut down cleanly on SIGINT/SIGTERM.
 
 import type { ServerConfig } from '../config.js';
+import type { BackendInfo } from '../engine/types.js';
 import { isLoopback } from './admin-auth.js';
+import { anyOnGpu, onGpu } from './gpu-support.js';
 import { openRecognition } from '../gallery/open.js';
 import { createApp, createDeepStackApp } from './app.js';
 import { engineOptionsFromConfig } from './engine-options.js';
@@ -184,7 +186,7 @@ function armShutdown(config: ServerConfig, parts: Parts, listeners: Listeners, d
 /** The start-up lines about the models, the listeners and the CPU. */
 function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): void {
   const { engine, tls } = parts;
-  if (config.poseRequiresGpu && engine.backend().backend !== 'cuda') {
+  if (config.poseRequiresGpu && !onGpu(engine.backend(), ['poseEstimator'])) {
     console.log('edgecv: --pose-requires-gpu and no GPU: /pose/detect/ answers 501');
   }
   const objectModel = engine.objectModel;
@@ -193,7 +195,8 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
   }
   const { persons } = engine.models;
   if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
-  const { backend, device, runtimes, precisions, precisionTimings, fusedOps, onnxRuntime, onnxRuntimeMissing } = engine.backend();
+  const info = engine.backend();
+  const { backend, device, runtimes, precisions, precisionTimings, fusedOps, onnxRuntime, onnxRuntimeMissing } = info;
   if (listeners.plain) {
     const note = plainListenerNote(config, listeners.plain.url);
     console.log(note.log);
@@ -211,6 +214,7 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
     `edgecv: models: ${models.join(', ')}; ` +
       (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
   );
+  logGpu(info);
   if (precisionTimings) {
     const timed = Object.entries(precisionTimings).map(([role, t]) => `${role} ${t.chosen} (int8 ${t.int8Ms.toFixed(1)} ms, fp32 ${t.fp32Ms.toFixed(1)} ms)`);
     console.log(`edgecv: precision auto, the faster file of each model on this CPU (median of ${Math.min(...Object.values(precisionTimings).map((t) => t.runs))}+ runs on one worker): ${timed.join(', ')}`);
@@ -218,6 +222,17 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
   if (onnxRuntime && !onnxRuntime.int8DotProduct && Object.values(precisions).includes('int8')) {
     console.log("edgecv: this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)");
   }
+}
+
+/** Where each net runs with backend gpu or auto, and why (docs/gpu.md). */
+function logGpu({ gpu, gpuChecks, devices }: BackendInfo): void {
+  if (!gpu || (!gpu.found && !gpuChecks)) return;
+  const adapter = gpu.found ? `${gpu.vendor} ${gpu.device} (${gpu.type}${gpu.software ? ', software' : ''}; ${gpu.api}; driver ${gpu.driver || 'unnamed'})` : 'none';
+  console.log(`edgecv: GPU: ${adapter}${gpu.usable ? '' : `: not used, ${gpu.why}`}`);
+  for (const [net, check] of Object.entries(gpuChecks ?? {})) {
+    console.log(`edgecv: GPU check: ${net} on the ${check.device === 'gpu' ? 'GPU' : 'CPU'}: ${check.reason}`);
+  }
+  if (gpuChecks && !anyOnGpu({ backend: 'cpu', devices })) console.log('edgecv: every net runs on the CPU');
 }
 
 /** Runs the server until SIGINT/SIGTERM. Resolves with the process exit code. */

@@ -8,6 +8,7 @@
 // Optional parameter (query or form field): threshold (minimum score, 0..1).
 
 import { Hono } from 'hono';
+import { onGpu } from '../gpu-support.js';
 import type { PoseObjectEngine } from '../engine-types.js';
 import { requestError } from '../error-handler.js';
 import { errorBody } from '../errors.js';
@@ -32,7 +33,7 @@ export interface ObjectResponse {
 /** Mounted at /object. */
 export function objectRoutes(deps: { engine: PoseObjectEngine }): Hono {
   const { engine } = deps;
-  const gpuSupport = () => engine.backend().backend === 'cuda';
+  const gpuSupport = () => onGpu(engine.backend(), ['objectDetector']);
   const app = new Hono().post(
     '/detect',
     imageRoute({

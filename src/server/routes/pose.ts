@@ -6,6 +6,7 @@
 // Optional parameters (query or form field): threshold (person score, 0..1), keypoint_threshold (0..1).
 
 import { Hono, type MiddlewareHandler } from 'hono';
+import { onGpu } from '../gpu-support.js';
 import type { ServerConfig } from '../../config.js';
 import type { Body25Point } from '../../engine/pose.js';
 import type { PoseObjectEngine } from '../engine-types.js';
@@ -39,7 +40,7 @@ export function poseResponse(result: { poses: readonly { body25: Body25Point[] }
 /** --pose-requires-gpu without a CUDA backend: the original server's 501. */
 function requireGpu(deps: PoseDeps): MiddlewareHandler {
   return async (c, next) => {
-    if (deps.config.poseRequiresGpu && deps.engine.backend().backend !== 'cuda') return c.text(POSE_NEEDS_GPU_MESSAGE, 501);
+    if (deps.config.poseRequiresGpu && !onGpu(deps.engine.backend(), ['poseEstimator'])) return c.text(POSE_NEEDS_GPU_MESSAGE, 501);
     await next();
   };
 }
