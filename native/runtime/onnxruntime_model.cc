@@ -33,11 +33,25 @@ struct WideSession {
 };
 
 // The engine's one GPU session of a file (runtime/gpu_sessions.h), shared by every worker's model of that file.
+// One GPU call at a time in the whole process. onnxruntime's WebGPU provider records every session's work on one
+// shared device context (its default one), which is not safe to use from two threads at once: two nets run side
+// by side failed with "CommandEncoder is already finished", then a double free (measured on lavapipe). Making and
+// releasing a session go through that context too, so they wait here as well.
+std::mutex& GpuQueue() {
+  static std::mutex queue;
+  return queue;
+}
+
 struct GpuSession {
   GpuSession(Ort::Session s, int warmAfter) : session(std::move(s)), runs(warmAfter) {}
+  ~GpuSession() {
+    const std::lock_guard<std::mutex> lock(GpuQueue());
+    session = Ort::Session{nullptr};
+  }
+  GpuSession(const GpuSession&) = delete;
+  GpuSession& operator=(const GpuSession&) = delete;
   Ort::Session session;
-  std::mutex mutex;  // one run at a time; guards runs
-  ShapeRuns runs;
+  ShapeRuns runs;  // guarded by GpuQueue()
 };
 
 struct OnnxRuntimeModel::Session {
@@ -215,6 +229,7 @@ std::shared_ptr<WideSession> MakeWideSession(const SessionGraph& graph, bool ope
 // A session of the file on onnxruntime's WebGPU provider. Nodes the provider has no kernel for run on the CPU
 // provider, on one thread (the GPU session serves one run at a time). Its memory plan as the CPU sessions'.
 std::shared_ptr<GpuSession> MakeGpuSession(const std::string& path, bool openInput, bool fusions) {
+  const std::lock_guard<std::mutex> lock(GpuQueue());
   Ort::SessionOptions so;
   if (openInput) so.DisableMemPattern();
   so.SetIntraOpNumThreads(1);
@@ -329,7 +344,7 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   if (s.gpu) {
     if (!s.gpuSessions->Lost(s.path)) {
       try {
-        const std::lock_guard<std::mutex> lock(s.gpu->mutex);
+        const std::lock_guard<std::mutex> lock(GpuQueue());
         if (s.gpu->runs.Record(shape) && s.coldRuns) s.coldRuns->Count();
         std::vector<cv::Mat> outputs = RunSession(s.gpu->session, input);
         s.gpuSessions->CountRun(true);
@@ -367,7 +382,7 @@ void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
   const cv::Mat zeros(static_cast<int>(shape.size()), shape.data(), CV_32F, cv::Scalar(0));
   int runs = 0;
   if (s.gpu) {  // the GPU session only: the CPU one is a fallback
-    const std::lock_guard<std::mutex> lock(s.gpu->mutex);
+    const std::lock_guard<std::mutex> lock(GpuQueue());
     for (; s.gpu->runs.Cold(dims); ++runs) {
       s.gpu->runs.Record(dims);
       RunSession(s.gpu->session, zeros);

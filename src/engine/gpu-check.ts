@@ -17,7 +17,12 @@ import type { GpuGraph, GpuNetCheck, NetDevice, NetKey, Precision } from './type
  * in docs/gpu.md); 1e-3 of a 640 px box output is under a pixel and cannot flip a score across a threshold by more.
  * faceres with its fusions on scores a cosine of 0.07.
  */
-export const GPU_AGREEMENT = { minCosine: 0.9999, maxRelativeError: 1e-3 } as const;
+export const GPU_AGREEMENT: AgreementBar = { minCosine: 0.9999, maxRelativeError: 1e-3 };
+
+export interface AgreementBar {
+  minCosine: number;
+  maxRelativeError: number;
+}
 
 /** How a GPU output compares with the CPU's: the worst output's cosine and relative largest difference. */
 export interface Agreement {
@@ -57,8 +62,8 @@ export function compareOutputs(cpu: readonly Float32Array[], gpu: readonly Float
   return { cosine, maxRelativeError };
 }
 
-export function agrees(a: Agreement): boolean {
-  return a.cosine >= GPU_AGREEMENT.minCosine && a.maxRelativeError <= GPU_AGREEMENT.maxRelativeError;
+export function agrees(a: Agreement, bar: AgreementBar = GPU_AGREEMENT): boolean {
+  return a.cosine >= bar.minCosine && a.maxRelativeError <= bar.maxRelativeError;
 }
 
 const agreementText = (a: Agreement) => `cosine ${a.cosine.toFixed(6)}, largest difference ${a.maxRelativeError.toExponential(1)} of the output's range`;
@@ -98,7 +103,7 @@ export interface GpuCheckRequest {
 }
 
 /** Decides each net's device (module comment). */
-export async function planGpuNets(binding: NativeBinding, request: GpuCheckRequest): Promise<GpuPlan> {
+export async function planGpuNets(binding: NativeBinding, request: GpuCheckRequest, bar: AgreementBar = GPU_AGREEMENT): Promise<GpuPlan> {
   const { backend, manifest, modelDir, names, forced } = request;
   // Throws, for 'gpu', when the WebGPU provider or an adapter is missing (the message says which).
   const native = binding.createEngine({ ...request.engine, backend, workers: 1, queueLimit: 4, idleCores: 'keep' });
@@ -132,7 +137,7 @@ export async function planGpuNets(binding: NativeBinding, request: GpuCheckReque
         const size = spec.inputShape.reduce((a, b) => a * b, 1);
         let input = inputs.get(String(size));
         if (!input) inputs.set(String(size), (input = madeUpInput(size)));
-        nets[key] = await checkNet(native, spec, input, choice === 'gpu', request, name);
+        nets[key] = await checkNet(native, spec, input, choice === 'gpu', request, name, bar);
       }
     }
     return { adapter, nets };
@@ -152,6 +157,7 @@ async function checkNet(
   forcedGpu: boolean,
   request: GpuCheckRequest,
   name: string,
+  bar: AgreementBar,
 ): Promise<GpuNetCheck> {
   const cpu = await native.runModel(input, spec);
   let first: Agreement | undefined;
@@ -159,7 +165,7 @@ async function checkNet(
     const gpuSpec: NativeRawModelSpec = { ...spec, device: 'gpu', gpuGraph: graph };
     const agreement = compareOutputs(cpu, await native.runModel(input, gpuSpec));
     first ??= agreement;
-    if (!agrees(agreement)) continue;
+    if (!agrees(agreement, bar)) continue;
     const fusions = graph === 'basic' ? `, with onnxruntime's fusions off (on: ${agreementText(first)})` : '';
     const check: GpuNetCheck = { device: 'gpu', code: 'agrees', graph, reason: `agrees with the CPU (${agreementText(agreement)}${fusions})`, ...agreement };
     if (forcedGpu || request.backend === 'gpu') return forcedGpu ? { ...check, code: 'forced', reason: `forced to the GPU; it ${check.reason}` } : check;
