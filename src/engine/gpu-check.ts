@@ -163,7 +163,14 @@ async function checkNet(
   let first: Agreement | undefined;
   for (const graph of ['optimized', 'basic'] as GpuGraph[]) {
     const gpuSpec: NativeRawModelSpec = { ...spec, device: 'gpu', gpuGraph: graph };
-    const agreement = compareOutputs(cpu, await native.runModel(input, gpuSpec));
+    let gpu: Float32Array[];
+    try {
+      gpu = await native.runModel(input, gpuSpec);
+    } catch (e) {
+      // The provider or the driver refused the net (an adapter Dawn does not accept, an operator it cannot run).
+      return { device: 'cpu', code: 'no-gpu', reason: `the GPU could not run it: ${(e as Error).message}` };
+    }
+    const agreement = compareOutputs(cpu, gpu);
     first ??= agreement;
     if (!agrees(agreement, bar)) continue;
     const fusions = graph === 'basic' ? `, with onnxruntime's fusions off (on: ${agreementText(first)})` : '';
