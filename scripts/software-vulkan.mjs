@@ -1,5 +1,5 @@
-// A software Vulkan device for the GPU tests (test/gpu-*.test.ts): Mesa's lavapipe, the CPU emulating a GPU, which
-// onnxruntime's WebGPU provider (Dawn) accepts from Mesa 25 on. bookworm's own Mesa 22.3 is refused ("Vulkan
+// A software Vulkan device for the GPU tests (test/gpu-backend.test.ts, test/gpu-fallback.test.ts): Mesa's
+// lavapipe, the CPU emulating a GPU, which onnxruntime's WebGPU provider (Dawn) accepts from Mesa 25 on. bookworm's own Mesa 22.3 is refused ("Vulkan
 // shaderUniform*ArrayDynamicIndexing required"), so `mesa-vulkan-drivers` comes from bookworm-backports through a
 // private apt state (never touching /etc/apt) and is unpacked under .cache/software-vulkan/; its shared-library
 // dependencies are ordinary bookworm packages (the Vulkan loader libvulkan1, libLLVM 15, libdrm, X and Wayland

@@ -322,7 +322,7 @@ describe('defaults, precedence, errors and the CLI', () => {
       [['--tls-cert', 'a.pem'], {}, /--tls-key/],
       [['--host', ''], {}, /--host/],
       [['--runtime', 'tensorrt'], {}, /--runtime.*"tensorrt".*auto, onnxruntime, opencv/],
-      [[], { EDGECV_BACKEND: 'gpu' }, /EDGECV_BACKEND.*auto, cpu, cuda/],
+      [[], { EDGECV_BACKEND: 'vulkan' }, /EDGECV_BACKEND.*auto, cpu, cuda, gpu/],
     ];
     for (const [args, env, re] of bad) {
       expect(() => parseServerConfig(args, env, '/w')).toThrow(ConfigError);

@@ -9,11 +9,11 @@
 #include <iterator>
 #include <limits>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "ops/edgecv_ops.h"
 #include "ops/int8_graph_fusion.h"
 #include "runtime/onnxruntime_api.h"
+#include "runtime/onnxruntime_gpu.h"
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
 #include "runtime/shape_runs.h"
@@ -30,28 +30,6 @@ struct WideSession {
   Ort::Session session;
   std::mutex mutex;  // guards runs: a raw model's worker may warm it while another worker borrows it
   ShapeRuns runs;
-};
-
-// The engine's one GPU session of a file (runtime/gpu_sessions.h), shared by every worker's model of that file.
-// One GPU call at a time in the whole process. onnxruntime's WebGPU provider records every session's work on one
-// shared device context (its default one), which is not safe to use from two threads at once: two nets run side
-// by side failed with "CommandEncoder is already finished", then a double free (measured on lavapipe). Making and
-// releasing a session go through that context too, so they wait here as well.
-std::mutex& GpuQueue() {
-  static std::mutex queue;
-  return queue;
-}
-
-struct GpuSession {
-  GpuSession(Ort::Session s, int warmAfter) : session(std::move(s)), runs(warmAfter) {}
-  ~GpuSession() {
-    const std::lock_guard<std::mutex> lock(GpuQueue());
-    session = Ort::Session{nullptr};
-  }
-  GpuSession(const GpuSession&) = delete;
-  GpuSession& operator=(const GpuSession&) = delete;
-  Ort::Session session;
-  ShapeRuns runs;  // guarded by GpuQueue()
 };
 
 struct OnnxRuntimeModel::Session {
@@ -226,20 +204,6 @@ std::shared_ptr<WideSession> MakeWideSession(const SessionGraph& graph, bool ope
   return std::make_shared<WideSession>(MakeSession(graph, std::move(so)), openInput ? 1 : 2);
 }
 
-// A session of the file on onnxruntime's WebGPU provider. Nodes the provider has no kernel for run on the CPU
-// provider, on one thread (the GPU session serves one run at a time). Its memory plan as the CPU sessions'.
-std::shared_ptr<GpuSession> MakeGpuSession(const std::string& path, bool openInput, bool fusions) {
-  const std::lock_guard<std::mutex> lock(GpuQueue());
-  Ort::SessionOptions so;
-  if (openInput) so.DisableMemPattern();
-  so.SetIntraOpNumThreads(1);
-  so.SetInterOpNumThreads(1);
-  so.SetExecutionMode(ORT_SEQUENTIAL);
-  so.SetGraphOptimizationLevel(fusions ? GraphOptimizationLevel::ORT_ENABLE_ALL : GraphOptimizationLevel::ORT_ENABLE_BASIC);
-  so.AppendExecutionProvider("WebGPU", std::unordered_map<std::string, std::string>{});
-  return std::make_shared<GpuSession>(Ort::Session(OnnxRuntimeEnv(), path.c_str(), so), openInput ? 1 : 2);
-}
-
 // Returns the idle cores it borrowed when the run ends, however it ends.
 class BorrowedCores {
  public:
@@ -367,7 +331,7 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   }
   if (cold && s.coldRuns) s.coldRuns->Count();
   if (borrowed) return RunSession(s.wide->session, input);
-  // Runs on the worker's own threads keep fastestOwnMs current, however RunOn() returns.
+  // Runs on the worker's own threads keep fastestOwnMs current, however RunSession() returns.
   struct OwnThreadsTimer {
     Session& s;
     Clock::time_point start = Clock::now();
