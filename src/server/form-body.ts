@@ -28,6 +28,8 @@ export interface FormParts {
   via: 'multipart' | 'urlencoded';
   fields: Map<string, string>;
   files: FormFile[];
+  /** Text field names that came more than once (a route that must not guess which one was meant refuses them). */
+  repeated: Set<string>;
 }
 
 export interface FormReadOptions {
@@ -107,6 +109,7 @@ async function dropRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promis
 
 async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormParts> {
   const fields = new Map<string, string>();
+  const repeated = new Set<string>();
   const files: FormFile[] = [];
   let parser: busboy.Busboy;
   try {
@@ -139,6 +142,7 @@ async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormPa
       return;
     }
     if (!fields.has(name)) fields.set(name, value);
+    else repeated.add(name);
   });
   parser.on('file', (name, stream) => {
     const file: FormFile = { name, bytes: Buffer.alloc(0) };
@@ -182,7 +186,7 @@ async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormPa
   await closed;
   if (problem) throw problem;
   await Promise.all(fileReads);
-  return { via: 'multipart', fields, files };
+  return { via: 'multipart', fields, files, repeated };
 }
 
 function decodeComponent(s: string): string {
@@ -214,6 +218,7 @@ async function urlencodedParts(c: Context, opts: FormReadOptions): Promise<FormP
   });
   const text = Buffer.concat(chunks).toString('utf8');
   const fields = new Map<string, string>();
+  const repeated = new Set<string>();
   for (const pair of text.split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
@@ -222,8 +227,9 @@ async function urlencodedParts(c: Context, opts: FormReadOptions): Promise<FormP
     const value = decodeComponent(eq < 0 ? '' : pair.slice(eq + 1));
     opts.onField?.(key, value);
     if (!fields.has(key)) fields.set(key, value);
+    else repeated.add(key);
   }
-  return { via: 'urlencoded', fields, files: [] };
+  return { via: 'urlencoded', fields, files: [], repeated };
 }
 
 /** The fields and files of a multipart/form-data or urlencoded body; null for any other Content-Type. */

@@ -64,7 +64,7 @@ export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?
     })
     .post('/train', admin, async (c) => {
       const t0 = performance.now();
-      const subject = (await readFields(c)).get('subject');
+      const subject = (await readFields(c, ['subject'])).get('subject');
       if (subject === undefined || subject === '') throw new HttpError(400, "missing 'subject'");
       if (!service.subjects().some((s) => s.subject === subject)) throw new HttpError(404, `no subject '${subject}'`);
       const ms = elapsedMs(t0);
@@ -72,7 +72,8 @@ export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?
     })
     .get('/subjects', (c) => c.json({ success: 'true', subjects: service.subjects() }))
     .post('/remove', admin, async (c) => {
-      const fields = await readFields(c);
+      // A present id that is malformed is a 400 (readFields, sampleIdField), never "the whole subject".
+      const fields = await readFields(c, ['subject', 'id']);
       const subject = fields.get('subject');
       if (subject === undefined) throw new HttpError(400, "missing 'subject'");
       const id = sampleIdField(fields.get('id'));
