@@ -107,6 +107,12 @@ async function dropRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promis
   }
 }
 
+/** Keeps the first value of a field name; a name that comes again is noted as repeated. */
+function keepField(fields: Map<string, string>, repeated: Set<string>, name: string, value: string): void {
+  if (fields.has(name)) repeated.add(name);
+  else fields.set(name, value);
+}
+
 async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormParts> {
   const fields = new Map<string, string>();
   const repeated = new Set<string>();
@@ -141,8 +147,7 @@ async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormPa
       fail(e as Error);
       return;
     }
-    if (!fields.has(name)) fields.set(name, value);
-    else repeated.add(name);
+    keepField(fields, repeated, name, value);
   });
   parser.on('file', (name, stream) => {
     const file: FormFile = { name, bytes: Buffer.alloc(0) };
@@ -226,8 +231,7 @@ async function urlencodedParts(c: Context, opts: FormReadOptions): Promise<FormP
     // a base64 image's '+' becomes ' ' here; decodeBase64Image turns it back
     const value = decodeComponent(eq < 0 ? '' : pair.slice(eq + 1));
     opts.onField?.(key, value);
-    if (!fields.has(key)) fields.set(key, value);
-    else repeated.add(key);
+    keepField(fields, repeated, key, value);
   }
   return { via: 'urlencoded', fields, files: [], repeated };
 }
