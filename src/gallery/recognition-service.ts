@@ -410,7 +410,7 @@ export class RecognitionService {
       embedder: this.#embedder,
       storeCrops: this.#storeCrops,
       fromPhoto: async (subject, image) => (await this.#sampleFromPhoto(subject, image)).sample,
-      embedCrop: async (crop, rect) => (await this.#engine.embedFace(crop, { rect })).embedding,
+      embedCrop: (crop, rect, keepCrop) => this.#engine.embedFace(crop, { rect, keepCrop }),
     });
   }
 
