@@ -101,6 +101,32 @@ describe('a malformed field is a 400, never "absent"', () => {
     expect(ids()).toEqual(before);
   });
 
+  it('names: C1 control characters and lone surrogates are refused for new names (enrol, import, move target)', async () => {
+    const before = ids();
+    const john = loadJohns(DATA_DIR).find((j) => j.subject === SUBJECT)!;
+    let line = '';
+    for await (const l of service.exportLines()) line = l;
+    const exported = JSON.parse(line) as Record<string, unknown>;
+    for (const name of ['a\u0085b', 'nbsp\u009f', 'x\ud800', '\udc00y', 'a\ud800\ud800']) {
+      if (!/[\ud800-\udfff]/.test(name)) {
+        const add = await app.request(`/trainer/add/?subject=${encodeURIComponent(name)}`, { method: 'POST', body: john.bytes, headers: { 'content-type': 'image/jpeg', ...AUTH } });
+        expect(add.status, JSON.stringify(name)).toBe(400);
+        expectError(await add.json(), /control characters/);
+      }
+      // a lone surrogate only travels as a JSON escape: import lines and move's JSON body
+      const imp = await app.request('/trainer/import/', { method: 'POST', body: JSON.stringify({ ...exported, subject: name }), headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
+      expect(imp.status, JSON.stringify(name)).toBe(400);
+      expectError(await imp.json(), /line 1: 'subject' contains (control characters|a lone UTF-16 surrogate)/);
+      const move = await app.request('/trainer/move/', json({ subject: SUBJECT, id: before[0], to: name }));
+      expect(move.status, JSON.stringify(name)).toBe(400);
+      expectError(await move.json(), /'subject' contains (control characters|a lone UTF-16 surrogate)/);
+    }
+    // a surrogate pair is a character: kept as is
+    expect((await app.request('/trainer/move/', json({ subject: SUBJECT, id: before[0], to: 'emoji \u{1F600}' }))).status).toBe(200);
+    expect((await app.request('/trainer/move/', json({ subject: 'emoji \u{1F600}', id: before[0], to: SUBJECT }))).status).toBe(200);
+    expect(ids()).toEqual(before);
+  });
+
   it('well-formed requests work as before: fields the route does not take are ignored, whole subject without id', async () => {
     const before = ids();
     // the original Android app's train and remove: urlencoded owner_name, owner_id, subject
