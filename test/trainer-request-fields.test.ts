@@ -101,6 +101,25 @@ describe('a malformed field is a 400, never "absent"', () => {
     expect(ids()).toEqual(before);
   });
 
+  it('add: subject as a file part, twice or as subject[] is a 400 naming it, nothing enrolled', async () => {
+    const before = service.subjects();
+    const john = loadJohns(DATA_DIR).find((j) => j.subject === SUBJECT)!;
+    const image = new Blob([john.bytes], { type: 'image/jpeg' });
+    const b64 = encodeURIComponent(john.bytes.toString('base64'));
+    const cases: RequestInit[] = [
+      multipart((f) => (f.append('image', image, 'a.jpg'), f.append('subject', new Blob([SUBJECT]), 's.txt'))),
+      multipart((f) => (f.append('image', image, 'a.jpg'), f.append('subject', SUBJECT), f.append('subject', 'other'))),
+      form(`image=${b64}&subject[]=${SUBJECT}`),
+      form(`image=${b64}&subject=${SUBJECT}&subject=other`),
+    ];
+    for (const init of cases) {
+      const res = await app.request('/trainer/add/', init);
+      expect(res.status).toBe(400);
+      expectError(await res.json(), /'subject' must be one text value/);
+    }
+    expect(service.subjects()).toEqual(before);
+  });
+
   it('names: C1 control characters and lone surrogates are refused for new names (enrol, import, move target)', async () => {
     const before = ids();
     const john = loadJohns(DATA_DIR).find((j) => j.subject === SUBJECT)!;

@@ -8,7 +8,7 @@
 
 import type { Context } from 'hono';
 import { HttpError } from '../errors.js';
-import { mediaType, readFormParts } from '../image-input.js';
+import { mediaType, readFormParts, type FormParts } from '../image-input.js';
 
 function notOneValue(name: string, how: string): HttpError {
   return new HttpError(400, `'${name}' must be one text value; it came ${how}`);
@@ -24,6 +24,15 @@ function checkKeys(keys: Iterable<string>, names: readonly string[]): void {
   for (const key of keys) {
     const name = bracketed(key, names);
     if (name !== undefined) throw notOneValue(name, `as '${key}' (a list or map form); send '${name}' once`);
+  }
+}
+
+/** Throws HttpError 400 when one of `names` comes in `form` as a file part, more than once, or in a list form. */
+export function checkFormFields(form: FormParts, names: readonly string[]): void {
+  checkKeys([...form.fields.keys(), ...form.files.map((f) => f.name)], names);
+  for (const name of names) {
+    if (form.files.some((f) => f.name === name)) throw notOneValue(name, 'as a file part; send it as a text field');
+    if (form.repeated.has(name)) throw notOneValue(name, 'more than once in the form');
   }
 }
 
@@ -56,10 +65,8 @@ export async function readFields(c: Context, names: readonly string[]): Promise<
     } catch (e) {
       throw e instanceof HttpError ? e : new HttpError(400, `malformed request body: ${(e as Error).message}`);
     }
-    checkKeys([...form.fields.keys(), ...form.files.map((f) => f.name)], names);
+    checkFormFields(form, names);
     for (const name of names) {
-      if (form.files.some((f) => f.name === name)) throw notOneValue(name, 'as a file part; send it as a text field');
-      if (form.repeated.has(name)) throw notOneValue(name, 'more than once in the form');
       const value = form.fields.get(name);
       if (value !== undefined) fields.set(name, value);
     }

@@ -27,7 +27,7 @@ import { mediaType, readImageInput } from '../image-input.js';
 import { elapsedMs } from '../inference-route.js';
 import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
 import { faceLibraryRoutes, sampleIdField } from './face-library.js';
-import { readFields } from './request-fields.js';
+import { checkFormFields, readFields } from './request-fields.js';
 
 const JSONL_TYPES = new Set([JSONL_MEDIA_TYPE, 'application/jsonl', 'application/json-lines', 'application/x-jsonlines', 'text/plain']);
 
@@ -39,7 +39,8 @@ export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?
   return new Hono()
     .post('/add', admin, async (c) => {
       const t0 = performance.now();
-      const { bytes, fields } = await readImageInput(c);
+      const { bytes, fields, form } = await readImageInput(c);
+      if (form) checkFormFields(form, ['subject']);
       const subject = fields.get('subject') ?? c.req.query('subject');
       if (subject === undefined) throw new HttpError(400, "missing 'subject': send it as a form field, or as ?subject= with a raw image body");
       let r;
