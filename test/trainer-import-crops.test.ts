@@ -1,6 +1,6 @@
 // /trainer/import/ checks a line's crop as enrolment would have made it: a crop over 448 px a side (or over its raw
 // pixel size in bytes) is cut again from itself, as enrolment cuts a photo (the line's own embedding kept); a crop
-// that is not a JPEG, or whose face box is outside it, is a 400 naming the line, and nothing is stored. Real
+// that is not a JPEG (header or container), or whose face box is outside it, is a 400 naming the line, and nothing is stored. Real
 // engine, a real photo scaled up to a 5 MB crop, a real SQLite gallery.
 
 import jpeg from 'jpeg-js';
@@ -63,6 +63,12 @@ afterAll(async () => {
   await engine?.close();
 });
 
+/** The exported crop cut just before its first scan (SOS): a header that reads, no image data. */
+function cutBeforeScan(): Buffer {
+  const crop = Buffer.from(line['crop'] as string, 'base64');
+  return crop.subarray(0, crop.indexOf(Buffer.from([0xff, 0xda])));
+}
+
 function importLines(lines: object[]) {
   return app.request('/trainer/import/', {
     method: 'POST',
@@ -96,6 +102,8 @@ describe('imported crops are bounded and checked as enrolment keeps them', () =>
       [{ ...line, subject: 'bad', crop: garbage(2000).toString('base64') }, /line 2: 'crop' is not a JPEG/],
       [{ ...line, subject: 'bad', crop: png.toString('base64') }, /line 2: 'crop' is not a JPEG/],
       [{ ...line, subject: 'bad', crop_rect: [0, 0, 2000, 2000] }, /line 2: 'crop_rect' .* is not inside the \d+x\d+ crop/],
+      // a JPEG cut before its image data: the header reads, the container does not
+      [{ ...line, subject: 'bad', crop: cutBeforeScan().toString('base64') }, /line 2: 'crop': invalid JPEG/],
     ];
     for (const [bad, re] of cases) {
       const res = await importLines([{ ...line, subject: 'good' }, bad]);
