@@ -14,7 +14,8 @@ const PORT = /^(?:\[[^\]]*\]|[^:[\]]*):(\d+)$/;
  * carry one) is dropped: it only names one of this machine's interfaces.
  */
 export function canonicalIpHost(host: string | undefined): string | undefined {
-  if (host === undefined) return undefined;
+  // a name (a letter first: localhost, edgecv.example) is never an IP literal: no URL parse on every request
+  if (host === undefined || !/^\s*[[0-9]/.test(host)) return undefined;
   const zoneless = host.trim().replace(/%[^\]]*\]/, ']');
   let hostname: string;
   try {
