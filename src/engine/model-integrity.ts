@@ -5,7 +5,7 @@
 // size or mtime changed, or whose manifest hash changed, is hashed again. A model folder that cannot be written
 // (a read-only container layer) is hashed at every start instead.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -55,7 +55,7 @@ function readCache(file: string): Record<string, Verified> {
 
 /** Best effort: another process may write it too (the last one wins; a lost entry is hashed again). */
 function writeCache(file: string, cache: Record<string, Verified>): void {
-  const tmp = `${file}.${process.pid}.tmp`;
+  const tmp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`; // worker threads share a pid
   try {
     fs.writeFileSync(tmp, `${JSON.stringify(cache)}\n`);
     fs.renameSync(tmp, file);
