@@ -96,7 +96,8 @@ export function convertModel(name: string, model: SourceModel, pkg: ModelPackage
   if (!converted) throw new Error('unreachable');
   // onnxruntime's graph: the square one, or that with its input size opened (the fp32 and the int8 file alike)
   const ortGraph = model.openInputSize ? openInputSize(converted.model, converted.resizeInputs) : converted.model;
-  writeAtomic(join(outDir, files.ort), ortGraph === converted.model ? converted.bytes : encodeOnnxModel(ortGraph));
+  const ortBytes = ortGraph === converted.model ? converted.bytes : encodeOnnxModel(ortGraph);
+  writeAtomic(join(outDir, files.ort), ortBytes);
   const int8 = model.int8 ? quantizeConverted(root, name, model, converted.bytes, ortGraph, outDir) : null;
   const { source, task, input, outputs, package: _package, int8: _int8, ...extra } = model;
   return {
@@ -106,6 +107,8 @@ export function convertModel(name: string, model: SourceModel, pkg: ModelPackage
     file: files.opencv,
     ortFile: files.ort,
     sha256: opencvSha,
+    // the engine checks every file it loads against these (src/engine/model-integrity.ts)
+    ortSha256: sha256(ortBytes),
     source: {
       package: pkg.name,
       version: pkg.version,

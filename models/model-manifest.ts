@@ -107,7 +107,10 @@ export interface ConvertedModelEntry {
   file: string;
   /** Standard-valid ONNX of the same graph, for onnxruntime. */
   ortFile: string;
+  /** sha256 of `file`. */
   sha256: string;
+  /** sha256 of `ortFile`. */
+  ortSha256: string;
   source: { package: string; version: string; licence: string; file: string; sha256: string; weightsSha256: string[] };
   input: { name: string; shape: number[]; layout: 'NCHW'; color: 'RGB' | 'BGR'; mean: number; scale: number; tfNode: string };
   outputs: { name: string; shape: number[]; tfNode: string }[];

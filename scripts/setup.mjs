@@ -225,12 +225,29 @@ async function modelPackages() {
 }
 
 // ------------------------------------------------------------------ g. models
-/** Every int8 file the converted manifest lists is there with its sha256 (quantized once, then only checked). */
-function int8FilesIntact(manifestFile) {
+/**
+ * Every file the converted manifest lists is there with its sha256 (`file`, `ortFile`, `int8.ortFile`): a damaged
+ * one, or a manifest from before `ortSha256`, is built again (the engine refuses to load it: model-integrity.ts).
+ */
+function modelFilesIntact(manifestFile) {
+  const dir = path.dirname(manifestFile);
+  // what the engine verified already, by size and mtime (src/engine/model-integrity.ts): not hashed again
+  let verified = {};
+  try {
+    verified = JSON.parse(fs.readFileSync(path.join(dir, '.verified-sha256.json'), 'utf8'));
+  } catch {
+    /* none yet */
+  }
+  const intact = (file, want) => {
+    const st = fs.statSync(path.join(dir, file));
+    const known = verified[file];
+    if (known && known.size === st.size && known.mtimeMs === st.mtimeMs && known.sha256 === want) return true;
+    return createHash('sha256').update(fs.readFileSync(path.join(dir, file))).digest('hex') === want;
+  };
   try {
     const { models } = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
     return Object.values(models).every(
-      (m) => !m.int8 || createHash('sha256').update(fs.readFileSync(path.join(path.dirname(manifestFile), m.int8.ortFile))).digest('hex') === m.int8.sha256,
+      (m) => intact(m.file, m.sha256) && typeof m.ortSha256 === 'string' && intact(m.ortFile, m.ortSha256) && (!m.int8 || intact(m.int8.ortFile, m.int8.sha256)),
     );
   } catch {
     return false;
@@ -260,7 +277,7 @@ function models() {
   } catch {
     /* never built */
   }
-  if (!FORCE && fs.existsSync(out) && have === want && mtime(out) >= mtime(path.join(ROOT, 'models', 'manifest.json')) && int8FilesIntact(out)) {
+  if (!FORCE && fs.existsSync(out) && have === want && mtime(out) >= mtime(path.join(ROOT, 'models', 'manifest.json')) && modelFilesIntact(out)) {
     log('models: models/onnx up to date');
     return;
   }

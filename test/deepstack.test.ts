@@ -513,6 +513,24 @@ describe('DeepStack face match', () => {
     expect(different[0]).toBeCloseTo(similarityFromDistance(distance), 6);
   });
 
+  it('takes image1 and image2 as urlencoded base64 too (the docs promise it for every DeepStack route), the same answer', async () => {
+    const salley = johnsOf('John_Salley');
+    const files = await match(salley[0]!.bytes, salley[4]!.bytes);
+    const b64 = (b: Buffer) => b.toString('base64');
+    for (const body of [
+      `image1=${encodeURIComponent(b64(salley[0]!.bytes))}&image2=${encodeURIComponent(b64(salley[4]!.bytes))}`,
+      `image1=${b64(salley[0]!.bytes)}&image2=${b64(salley[4]!.bytes)}`, // '+' unescaped, as some clients send it
+    ]) {
+      const r = await post(app, '/v1/vision/face/match', body);
+      expect(r.status).toBe(200);
+      expect(r.body.similarity).toBe(files.body.similarity);
+    }
+    const mixed = pythonForm({ image2: b64(salley[4]!.bytes) }, { image1: salley[0]!.bytes });
+    expect((await post(app, '/v1/vision/face/match', mixed)).body.similarity).toBe(files.body.similarity);
+    expectDsError(await post(app, '/v1/vision/face/match', `image1=${b64(salley[0]!.bytes)}&image2=%%%`), 400, /./);
+    expectDsError(await post(app, '/v1/vision/face/match', `image1=${b64(salley[0]!.bytes)}&image2=bm90IGFuIGltYWdl`), 400, 'invalid image file');
+  });
+
   it('refuses a request it cannot answer, in the DeepStack error shape', async () => {
     const salley = johnsOf('John_Salley');
     expectDsError(await match(salley[0]!.bytes, photo(NO_FACE)), 400, 'no face found');

@@ -3,7 +3,8 @@
 //  - an answer lost between Redis and a server (a TCP relay in between holds Redis's replies): the enrolment ends
 //    in bounded time; when its broadcast came it is acknowledged, otherwise it is a 503 "may or may not be stored",
 //    and when Redis did apply it every server, this one included, ends up with it: acknowledged means stored, and
-//    the fleet agrees with Redis either way;
+//    the fleet agrees with Redis either way; a removal whose answer is lost is acknowledged with the ids its
+//    broadcast carries;
 //  - the change channel: no message, however malformed, throws out of the store's handler;
 //  - persistence: what CONFIG (or, where CONFIG is refused, INFO) says is reported and warned about.
 
@@ -127,6 +128,15 @@ describe('an answer lost between Redis and a server', () => {
       expect(await eventually(async () => counts(a)[second!] === 1 && counts(b)[second!] === 1)).toBe(true);
       expect(counts(a)).toEqual(counts(b));
       expect(counts(a)).toEqual({ [first!]: 1, [second!]: 1 });
+
+      // 3. A removal (a compare-and-set script) whose answer is held but whose broadcast came: acknowledged with
+      // the ids the script removed, which the broadcast carries.
+      relay.arm('exec-connection');
+      const removed = await a.remove(first!);
+      expect(relay.heldBytes()).toBeGreaterThan(0);
+      relay.release();
+      expect(removed).toEqual([acked.id]);
+      expect(await eventually(async () => counts(a)[first!] === undefined && counts(b)[first!] === undefined)).toBe(true);
       // and persistence was reported as AOF, with no warning
       expect(a.status().store).toEqual({ kind: 'redis', persistence: 'aof', warning: null });
       expect(log.join('\n')).not.toMatch(/WARNING/);

@@ -280,6 +280,21 @@ describe("the console's reading of InfluxDB answers (items 6, 7, 8, 10)", () => 
     fleet.close();
   });
 
+  it('a window cut into buckets longer than InfluxDB takes (numsamples 1 over 1678-2261) is a 400 naming the fields', async () => {
+    await influxQuery(influx.origin, 'wide', 'CREATE DATABASE "wide"');
+    const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`${influx.origin}/wide`))]]), { log: () => {} });
+    const window = { starttime: '1678-01-01T00:00:00Z', endtime: '2261-12-31T00:00:00Z' };
+    // no endtime: the window ends now, and 1678 to now is as long
+    for (const q of [{ ...window, numsamples: 1 }, { starttime: window.starttime, numsamples: 1 }]) {
+      const e = await answerError(fleet.answer(query(q)));
+      expect([e.status, e.message]).toEqual([400, expect.stringMatching(/numsamples.*starttime.*endtime|starttime.*endtime.*numsamples/)]);
+    }
+    // two buckets are short enough: InfluxDB answers (no rows there)
+    const ok = JSON.parse(await fleet.answer(query({ ...window, numsamples: 2 }))) as { data: unknown[] };
+    expect(Array.isArray(ok.data)).toBe(true);
+    fleet.close();
+  });
+
   it('numsamples over the row limit is answered for an instance with few samples', async () => {
     const store = storeWith(Array.from({ length: 10 }, (_, i) => nowNs() - BigInt(60 - i) * SECOND));
     const sink = new InfluxSink({ store, target: parseInfluxUrl(`${influx.origin}/numsamples`) });

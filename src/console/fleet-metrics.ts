@@ -48,6 +48,14 @@ function filterCondition(f: InstanceFilter): string {
     .join(' AND ')})`;
 }
 
+/** numsamples' window (the last hour unless given) and its N buckets of equal width, the first at `start`. */
+function buckets(w: MetricsAppQuery['window'], numsamples: number, now: bigint): { start: bigint; end: bigint; width: bigint } {
+  const end = w.end ?? now;
+  const start = w.start ?? end - msToNs(DEFAULT_WINDOW_MS);
+  const n = BigInt(numsamples);
+  return { start, end, width: (end - start + 1n + n - 1n) / n };
+}
+
 /** The InfluxQL statement of one selector. Exported for the tests and the bench. */
 export function selectorStatement(selector: Selector, q: MetricsAppQuery, now: bigint = nowNs(), maxRows = MAX_ANSWER_ROWS): string {
   const tagValues = INFLUX_TAG_VALUES[selector] ?? [];
@@ -58,13 +66,8 @@ export function selectorStatement(selector: Selector, q: MetricsAppQuery, now: b
   const measurement = quoteIdent(seriesName(selector));
 
   if (w.numsamples !== undefined) {
-    const end = w.end ?? now;
-    const start = w.start ?? end - msToNs(DEFAULT_WINDOW_MS);
+    const { start, end, width } = buckets(w, w.numsamples, now);
     where.push(`time >= ${start}`, `time <= ${end}`);
-    // N buckets of equal width W over [start, end], the first starting at `start`
-    const span = end - start + 1n;
-    const n = BigInt(w.numsamples);
-    const width = (span + n - 1n) / n;
     const offset = ((start % width) + width) % width;
     const fn = BUCKET_FUNCTION[selector];
     const select = fields.map((f) => `${fn}(${quoteIdent(f)}) AS ${quoteIdent(f)}`).join(', ');
@@ -100,6 +103,8 @@ function rowsPerSeries(q: MetricsAppQuery): number | undefined {
 /** InfluxDB's time range: int64 nanoseconds, less the two values it keeps for itself. */
 const INFLUX_MIN_NS = -(2n ** 63n) + 2n;
 const INFLUX_MAX_NS = 2n ** 63n - 2n;
+/** The longest duration InfluxQL parses (int64 nanoseconds). */
+const INFLUX_MAX_DURATION_NS = 2n ** 63n - 1n;
 const FILTER_FIELDS: Record<keyof InstanceFilter, string> = {
   apporg: 'app_key.organization',
   app: 'app_key.name',
@@ -111,11 +116,17 @@ const FILTER_FIELDS: Record<keyof InstanceFilter, string> = {
 };
 
 /** What InfluxDB cannot take in a query is the client's error (400 naming the field), not the database's. */
-function checkForInflux(q: MetricsAppQuery): void {
+function checkForInflux(q: MetricsAppQuery, now: bigint): void {
   for (const [field, t] of [['starttime', q.window.start], ['endtime', q.window.end]] as const) {
     if (t !== undefined && (t < INFLUX_MIN_NS || t > INFLUX_MAX_NS)) {
       throw new HttpError(400, `${field} is outside InfluxDB's time range (1677-09-21T00:12:43.145224194Z to 2262-04-11T23:47:16.854775806Z)`);
     }
+  }
+  const n = q.window.numsamples;
+  const width = n === undefined ? 0n : buckets(q.window, n, now).width;
+  // GROUP BY time() takes an int64 count of nanoseconds: InfluxDB answers a longer bucket "invalid duration"
+  if (width > INFLUX_MAX_DURATION_NS) {
+    throw new HttpError(400, `starttime to endtime cut into numsamples=${n} buckets makes buckets of ${width} ns, longer than InfluxDB's longest interval (${INFLUX_MAX_DURATION_NS} ns, about 292 years): ask for more numsamples or a shorter window`);
   }
   for (const filter of q.instances) {
     for (const [key, value] of Object.entries(filter) as [keyof InstanceFilter, string | undefined][]) {
@@ -150,8 +161,9 @@ export class FleetMetrics {
     if (!client) {
       throw new HttpError(400, `unknown region '${q.app.region}': this console knows ${this.regions.map((r) => `'${r}'`).join(', ')}`);
     }
-    checkForInflux(q);
-    const results = await this.#fetch(client, q);
+    const now = nowNs();
+    checkForInflux(q, now);
+    const results = await this.#fetch(client, q, now);
     // The answer is written as JSON text row by row (an answer can hold 100,000 rows: building arrays of
     // them and stringifying those took longer than InfluxDB took to answer).
     const seriesTexts = q.selectors.map((selector, i): string => {
@@ -194,8 +206,7 @@ export class FleetMetrics {
    * each read in chunks: rows are counted as they come and the answer given up once it holds too many, and
    * no more than a chunk is parsed at a time, so that other requests keep being answered.
    */
-  async #fetch(client: InfluxClient, q: MetricsAppQuery): Promise<(InfluxStatementResult | undefined)[]> {
-    const now = nowNs();
+  async #fetch(client: InfluxClient, q: MetricsAppQuery, now: bigint): Promise<(InfluxStatementResult | undefined)[]> {
     const maxRows = this.#maxRows;
     try {
       const results = await Promise.all(q.selectors.map((s) => client.query(selectorStatement(s, q, now, maxRows), { maxRows }).then((r) => r[0])));

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { COCO_CLASSES } from './objects.js';
 import { checkModelFile, isModelPath, objectLabels, OBJECT_DETECTOR_MODELS, type ObjectDetectorModel, type ObjectModelInfo } from './object-model.js';
 import { FACE_ALIGNMENT, type FaceEmbedderInfo } from './face-embedding.js';
+import { verifyModelFile } from './model-integrity.js';
 import { CROP_SCALE_RANGE, CUSTOM_OBJECT_INPUT_SIZE, ENGINE_DEFAULTS, ENGINE_RANGES, YOLO_NMS_IOU, YOLO_PAD_VALUE } from './limits.js';
 import { intOption, invalidArgument, isRecord, modelOption, pathOption } from './options.js';
 import type {
@@ -188,6 +189,7 @@ async function squareImageModel(
     } catch (e) {
       throw setupError(`model file ${f} not found`, e);
     }
+    await verifyModelFile(manifest.file, manifest.models, f);
   }
   // decoded images are BGR
   return { entry, path: modelPath, ortPath, runtime, inputSize: shape[2] as number, meanValue: mean, scale, swapRB: color === 'RGB' };

@@ -34,10 +34,13 @@ export type ChangeOf =
   | { origin: string; write: string | null; op: 'remove'; ids: number[] }
   | { origin: string; write: string | null; op: 'resync' };
 
-/** Enrolment's rules for subject names (checkSubject): a message breaking them did not come from a server. */
+/**
+ * Enrolment's rules for subject names (checkSubject): a message breaking them did not come from a server. Those
+ * for existing names: an older edgecv in the fleet took C1 characters and lone surrogates.
+ */
 function subjectProblem(subject: string): string | null {
   try {
-    checkSubject(subject);
+    checkSubject(subject, 'existing');
     return null;
   } catch (e) {
     return (e as Error).message;

@@ -51,12 +51,27 @@ export function exportLine(s: StoredSample): string {
   });
 }
 
-/** Subject names: 1 to 128 characters, no control characters, no leading or trailing spaces. */
-export function checkSubject(value: unknown): string {
+/**
+ * Which name rules apply: 'new' for a name being given to a sample (enrolment, import, a move's target); 'existing'
+ * for one that only looks a subject up (remove, the library, a move's source, a peer's broadcast), so that a name
+ * stored before the C1 and lone-surrogate rules came can still be listed, moved away from and removed.
+ */
+export type SubjectRules = 'new' | 'existing';
+
+/**
+ * Subject names: 1 to 128 characters, no control characters (C0, DEL, and for new names C1: U+0080-U+009F), no
+ * lone surrogate (new names: SQLite and Redis store U+FFFD for one, so the name would change at the next start),
+ * no leading or trailing spaces.
+ */
+export function checkSubject(value: unknown, rules: SubjectRules = 'new'): string {
   if (typeof value !== 'string' || value.length === 0) throw new Error("'subject' is missing or empty");
   if (value.length > 128) throw new Error("'subject' is longer than 128 characters");
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(value)) throw new Error("'subject' contains control characters");
+  if (rules === 'new') {
+    if (/[\u0080-\u009f]/.test(value)) throw new Error("'subject' contains control characters (U+0080-U+009F)");
+    if (/\p{Cs}/u.test(value)) throw new Error("'subject' contains a lone UTF-16 surrogate (not a character)");
+  }
   if (value.trim() !== value) throw new Error("'subject' has leading or trailing spaces");
   return value;
 }

@@ -17,7 +17,7 @@ import { checkEnrolmentPhoto } from './enrolment-check.js';
 import { identifiedFace, unjudgedReason } from './recognition-quality.js';
 import type { GalleryIndex } from '../engine/gallery/gallery-index.js';
 import { sampleFromImportItem } from './import-item.js';
-import { checkSubject, exportLine, ImportError, parseImport, type ImportItem } from './jsonl.js';
+import { checkSubject, exportLine, ImportError, parseImport, type ImportItem, type SubjectRules } from './jsonl.js';
 import { retryUntilDone } from './retry.js';
 import { quarantineMessage, sortStoredRows, vectorProblem } from './stored-rows.js';
 import { embeddingProblem } from './sample-check.js';
@@ -281,9 +281,9 @@ export class RecognitionService {
 
   // ------------------------------------------------------------------ requests
 
-  #checkSubject(subject: unknown): string {
+  #checkSubject(subject: unknown, rules: SubjectRules = 'new'): string {
     try {
-      return checkSubject(subject);
+      return checkSubject(subject, rules);
     } catch (e) {
       throw new SubjectError((e as Error).message);
     }
@@ -364,7 +364,7 @@ export class RecognitionService {
 
   /** Removes a subject, or one of its samples; resolves with the removed sample ids (empty: nothing matched). */
   async remove(subject: unknown, id?: number): Promise<number[]> {
-    const name = this.#checkSubject(subject);
+    const name = this.#checkSubject(subject, 'existing');
     if (this.updating) throw new GalleryBusyError();
     const ids = await this.#store.remove(name, id);
     if (ids.length > 0) this.#apply({ op: 'remove', ids });
@@ -373,7 +373,7 @@ export class RecognitionService {
 
   /** The subject's stored samples, in id order, with their crops and quality (empty: no such subject). */
   async samplesOf(subject: unknown): Promise<LibrarySample[]> {
-    const name = this.#checkSubject(subject);
+    const name = this.#checkSubject(subject, 'existing');
     const out: LibrarySample[] = [];
     for (const s of await this.#store.samplesOf(name)) {
       const quality = s.crop && s.cropRect ? await this.#qualities.of(s.id, s.crop, s.cropRect) : null;
@@ -384,7 +384,7 @@ export class RecognitionService {
 
   /** Gives sample `id` of `subject` to `to` (one store transaction); false when `subject` has no sample `id`. */
   async move(subject: unknown, id: number, to: unknown): Promise<boolean> {
-    const from = this.#checkSubject(subject);
+    const from = this.#checkSubject(subject, 'existing');
     const target = this.#checkSubject(to);
     if (this.updating) throw new GalleryBusyError();
     const moved = await this.#store.move(id, from, target);
@@ -410,7 +410,7 @@ export class RecognitionService {
       embedder: this.#embedder,
       storeCrops: this.#storeCrops,
       fromPhoto: async (subject, image) => (await this.#sampleFromPhoto(subject, image)).sample,
-      embedCrop: async (crop, rect) => (await this.#engine.embedFace(crop, { rect })).embedding,
+      embedCrop: (crop, rect, keepCrop) => this.#engine.embedFace(crop, { rect, keepCrop }),
     });
   }
 

@@ -18,9 +18,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { CHANGE_CHANNEL, MAX_ADD_MESSAGE, parseChangeMessage, type ChangeMessage } from './change-messages.js';
+import { CHANGE_CHANNEL, MAX_ADD_MESSAGE, parseChangeMessage, type ChangeMessage, type ChangeOf } from './change-messages.js';
 import { decodeRow, parseRecord, record, type SampleRecord } from './redis-records.js';
 import { redisDurability } from './redis-durability.js';
+import { MOVE_SCRIPT, REMOVE_SCRIPT } from './redis-scripts.js';
 import { isSampleId } from './sample-check.js';
 import {
   embeddingToBytes,
@@ -53,18 +54,6 @@ const DOUBT_RESYNC_INTERVAL_MS = 10_000;
 /** Writes in doubt remembered at most (a Redis that never applies them would otherwise grow the set). */
 const MAX_IN_DOUBT = 10_000;
 
-/**
- * A move, compare-and-set: sample ARGV[1] is given to its new subject only if its subject (KEYS[2]) and record
- * (KEYS[1]) are still what was read (ARGV[3], ARGV[2]); then the new record and subject are written and the change
- * is published, all in one atomic step. 0: changed meanwhile, nothing written or published.
- */
-const MOVE_SCRIPT = `
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[3] then return 0 end
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[5])
-redis.call('PUBLISH', ARGV[6], ARGV[7])
-return 1`;
 /** Reads and compare-and-sets of a move before it gives up (another change to the same sample each time). */
 const MOVE_TRIES = 3;
 
@@ -97,8 +86,8 @@ export class RedisGalleryStore implements GalleryStore {
   readonly #client: Redis;
   readonly #subscriber: Redis;
   readonly #durability: StoreDurability;
-  /** Own writes sent and not answered yet -> whether their broadcast came already (then they were applied). */
-  readonly #sent = new Map<string, boolean>();
+  /** Own writes sent and not answered yet -> their broadcast once it came (then they were applied), else null. */
+  readonly #sent = new Map<string, ChangeOf | null>();
   /** Own writes whose answer timed out before their broadcast came: when it comes, it is applied here too. */
   readonly #inDoubt = new Set<string>();
   readonly #logBadMessage = errorLogger('change channel');
@@ -205,12 +194,14 @@ export class RedisGalleryStore implements GalleryStore {
    */
   async #exec(multi: ReturnType<Redis['multi']>, write: string, what: string): Promise<unknown[]> {
     let results: [Error | null, unknown][] | null;
-    this.#sent.set(write, false);
+    this.#sent.set(write, null);
     try {
       results = await multi.exec();
     } catch (e) {
       // Its broadcast came: Redis applied the transaction (the PUBLISH is part of it), only the answer was lost.
-      if (this.#sent.get(write) === true) return [];
+      // A removal's broadcast says which ids it removed: that is the script's answer.
+      const came = this.#sent.get(write);
+      if (came) return came.op === 'remove' ? [came.ids.map(String)] : [];
       const inDoubt = !NOT_SENT.test((e as Error).message);
       if (inDoubt) {
         this.#inDoubt.add(write);
@@ -261,19 +252,14 @@ export class RedisGalleryStore implements GalleryStore {
   }
 
   async #remove(subject: string, id?: number): Promise<number[]> {
-    let ids: number[];
-    if (id !== undefined) {
-      ids = (await this.#client.hget(KEY.subjects, String(id))) === subject ? [id] : [];
-    } else {
-      ids = await this.#idsOf(subject);
-    }
-    if (ids.length === 0) return [];
-    const keys = ids.map(String);
+    // The candidates; the script removes those still the subject's when it runs (a move may come in between).
+    const candidates = id !== undefined ? [id] : await this.#idsOf(subject);
+    if (candidates.length === 0) return [];
     const write = randomUUID();
-    const multi = this.#client.multi().hdel(KEY.samples, ...keys).hdel(KEY.crops, ...keys).hdel(KEY.subjects, ...keys);
-    this.#publish(multi, { origin: this.origin, write, op: 'remove', ids });
-    await this.#exec(multi, write, 'gallery removal');
-    return ids;
+    const head = JSON.stringify({ origin: this.origin, write, op: 'remove', ids: [] }).slice(0, -2); // up to "ids":[
+    const multi = this.#client.multi().eval(REMOVE_SCRIPT, 3, KEY.samples, KEY.crops, KEY.subjects, subject, CHANNEL, head, ']}', ...candidates.map(String));
+    const [removed] = await this.#exec(multi, write, 'gallery removal');
+    return (removed as string[]).map(Number);
   }
 
   samplesOf(subject: string): Promise<StoredSample[]> {
@@ -381,7 +367,7 @@ export class RedisGalleryStore implements GalleryStore {
     }
     if (m.origin === this.origin) {
       if (m.write !== null && this.#sent.has(m.write)) {
-        this.#sent.set(m.write, true); // its answer is still awaited: the write applies it here when it comes
+        this.#sent.set(m.write, m); // its answer is still awaited: the write applies it here when it comes
         return;
       }
       // Applied locally already, unless this server stopped waiting for it (a timeout): then it is applied now.

@@ -28,6 +28,8 @@ export interface FormParts {
   via: 'multipart' | 'urlencoded';
   fields: Map<string, string>;
   files: FormFile[];
+  /** Text field names that came more than once (a route that must not guess which one was meant refuses them). */
+  repeated: Set<string>;
 }
 
 export interface FormReadOptions {
@@ -105,8 +107,15 @@ async function dropRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promis
   }
 }
 
+/** Keeps the first value of a field name; a name that comes again is noted as repeated. */
+function keepField(fields: Map<string, string>, repeated: Set<string>, name: string, value: string): void {
+  if (fields.has(name)) repeated.add(name);
+  else fields.set(name, value);
+}
+
 async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormParts> {
   const fields = new Map<string, string>();
+  const repeated = new Set<string>();
   const files: FormFile[] = [];
   let parser: busboy.Busboy;
   try {
@@ -138,7 +147,7 @@ async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormPa
       fail(e as Error);
       return;
     }
-    if (!fields.has(name)) fields.set(name, value);
+    keepField(fields, repeated, name, value);
   });
   parser.on('file', (name, stream) => {
     const file: FormFile = { name, bytes: Buffer.alloc(0) };
@@ -182,7 +191,7 @@ async function multipartParts(c: Context, opts: FormReadOptions): Promise<FormPa
   await closed;
   if (problem) throw problem;
   await Promise.all(fileReads);
-  return { via: 'multipart', fields, files };
+  return { via: 'multipart', fields, files, repeated };
 }
 
 function decodeComponent(s: string): string {
@@ -214,6 +223,7 @@ async function urlencodedParts(c: Context, opts: FormReadOptions): Promise<FormP
   });
   const text = Buffer.concat(chunks).toString('utf8');
   const fields = new Map<string, string>();
+  const repeated = new Set<string>();
   for (const pair of text.split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
@@ -221,9 +231,9 @@ async function urlencodedParts(c: Context, opts: FormReadOptions): Promise<FormP
     // a base64 image's '+' becomes ' ' here; decodeBase64Image turns it back
     const value = decodeComponent(eq < 0 ? '' : pair.slice(eq + 1));
     opts.onField?.(key, value);
-    if (!fields.has(key)) fields.set(key, value);
+    keepField(fields, repeated, key, value);
   }
-  return { via: 'urlencoded', fields, files: [] };
+  return { via: 'urlencoded', fields, files: [], repeated };
 }
 
 /** The fields and files of a multipart/form-data or urlencoded body; null for any other Content-Type. */

@@ -5,12 +5,13 @@
 // Every request, and every WebSocket upgrade, whose Host is not one of this server's names is refused
 // (as nginx's refusing default server or Jupyter's local_hostnames do): localhost, the addresses it
 // listens on (every interface's when it listens on all), its host name, and the names of --allowed-hosts.
-// Any IP address passes: only a DNS name can be rebound.
+// Any IP address passes, in any literal form (`127.1`, `[0:0:0:0:0:0:0:1]`): only a DNS name can be rebound.
 
 import { isIP } from 'node:net';
 import os from 'node:os';
 import type { MiddlewareHandler } from 'hono';
 import { HttpError } from './errors.js';
+import { canonicalIpHost } from './host-literal.js';
 
 /** Whether a Host header names this server. */
 export type HostCheck = (hostHeader: string | undefined) => boolean;
@@ -72,7 +73,7 @@ export function servedHosts(listenHost: string, allowedHosts: string | undefined
     const name = hostName(header);
     // an address is never a rebinding page's Host (that is the page's own DNS name), and a container's published
     // port is reached by the host machine's address, which is not one of the container's
-    if (fixed.has(name) || name.endsWith('.localhost') || isIP(name) !== 0) return true;
+    if (fixed.has(name) || name.endsWith('.localhost') || isIP(name) !== 0 || canonicalIpHost(header) !== undefined) return true;
     if (!everyInterface) return false;
     if (Date.now() - readAt > ADDRESSES_TTL_MS) {
       addresses = new Set(interfaceAddresses());

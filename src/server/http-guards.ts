@@ -5,7 +5,8 @@
 //  - a Content-Length over the body limit is refused before any byte of the body is read, also when the
 //    client sent `Expect: 100-continue` (no 100 Continue first), and the rest of the body is read and
 //    dropped for a while so that a client still uploading sees the 413 instead of a reset;
-//  - a missing Host header gets a JSON 400 (Node's own check answers a bare 400);
+//  - a missing Host header gets a JSON 400 (Node's own check answers a bare 400); an IP-literal Host is given
+//    its canonical form (host-literal.ts), which @hono/node-server requires;
 //  - slow clients are cut: headers and the TLS handshake within seconds, a body that arrives slower than
 //    a minimum rate (after a grace period), and any request after a total time.
 
@@ -15,6 +16,7 @@ import type https from 'node:https';
 import type { Socket } from 'node:net';
 import type { AuditLog } from '../audit/audit-log.js';
 import { errorBody } from './errors.js';
+import { canonicalIpHost } from './host-literal.js';
 import { observeHttpRequest } from './prometheus.js';
 import { newTraceId, TRACE_HEADER, traceIdOf } from './request-trace.js';
 import { SECURITY_HEADERS } from './security-headers.js';
@@ -295,6 +297,8 @@ export function installHttpGuards(server: http.Server | https.Server, opts: Http
       answerEarly(req, res, 400, 'missing Host header', opts, true);
       return;
     }
+    const ipHost = canonicalIpHost(req.headers.host);
+    if (ipHost !== undefined) req.headers.host = ipHost;
     if (oversize(req, opts.bodyLimit)) {
       answerEarly(req, res, 413, bodyTooLargeMessage(opts.bodyLimit), opts);
       return;

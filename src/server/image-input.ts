@@ -26,6 +26,8 @@ export interface ImageInput {
   bytes: Buffer;
   /** Other form fields (multipart text parts, urlencoded parameters) for routes that take options. */
   fields: Map<string, string>;
+  /** The form it came in (null: a raw body), for a route that checks its fields' shapes (request-fields.ts). */
+  form: FormParts | null;
 }
 
 function missing(detail: string): HttpError {
@@ -87,7 +89,7 @@ export async function readImageInput(c: Context): Promise<ImageInput> {
   if (RAW_TYPES.has(type)) {
     const bytes = await readBody(c);
     if (bytes.length === 0) throw missing('the request body is empty');
-    return { bytes, fields: new Map() };
+    return { bytes, fields: new Map(), form: null };
   }
   const parts = await readFormParts(c);
   if (parts) {
@@ -95,7 +97,7 @@ export async function readImageInput(c: Context): Promise<ImageInput> {
     if (!bytes) throw missing(parts.via === 'multipart' ? `the form has no '${IMAGE_FIELD}' part` : `no '${IMAGE_FIELD}' parameter in the form`);
     const fields = new Map(parts.fields);
     fields.delete(IMAGE_FIELD);
-    return { bytes, fields };
+    return { bytes, fields, form: parts };
   }
 
   if (type === '') {

@@ -1,4 +1,5 @@
-// DeepStack's face match: POST /v1/vision/face/match with two image files, `image1` and `image2`.
+// DeepStack's face match: POST /v1/vision/face/match with two image files, `image1` and `image2` (or, as every
+// DeepStack route takes `image`, two base64 text fields of those names: urlencoded clients).
 //   -> {"success":true,"similarity":0.83,"inferenceMs":41,"processMs":44,"duration":0}
 //   no face in either photo: 400 {"success":false,"error":"no face found","duration":0} (DeepStack's words)
 // Each photo's first face (highest detection score) is embedded by the gallery's model; `similarity` is the
@@ -11,6 +12,7 @@ import { calibratedDistance } from '../../engine/face-embedding.js';
 import type { RecognitionService } from '../../gallery/recognition-service.js';
 import type { FaceEngine } from '../engine-types.js';
 import { HttpError } from '../errors.js';
+import { decodeBase64Image } from '../image-input.js';
 import { observed } from '../inference-route.js';
 import { dsReply, NO_IMAGE } from './reply.js';
 import type { DeepStackEnv } from './request.js';
@@ -28,6 +30,8 @@ export async function faceMatch(c: Context<DeepStackEnv>, engine: FaceEngine, re
   const req = c.get('deepstack');
   const image = (name: string) => {
     const file = req.files.find((f) => f.name === name);
+    const text = file ? undefined : req.fields.get(name);
+    if (text !== undefined) return decodeBase64Image(text, `form field '${name}'`);
     if (!file) throw new HttpError(400, `${NO_IMAGE}: send two files, image1 and image2`);
     return file.bytes;
   };

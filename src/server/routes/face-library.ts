@@ -53,7 +53,7 @@ export function faceLibraryRoutes(deps: { service: RecognitionService; admin: Mi
       return c.json({ success: 'true', subject, samples: samples.map(librarySample) });
     })
     .post('/move', admin, async (c) => {
-      const fields = await readFields(c);
+      const fields = await readFields(c, ['subject', 'id', 'to']);
       const subject = fields.get('subject');
       const to = fields.get('to');
       const id = sampleIdField(fields.get('id'));

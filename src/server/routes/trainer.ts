@@ -27,7 +27,7 @@ import { mediaType, readImageInput } from '../image-input.js';
 import { elapsedMs } from '../inference-route.js';
 import { recognitionCall, recognitionHttpError } from '../recognition-errors.js';
 import { faceLibraryRoutes, sampleIdField } from './face-library.js';
-import { readFields } from './request-fields.js';
+import { checkFormFields, readFields } from './request-fields.js';
 
 const JSONL_TYPES = new Set([JSONL_MEDIA_TYPE, 'application/jsonl', 'application/json-lines', 'application/x-jsonlines', 'text/plain']);
 
@@ -39,7 +39,8 @@ export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?
   return new Hono()
     .post('/add', admin, async (c) => {
       const t0 = performance.now();
-      const { bytes, fields } = await readImageInput(c);
+      const { bytes, fields, form } = await readImageInput(c);
+      if (form) checkFormFields(form, ['subject']);
       const subject = fields.get('subject') ?? c.req.query('subject');
       if (subject === undefined) throw new HttpError(400, "missing 'subject': send it as a form field, or as ?subject= with a raw image body");
       let r;
@@ -64,7 +65,7 @@ export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?
     })
     .post('/train', admin, async (c) => {
       const t0 = performance.now();
-      const subject = (await readFields(c)).get('subject');
+      const subject = (await readFields(c, ['subject'])).get('subject');
       if (subject === undefined || subject === '') throw new HttpError(400, "missing 'subject'");
       if (!service.subjects().some((s) => s.subject === subject)) throw new HttpError(404, `no subject '${subject}'`);
       const ms = elapsedMs(t0);
@@ -72,7 +73,8 @@ export function trainerRoutes(deps: { recognition: RecognitionService; adminKey?
     })
     .get('/subjects', (c) => c.json({ success: 'true', subjects: service.subjects() }))
     .post('/remove', admin, async (c) => {
-      const fields = await readFields(c);
+      // A present id that is malformed is a 400 (readFields, sampleIdField), never "the whole subject".
+      const fields = await readFields(c, ['subject', 'id']);
       const subject = fields.get('subject');
       if (subject === undefined) throw new HttpError(400, "missing 'subject'");
       const id = sampleIdField(fields.get('id'));
