@@ -17,6 +17,14 @@ GpuSession::~GpuSession() {
   session = Ort::Session{nullptr};
 }
 
+bool GpuSession::Takes(const std::vector<int64_t>& shape) const {
+  if (shape.size() != inputDims.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (inputDims[i] > 0 && inputDims[i] != shape[i]) return false;
+  }
+  return true;
+}
+
 std::shared_ptr<GpuSession> MakeGpuSession(const std::string& path, bool openInput, bool fusions) {
   const std::lock_guard<std::mutex> lock(GpuQueue());
   Ort::SessionOptions so;
@@ -26,7 +34,9 @@ std::shared_ptr<GpuSession> MakeGpuSession(const std::string& path, bool openInp
   so.SetExecutionMode(ORT_SEQUENTIAL);
   so.SetGraphOptimizationLevel(fusions ? GraphOptimizationLevel::ORT_ENABLE_ALL : GraphOptimizationLevel::ORT_ENABLE_BASIC);
   so.AppendExecutionProvider("WebGPU", std::unordered_map<std::string, std::string>{});
-  return std::make_shared<GpuSession>(Ort::Session(OnnxRuntimeEnv(), path.c_str(), so), openInput ? 1 : 2);
+  auto gpu = std::make_shared<GpuSession>(Ort::Session(OnnxRuntimeEnv(), path.c_str(), so), openInput ? 1 : 2);
+  gpu->inputDims = gpu->session.GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();
+  return gpu;
 }
 
 }  // namespace edgecv

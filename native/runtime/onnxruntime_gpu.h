@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "runtime/onnxruntime_api.h"
 #include "runtime/shape_runs.h"
@@ -26,6 +27,11 @@ struct GpuSession {
   GpuSession& operator=(const GpuSession&) = delete;
   Ort::Session session;
   ShapeRuns runs;  // guarded by GpuQueue()
+  std::vector<int64_t> inputDims;  // the graph's input shape, -1 where open
+
+  // True when `shape` fits the graph's input. A run at a shape that does not fails on any device: it must not be
+  // taken for the GPU failing (the CPU session then gives the caller its error).
+  bool Takes(const std::vector<int64_t>& shape) const;
 };
 
 // A session of the file on the WebGPU provider. Nodes the provider has no kernel for run on the CPU provider, on

@@ -306,7 +306,7 @@ std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) {
   CV_Assert(input.type() == CV_32F && input.isContinuous());
   const std::vector<int64_t> shape(input.size.p, input.size.p + input.dims);
   if (s.gpu) {
-    if (!s.gpuSessions->Lost(s.path)) {
+    if (!s.gpuSessions->Lost(s.path) && s.gpu->Takes(shape)) {
       try {
         const std::lock_guard<std::mutex> lock(GpuQueue());
         if (s.gpu->runs.Record(shape) && s.coldRuns) s.coldRuns->Count();
