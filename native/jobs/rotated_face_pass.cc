@@ -15,7 +15,7 @@ namespace {
 // Two boxes of one face: the detector's NMS merges boxes overlapping more than its iouThreshold (0.3); half is surer.
 constexpr float kSameFaceIou = 0.5f;
 
-// The tilt `keypoints` give (jobs/face_alignment.h), 0 when they give none.
+// The tilt `keypoints` give (native/models/face_alignment.h), 0 when they give none.
 double TiltOf(const FaceKeypoints& keypoints) {
   const std::optional<cv::Matx23d> fit = AlignmentTransform(keypoints, 1.0, 1);
   return fit ? RotationDegrees(*fit) : 0;
