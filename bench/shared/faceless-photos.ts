@@ -17,7 +17,7 @@ const FACELESS_OTHERS = [
   'skimage/rocket.jpg',
 ];
 
-/** Every faceless photo, as test/data-relative paths, sorted. */
+/** Every faceless photo, as paths relative to the test photos folder, sorted. */
 export function facelessPhotos(root: string): string[] {
   const manifest = JSON.parse(readFileSync(join(root, 'test', 'data.manifest.json'), 'utf8')) as Record<string, string>;
   const names = Object.keys(manifest).filter((n) => FACELESS_FOLDERS.some((f) => n.startsWith(f)) || FACELESS_OTHERS.includes(n));
