@@ -8,12 +8,15 @@
 // With --alignment, instead: the default model with and without face alignment, on faces turned in the image plane
 // and on the upright pairs (bench/rotated-recognition.ts).
 //   node dist/bench/calibrate-recognition.js --alignment [--alignment-cost: only what alignment costs an upright face]
+// With --faceless: the faceless photos given a face by each face route, and the turned faces found (issue 48).
+//   node dist/bench/calibrate-recognition.js --faceless
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance, Engine, ENGINE_DEFAULTS, FACE_EMBEDDER_MODELS, type FaceEmbedderModel } from '../src/index.js';
 import { errorRates, loadJohns, verificationReport, type VerificationReport } from './shared/face-verification.js';
-import { ALIGNMENT_MODES, noFaceMs, rotatedRecognition, uprightCostMs, uprightErrorRates } from './rotated-recognition.js';
+import { ALIGNMENT_MODES, facelessFaces, noFaceMs, rotatedRecognition, uprightCostMs, uprightErrorRates } from './rotated-recognition.js';
+import { facelessPhotos } from './shared/faceless-photos.js';
 import { svgHistogram } from './svg-histogram.js';
 
 export const UNKNOWN_THRESHOLD = 105;
@@ -92,7 +95,28 @@ async function alignmentReport(): Promise<void> {
   await engine.close();
 }
 
+/** Faceless photos given a face on each face route, then the turned faces of the default mode (issue 48). */
+async function facelessReport(): Promise<void> {
+  const dataDir = join(root, 'test', 'data');
+  const engine = await Engine.open({ workers: 1 });
+  const r = await facelessFaces(engine, dataDir, facelessPhotos(root));
+  const listed = (names: string[]) => `${names.length} of ${r.photos}${names.length ? `: ${names.join(', ')}` : ''}`;
+  console.log('| face route (engine call) | faceless photos with a face |');
+  console.log('|---|---|');
+  console.log(`| /detector/detect/ (detectFaces) | ${listed(r.detector)} |`);
+  console.log(`| recognition and enrolment (embedFace) | ${listed(r.recognition)} |`);
+  console.log(`| embedFace without the turned passes | ${listed(r.withoutTurnedPasses)} |`);
+  console.log('\n| cut | turned (both ways) | queries | no face found | rank-1 | named right under 105 |');
+  console.log('|---|---|---|---|---|---|');
+  for (const row of await rotatedRecognition(engine, dataDir, ALIGNMENT_MODES[2]!)) {
+    const share = (n: number) => `${n}/${row.queries} (${((100 * n) / row.queries).toFixed(0)}%)`;
+    console.log(`| ${row.mode} | ${row.degrees}° | ${row.queries} | ${row.noFace} | ${share(row.rank1)} | ${share(row.namedUnder105)} |`);
+  }
+  await engine.close();
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--faceless')) return facelessReport();
   if (process.argv.includes('--alignment') || process.argv.includes('--alignment-cost')) return alignmentReport();
   const write = process.argv.includes('--write');
   const models = chosenModels();

@@ -119,3 +119,26 @@ export async function noFaceMs(engine: Engine, dataDir: string, options: EmbedFa
   times.sort((a, b) => a - b);
   return times[Math.floor(times.length / 2)]!;
 }
+
+/** Faceless photos given a face by each face route's engine call (issue 48). */
+export interface FacelessRow {
+  photos: number;
+  /** detectFaces with the defaults: POST /detector/detect/. */
+  detector: string[];
+  /** embedFace with the defaults, as recognition and enrolment call it (the recognize, register and trainer routes). */
+  recognition: string[];
+  /** embedFace without the turned passes: the whole-image pass and the padded one. */
+  withoutTurnedPasses: string[];
+}
+
+/** Runs every faceless photo (bench/shared/faceless-photos.ts) through the face routes' engine calls. */
+export async function facelessFaces(engine: Engine, dataDir: string, names: readonly string[]): Promise<FacelessRow> {
+  const row: FacelessRow = { photos: names.length, detector: [], recognition: [], withoutTurnedPasses: [] };
+  for (const name of names) {
+    const bytes = readFileSync(join(dataDir, name));
+    if ((await engine.detectFaces(bytes)).faces.length > 0) row.detector.push(name);
+    if ((await engine.embedFace(bytes)).face) row.recognition.push(name);
+    if ((await engine.embedFace(bytes, { rotatedPasses: false })).face) row.withoutTurnedPasses.push(name);
+  }
+  return row;
+}

@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FACELESS_SOURCES } from './faceless-photos.mjs';
 import { cachedDeb, PrivateApt } from './private-apt.mjs';
 import { run as runStep, StepError } from './shell.mjs';
 
@@ -44,6 +45,7 @@ export const SOURCES = [
     tarball: /^[^_]+_[^_]+\.orig\.tar\.(bz2|xz|gz)$/,
     dirs: ['examples/faces', 'examples/johns'],
   },
+  ...FACELESS_SOURCES,
 ];
 
 const log = (msg) => console.log(`[test-data] ${msg}`);

@@ -65,7 +65,9 @@ std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv:
     return std::clamp(static_cast<int>(std::lround((v - pad) / shrink)), 0, limit);
   };
   std::vector<Face> faces;
+  const cv::Matx23d photoToCanvas(shrink, 0, pad, 0, shrink, pad);
   for (Face face : detector.Detect(padded, whole, timings)) {
+    if (!FoundOnPhoto(face, photoToCanvas, bgr.size(), 0)) continue;
     face.rect = {back(face.rect[0], bgr.cols), back(face.rect[1], bgr.rows), back(face.rect[2], bgr.cols),
                  back(face.rect[3], bgr.rows)};
     if (face.rect[2] <= face.rect[0] || face.rect[3] <= face.rect[1]) continue;
@@ -101,12 +103,20 @@ std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& ima
   const cv::Mat detectOn = side > 0 ? HalvedFor(image, side) : image;
   detectTimings_.preprocessMs += MillisBetween(t0, Clock::now());
   std::vector<Face> faces = ctx.faceDetector->Detect(detectOn, request_.detect, &detectTimings_, image.size());
-  if (faces.empty()) faces = DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_);
   const double turnedMaxSide = TurnedPassMaxSide(*ctx.faceDetector);
+  // A second pass's faces pass the bar of jobs/rotated_face_pass.h, or none counts: it must not make one up.
+  const auto seenAgain = [&](std::vector<Face> found) {
+    found.erase(std::remove_if(found.begin(), found.end(), [&](const Face& face) {
+                  return !SeenAgainUpright(*ctx.faceDetector, image, face, request_.detect, turnedMaxSide, &detectTimings_);
+                }),
+                found.end());
+    return found;
+  };
+  if (faces.empty()) faces = seenAgain(DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_));
   for (const double degrees : {-kRotatedPassDegrees, kRotatedPassDegrees}) {
     if (!faces.empty() || !request_.rotatedPasses) break;
-    faces = DetectRotated(*ctx.faceDetector, image, request_.detect, degrees, kTightCropPadding, turnedMaxSide,
-                          &detectTimings_);
+    faces = seenAgain(DetectRotated(*ctx.faceDetector, image, request_.detect, degrees, kTightCropPadding, turnedMaxSide,
+                                    &detectTimings_, true));
   }
   std::stable_sort(faces.begin(), faces.end(), [](const Face& a, const Face& b) {
     if (a.score != b.score) return a.score > b.score;

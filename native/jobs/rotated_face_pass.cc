@@ -6,11 +6,70 @@
 #include <opencv2/imgproc.hpp>
 
 #include "models/area_resize.h"
+#include "models/box.h"
 
 namespace edgecv {
 
+namespace {
+
+// Two boxes of one face: the detector's NMS merges boxes overlapping more than its iouThreshold (0.3); half is surer.
+constexpr float kSameFaceIou = 0.5f;
+
+// The tilt `keypoints` give (native/models/face_alignment.h), 0 when they give none.
+double TiltOf(const FaceKeypoints& keypoints) {
+  const std::optional<cv::Matx23d> fit = AlignmentTransform(keypoints, 1.0, 1);
+  return fit ? RotationDegrees(*fit) : 0;
+}
+
+}  // namespace
+
+bool FoundOnPhoto(const Face& f, const cv::Matx23d& photoToCanvas, cv::Size photo, double turnedDegrees) {
+  std::vector<cv::Point2f> onPhoto;  // the photo's outline on the canvas
+  for (const cv::Point2d p : {cv::Point2d(0, 0), cv::Point2d(photo.width, 0), cv::Point2d(photo.width, photo.height),
+                              cv::Point2d(0, photo.height)}) {
+    const cv::Vec2d q = photoToCanvas * cv::Vec3d(p.x, p.y, 1);
+    onPhoto.emplace_back(static_cast<float>(q[0]), static_cast<float>(q[1]));
+  }
+  const std::vector<cv::Point2f> box = {{float(f.rect[0]), float(f.rect[1])}, {float(f.rect[2]), float(f.rect[1])},
+                                        {float(f.rect[2]), float(f.rect[3])}, {float(f.rect[0]), float(f.rect[3])}};
+  for (int k = 0; k < AlignmentTemplate::kPoints; ++k) {
+    if (cv::pointPolygonTest(onPhoto, cv::Point2f(f.keypoints[2 * k], f.keypoints[2 * k + 1]), false) < 0) return false;
+  }
+  std::vector<cv::Point2f> common;
+  const double boxArea = double(f.rect[2] - f.rect[0]) * (f.rect[3] - f.rect[1]);
+  if (!(cv::intersectConvexConvex(onPhoto, box, common, true) >= SecondPassBar::kMinShareOnPhoto * boxArea)) return false;
+  const double photoSide = std::max(cv::norm(onPhoto[1] - onPhoto[0]), cv::norm(onPhoto[3] - onPhoto[0]));
+  const double side = std::max(f.rect[2] - f.rect[0], f.rect[3] - f.rect[1]);
+  if (side * std::max(photo.width, photo.height) < SecondPassBar::kMinSide * photoSide) return false;
+  if (turnedDegrees != 0) {
+    // Tilts are counterclockwise positive, as the turn: the face's tilt in the photo is its tilt on the canvas less
+    // the turn. Nearer upright on the canvas than in the photo, or the turn found nothing the photo did not show.
+    const double onCanvas = TiltOf(f.keypoints);
+    return std::abs(onCanvas) < std::abs(onCanvas - turnedDegrees);
+  }
+  return side >= SecondPassBar::kMinPaddedSide * photoSide;
+}
+
+bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& face, const DetectOptions& options, double maxSide,
+                      StageTimings* timings) {
+  // The face with a margin of half its box each side, as UprightLandmarks looks at it.
+  const PixelRect& rect = face.rect;
+  const cv::Rect region = SquareAround(rect, 2.0);
+  const cv::Mat cut = CutPadded(bgr, region);
+  const double toCut = static_cast<double>(cut.cols) / region.width;
+  const Box inCut{static_cast<float>((rect[0] - region.x) * toCut), static_cast<float>((rect[1] - region.y) * toCut),
+                  static_cast<float>((rect[2] - region.x) * toCut), static_cast<float>((rect[3] - region.y) * toCut)};
+  const double tilt = TiltOf(face.keypoints);
+  for (const Face& found : DetectRotated(detector, cut, options, std::abs(tilt) > kUprightWithinDegrees ? -tilt : 0.0, 0.0, maxSide,
+                                         timings)) {
+    const Box box{float(found.rect[0]), float(found.rect[1]), float(found.rect[2]), float(found.rect[3])};
+    if (Iou(box, inCut) >= kSameFaceIou) return true;
+  }
+  return false;
+}
+
 std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options, double degrees,
-                                double padding, double maxSide, StageTimings* timings) {
+                                double padding, double maxSide, StageTimings* timings, bool secondPass) {
   const auto t0 = Clock::now();
   const double radians = degrees * CV_PI / 180.0;
   const double c = std::abs(std::cos(radians)), s = std::abs(std::sin(radians));
@@ -41,7 +100,9 @@ std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, cons
   DetectOptions whole = options;
   whole.tiles = 0;  // one turned copy of the whole photo, as the padded pass
   std::vector<Face> faces;
+  const cv::Matx23d photoToCanvas = turn * cv::Matx33d(shrink, 0, 0, 0, shrink, 0, 0, 0, 1);
   for (Face face : detector.Detect(turned, whole, timings)) {
+    if (secondPass && !FoundOnPhoto(face, photoToCanvas, bgr.size(), degrees)) continue;
     const cv::Point2d centre = toPhoto((face.rect[0] + face.rect[2]) / 2.0, (face.rect[1] + face.rect[3]) / 2.0);
     const double halfW = (face.rect[2] - face.rect[0]) / (2 * shrink), halfH = (face.rect[3] - face.rect[1]) / (2 * shrink);
     const auto clampTo = [](double v, int limit) { return std::clamp(static_cast<int>(std::lround(v)), 0, limit); };

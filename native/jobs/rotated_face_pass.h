@@ -14,12 +14,39 @@
 
 namespace edgecv {
 
+// The bar a face found by a second pass (the padded or a turned copy of the photo on a larger black canvas) must
+// pass to count: the detector reports faces of the photo itself, so a face the canvas made up is no face.
+//  - Its eyes, nose and mouth lie on the photo, and most of its box (kMinShareOnPhoto): a face is not in the border.
+//  - A turned pass's face is tilted in the photo toward the turn (by its landmarks): the turn brought it nearer
+//    upright. One tilted the other way the whole-image pass saw nearer upright, and did not report.
+//  - The padded pass's face fills at least kMinPaddedSide of the photo's longer side: that pass shows the photo
+//    smaller than the whole-image pass, so what it alone may add is a face too large for that pass. The whole-image
+//    pass finds every upright johns face up to 0.45 of the photo's side and misses some from 0.54 on (docs/models.md).
+//  - Its box is at least kMinSide photo pixels: the passes are there to give recognition and enrolment a face to
+//    name, and they judge none smaller (MIN_JUDGED_FACE_SIDE, src/gallery/recognition-quality.ts).
+struct SecondPassBar {
+  static constexpr double kMinShareOnPhoto = 0.5;
+  static constexpr double kMinSide = 28;
+  static constexpr double kMinPaddedSide = 0.5;
+};
+
+// Whether `onCanvas`, a face a second pass found on its canvas (the photo mapped onto it by `photoToCanvas`, turned
+// `turnedDegrees`, black elsewhere), passes SecondPassBar's geometry.
+bool FoundOnPhoto(const Face& onCanvas, const cv::Matx23d& photoToCanvas, cv::Size photo, double turnedDegrees);
+
+// Whether the detector finds `face` (in `bgr`'s pixels) again in a look at its surroundings turned upright by the
+// tilt its landmarks give: the view in which it finds faces best, of the photo's own pixels; found again means a face
+// there overlapping it by at least half (intersection over union). A second pass's face counts only when found so:
+// one the pass's canvas made up is seldom seen again from another angle and scale.
+bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& face, const DetectOptions& options, double maxSide,
+                      StageTimings* timings);
+
 // Faces of `bgr` found with the photo turned `degrees` counterclockwise (on a canvas grown to hold it, with a black
 // border of `padding` x its longer side, so a tight face crop keeps a margin), in `bgr`'s pixels. The box comes back
 // as the detected box's size around its mapped-back centre. A photo larger than `maxSide` is shrunk first: the
-// detector sees it at its small input size anyway.
+// detector sees it at its small input size anyway. With `secondPass`, only faces FoundOnPhoto passes come back.
 std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options, double degrees,
-                                double padding, double maxSide, StageTimings* timings);
+                                double padding, double maxSide, StageTimings* timings, bool secondPass = false);
 
 // The landmarks of the face at `rect` seen again turned upright. On a tilted face the detector places the landmarks
 // partway toward upright, so the tilt they give falls short of the true one; looked at turned by that tilt, the
