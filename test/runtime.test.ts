@@ -41,7 +41,7 @@ describe('onnxruntime library errors (before it is loaded)', () => {
 
   it('rejects unknown runtime and backend names', async () => {
     await expect(openEngine({ runtime: 'tensorrt' as never })).rejects.toThrow(/runtime must be one of auto, onnxruntime, opencv/);
-    await expect(openEngine({ backend: 'gpu' as never })).rejects.toThrow(/backend must be one of auto, cpu, cuda/);
+    await expect(openEngine({ backend: 'vulkan' as never })).rejects.toThrow(/backend must be one of auto, cpu, cuda, gpu/);
   });
 });
 

@@ -322,7 +322,9 @@ describe('HTTP API (real engine, real photos)', () => {
     expect(body.backend).toBe(backend.backend);
     expect(body.onnxruntime).toBe(backend.onnxRuntime?.version ?? null);
     const models = body.models as Record<string, { name: string; runtime: string; precision: string }>;
-    expect(models.face_detection).toEqual({ name: engine.models.faceDetector, runtime: backend.runtimes['faceDetector'], precision: 'fp32' });
+    expect(models.face_detection).toEqual({ name: engine.models.faceDetector, runtime: backend.runtimes['faceDetector'], precision: 'fp32', device: 'cpu' });
+    // no Vulkan driver here and no --backend gpu: no net is checked on a GPU, no reason is given
+    expect(body.gpu === null || (body.gpu as { usable: boolean }).usable === false).toBe(true);
     // each model says its precision (docs/int8.md): the default object model runs its int8 file on onnxruntime
     expect(models.objects?.precision).toBe(backend.runtimes['objectDetector'] === 'onnxruntime' ? 'int8' : 'fp32');
     expect(Object.keys(models).length).toBe(Object.keys(backend.runtimes).length);
