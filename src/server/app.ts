@@ -48,6 +48,9 @@ export interface AppDeps {
   hosts?: HostCheck;
 }
 
+/** GET /health/live and /health/ready, with or without a trailing slash: answered whatever the Host. */
+const ANY_HOST_PATH = /^\/health\/(live|ready)\/?$/;
+
 /**
  * The app around `api` (the routes, one sub-app per route file): the middleware every answer goes through (trace
  * id, metrics, audit line, the engine's count of requests in flight, security headers, body-size limit),
@@ -64,8 +67,12 @@ export function serverApp(deps: Pick<AppDeps, 'config' | 'hosts'> & { ops?: Pick
   const serveRequest = deps.engine?.serveRequest?.bind(deps.engine);
   if (serveRequest) app.use('*', countRequests(serveRequest));
   app.use('*', securityHeaders());
-  // a DNS-rebinding page names its own host: refused before any route or body
-  if (deps.hosts) app.use('*', refuseForeignHosts(deps.hosts));
+  // a DNS-rebinding page names its own host: refused before any route or body. The health routes answer whatever
+  // the Host (a balancer's or an orchestrator's check names what it likes; they tell nothing worth a rebinding).
+  if (deps.hosts) {
+    const refuse = refuseForeignHosts(deps.hosts);
+    app.use('*', (c, next) => (ANY_HOST_PATH.test(c.req.path) ? next() : refuse(c, next)));
+  }
   app.use('*', refuseContentEncoding());
   // before any body is read: a foreign page's POST is refused unread
   app.use('*', refuseForeignOrigins(deps.config.allowedOrigins));
