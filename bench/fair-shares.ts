@@ -5,8 +5,11 @@
 // of the workers, src/server/fair-scheduler.ts). --cli runs another build (e.g. one from before the scheduler).
 // Loopback only; every phase bounded in time and count.
 
+import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { median, percentile } from '../src/metrics/percentiles.js';
 import { REPO_ROOT, startServerProcess } from './shared/server-process.js';
@@ -55,7 +58,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { workers: { type: 'string', default: '2' }, heavy: { type: 'string', default: '8' }, seconds: { type: 'string', default: '20' }, cli: { type: 'string' } } });
   const seconds = Math.min(120, Number(values.seconds));
-  const server = await startServerProcess(['--workers', values.workers!, '--data-dir', `${REPO_ROOT}/test-output/fair-shares-bench`], 120_000, [], values.cli ?? undefined);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-fair-shares-'));
+  const server = await startServerProcess(['--workers', values.workers!, '--data-dir', dataDir], 120_000, [], values.cli ?? undefined);
   try {
     const url = `${server.url}v1/vision/face/`;
     const big = fittedJpeg(REPO_ROOT, VGA_FACE_PHOTO, 4000, 3000);
@@ -91,6 +95,7 @@ async function main(): Promise<void> {
     console.log(`light p99 during the flood / quiet p99: ${(percentile(light.times, 99) / percentile(quiet.times, 99)).toFixed(1)}x; heavy images/s: ${(heavy.times.length / (seconds + 3)).toFixed(2)}`);
   } finally {
     await server.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
