@@ -12,6 +12,7 @@ import { IDENTITY_DEFAULTS } from './metrics/identity.js';
 import { unstorableTagValue } from './metrics/influx-line.js';
 import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS } from './server/drain.js';
 import { HTTP_GUARD_DEFAULTS } from './server/http-guards.js';
+import { parseTrustedProxies } from './server/client-identity.js';
 import { parseAllowedHosts } from './server/host-check.js';
 import { parseAllowedOrigins } from './server/origin-check.js';
 import { WEBSOCKET_LIMIT_DEFAULTS } from './server/websocket-limits.js';
@@ -142,6 +143,7 @@ export const SERVER_OPTIONS = {
   deepstackEnrolmentKey: { flag: 'deepstack-enrolment-key', env: 'EDGECV_DEEPSTACK_ENROLMENT_KEY', default: undefined, engine: null, kind: 'choice', choices: ['api', 'admin'] as const, help: "key for /v1/vision/face/register and /face/delete: 'api' (the API key, as DeepStack; default) or 'admin' (the admin key)" },
   allowedOrigins: { flag: 'allowed-origins', env: 'EDGECV_ALLOWED_ORIGINS', default: undefined, engine: null, kind: 'string', help: "comma-separated origins (https://host:port) whose web pages may POST here; the server's own always may (default: none)" },
   allowedHosts: { flag: 'allowed-hosts', env: 'EDGECV_ALLOWED_HOSTS', default: undefined, engine: null, kind: 'string', help: 'comma-separated host names clients reach this server by, besides localhost, its addresses and host name: any other Host is refused with 421 (DNS rebinding); * for any (default: none)' },
+  trustedProxies: { flag: 'trusted-proxies', env: 'EDGECV_TRUSTED_PROXIES', default: undefined, engine: null, kind: 'string', help: 'comma-separated addresses of balancers whose X-Forwarded-For names the client, for the workers\' fair shares between clients (default: none)' },
   httpPort: { flag: 'http-port', env: 'EDGECV_HTTP_PORT', default: undefined, engine: null, kind: 'port', help: 'plain-HTTP port for the DeepStack /v1/vision/* routes only (default: off)' },
   httpRoutes: { flag: 'http-routes', env: 'EDGECV_HTTP_ROUTES', default: undefined, engine: null, kind: 'choice', choices: ['deepstack', 'all'] as const, help: "what --http-port serves: 'deepstack' (/v1/vision/*, default) or 'all' (every route and /ws/*, for the original clients' http:// and ws://; no TLS: keep it on loopback or behind a TLS balancer)" },
   gallery: { flag: 'gallery', env: 'EDGECV_GALLERY', default: undefined, engine: null, kind: 'gallery', help: "gallery store: 'sqlite' (data-dir/gallery.db) or redis://host:6379/0" },
@@ -308,6 +310,7 @@ function checkCombinations(config: ServerConfig): ServerConfig {
   try {
     parseAllowedOrigins(config.allowedOrigins);
     parseAllowedHosts(config.allowedHosts);
+    parseTrustedProxies(config.trustedProxies);
   } catch (e) {
     throw new ConfigError((e as Error).message);
   }

@@ -41,6 +41,8 @@ function sample(key: string, spec: Spec): { raw: string; envRaw?: string; expect
   // a list of origins, checked at start (origin-check.ts)
   if (key === 'allowedOrigins') return { raw: 'https://nvr.example:8443', expected: 'https://nvr.example:8443' };
   // an InfluxDB URL, checked when parsed (metrics/influx-client.ts)
+  // balancers' addresses, checked at start (client-identity.ts)
+  if (key === 'trustedProxies') return { raw: '10.0.0.2,::1', expected: '10.0.0.2,::1' };
   if (key === 'metricsSink') return { raw: 'https://user:pw@influx.example:8086/edgecv', expected: 'https://user:pw@influx.example:8086/edgecv' };
   switch (spec.kind) {
     case 'port':

@@ -227,11 +227,17 @@ describe('demo page in chromium', () => {
     for (const p of photos) await service.enrol('library demo', p.bytes);
     const ids = service.subjects().find((s) => s.subject === 'library demo')!.ids;
     const cards = page.locator('#librarySamples .sample');
+    await page.fill('#libraryPageSize', '2'); // two a page: the third is on the next
     await page.click('#libraryShow'); // lists the subjects as they are now
     await page.selectOption('#librarySubject', 'library demo');
     // the chosen subject's cards, not the first subject's that the list showed before the choice
     const shownIds = () => cards.evaluateAll((list) => list.map((c) => Number((c as unknown as { dataset: { id: string } }).dataset.id)));
+    await expect.poll(shownIds, { timeout: 10_000 }).toEqual(ids.slice(0, 2));
+    await expect.poll(() => page.locator('#libraryCount').textContent()).toBe('2 of 3');
+    await page.click('#libraryMore');
     await expect.poll(shownIds, { timeout: 10_000 }).toEqual(ids);
+    await expect.poll(() => page.locator('#libraryMore').isHidden()).toBe(true);
+    expect(await page.locator('#libraryCount').textContent()).toBe('3 of 3');
     // every crop is a decoded image
     const widths = () => page.locator('#librarySamples .sample img').evaluateAll((imgs) => imgs.map((i) => (i as unknown as { naturalWidth: number }).naturalWidth));
     await expect.poll(async () => (await widths()).every((w) => w > 0)).toBe(true);

@@ -87,9 +87,22 @@ interface ListedSample {
 async function samplesOf(app: App, subject: string): Promise<ListedSample[]> {
   const r = await call(app, `/trainer/samples/?subject=${encodeURIComponent(subject)}`);
   expect(r.status).toBe(200);
-  expect(Object.keys(r.body)).toEqual(['success', 'subject', 'samples']);
+  expect(Object.keys(r.body)).toEqual(['success', 'subject', 'samples', 'total', 'limit', 'next_after']);
   expect(r.body.subject).toBe(subject);
-  return r.body.samples as ListedSample[];
+  const all = r.body.samples as ListedSample[];
+  expect(r.body.total).toBe(all.length); // a page of the default size holds them all
+  // The same, a sample a page: the store's paging.
+  const paged: ListedSample[] = [];
+  let after: unknown = 0;
+  for (let i = 0; i <= all.length && after !== null; i++) {
+    const page = await call(app, `/trainer/samples/?subject=${encodeURIComponent(subject)}&limit=1&after=${String(after)}`);
+    expect(page.body).toMatchObject({ total: all.length, limit: 1 });
+    paged.push(...(page.body.samples as ListedSample[]));
+    after = page.body.next_after;
+  }
+  expect(after).toBeNull();
+  expect(paged).toEqual(all);
+  return all;
 }
 
 async function predicted(app: App, bytes: Buffer): Promise<string> {

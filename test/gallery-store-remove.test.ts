@@ -24,6 +24,11 @@ function sample(subject: string, seed: number): NewSample {
   return { subject, createdAt: Date.now(), model: 'm', modelVersion: 'v', embedding, crop: null, cropRect: null };
 }
 
+/** Every id the store holds for `subject` (one page: these subjects have a handful of samples). */
+async function idsOf(store: GalleryStore, subject: string): Promise<number[]> {
+  return (await store.samplesOf(subject, { after: 0, limit: 500 })).samples.map((x) => x.id);
+}
+
 async function ticks(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await Promise.resolve();
 }
@@ -71,9 +76,9 @@ describe.each(kinds)('%s store: remove by id is compare-and-set', (_kind, open) 
       // land it between the move's reads and its write
       const [moved, removed] = await Promise.all([store.move(s.id, 'carol', 'dave'), ticks(round).then(() => other.remove('carol', s.id))]);
       expect((moved !== null) !== (removed.length > 0)).toBe(true); // exactly one succeeded
-      const daves = (await store.samplesOf('dave')).map((x) => x.id);
+      const daves = (await idsOf(store, 'dave'));
       expect(daves.includes(s.id)).toBe(moved !== null);
-      expect((await store.samplesOf('carol')).map((x) => x.id)).not.toContain(s.id);
+      expect(await idsOf(store, 'carol')).not.toContain(s.id);
     }
   });
 
@@ -84,11 +89,11 @@ describe.each(kinds)('%s store: remove by id is compare-and-set', (_kind, open) 
       const [moved, removed] = await Promise.all([store.move(ids[1]!, 'erin', 'frank'), other.remove('erin')]);
       if (moved) {
         expect(removed).not.toContain(ids[1]);
-        expect((await store.samplesOf('frank')).map((x) => x.id)).toContain(ids[1]);
+        expect(await idsOf(store, 'frank')).toContain(ids[1]);
       } else {
         expect(removed).toContain(ids[1]);
       }
-      expect(await store.samplesOf('erin')).toEqual([]);
+      expect(await idsOf(store, 'erin')).toEqual([]);
       await store.remove('frank');
     }
   });

@@ -1,5 +1,5 @@
-// The demo page's face library: a subject's samples (GET /trainer/samples/) with their crops and quality, each
-// deleted (POST /trainer/remove/ with its id) or given to another subject (POST /trainer/move/). These routes need
+// The demo page's face library: a subject's samples (GET /trainer/samples/, a page at a time: "more" asks for the
+// next page after the last shown) with their crops and quality, each deleted (POST /trainer/remove/ with its id) or given to another subject (POST /trainer/move/). These routes need
 // the admin: the key typed on the page is sent as X-API-Key (none: the server takes loopback clients only).
 
 const $ = (id) => document.getElementById(id);
@@ -58,17 +58,38 @@ function sampleCard(subject, s) {
 
 /** Requests of showSamples() started: only the latest one draws, so a slow answer for an earlier choice cannot. */
 let samplesAsked = 0;
+/** The shown subject's next page (its `after`); null when its last sample is shown. */
+let nextAfter = null;
+
+function pageSize() {
+  const n = Number($('libraryPageSize').value);
+  return Number.isInteger(n) && n >= 1 && n <= 500 ? n : 50;
+}
+
+/** Draws a page of `subject` (appended to the shown ones with `more`) and what is left to show. */
+async function showPage(subject, more) {
+  const ticket = more ? samplesAsked : ++samplesAsked;
+  const after = more ? `&after=${nextAfter}` : '';
+  const page = await call(`/trainer/samples/?subject=${encodeURIComponent(subject)}&limit=${pageSize()}${after}`);
+  if (ticket !== samplesAsked) return;
+  const cards = page.samples.map((s) => sampleCard(subject, s));
+  if (more) $('librarySamples').append(...cards);
+  else $('librarySamples').replaceChildren(...cards);
+  nextAfter = page.next_after;
+  $('libraryMore').hidden = nextAfter === null;
+  $('libraryCount').textContent = `${$('librarySamples').children.length} of ${page.total}`;
+}
 
 async function showSamples() {
-  const ticket = ++samplesAsked;
   const subject = $('librarySubject').value;
   if (!subject) {
+    ++samplesAsked;
     $('librarySamples').replaceChildren();
+    $('libraryMore').hidden = true;
+    $('libraryCount').textContent = '';
     return;
   }
-  const { samples } = await call(`/trainer/samples/?subject=${encodeURIComponent(subject)}`);
-  if (ticket !== samplesAsked) return;
-  $('librarySamples').replaceChildren(...samples.map((s) => sampleCard(subject, s)));
+  await showPage(subject, false);
 }
 
 /** Runs a library action, then shows the subjects and samples as they are now; an error is shown beside. */
@@ -85,3 +106,10 @@ async function act(work) {
 
 $('libraryShow').addEventListener('click', () => void act(async () => {}));
 $('librarySubject').addEventListener('change', () => void act(async () => {}));
+$('libraryMore').addEventListener('click', async () => {
+  try {
+    if (nextAfter !== null) await showPage($('librarySubject').value, true);
+  } catch (e) {
+    $('libraryError').textContent = e.message;
+  }
+});

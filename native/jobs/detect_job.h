@@ -36,6 +36,8 @@ class DetectJob : public ImageJob {
 
   void Execute(WorkerContext& ctx) override {
     items_ = kind_.detect(ctx, Decoder(), options_, &timings_);
+    // A job that reports its stages (pose) also says how often its image was decoded: a progressive JPEG once.
+    if (!timings_.parts.empty()) timings_.parts.emplace_back("decodes", static_cast<double>(decodes()));
   }
 
   Napi::Value Result(Napi::Env env) override {

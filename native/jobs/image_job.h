@@ -26,11 +26,14 @@ class ImageJob : public Job {
   // Worker thread: decodes to BGR (JobError INVALID_IMAGE on failure) and records width() and height() (the
   // image's own size); decodeMs() sums every call's time. minLongerSide > 0: a JPEG may be decoded smaller, its
   // longer side no shorter than that (DecodeBgr); what comes back is then smaller than width() x height().
+  // A progressive JPEG is decoded once, whole (a smaller decode would cost as much), and kept: each call gets
+  // it, or a copy shrunk (area) to the size DCT scaling would give; decodes() counts the real decodes.
   cv::Mat DecodeImage(int minLongerSide = 0);
   // DecodeImage() as an ImageDecoder.
   ImageDecoder Decoder();
 
   double decodeMs() const { return decodeMs_; }
+  int decodes() const { return decodes_; }
   int width() const { return width_; }
   int height() const { return height_; }
 
@@ -38,6 +41,9 @@ class ImageJob : public Job {
   const uint8_t* data_;
   size_t size_;
   double decodeMs_ = 0;
+  int decodes_ = 0;
+  // The whole image of a progressive JPEG, once decoded (empty otherwise).
+  cv::Mat whole_;
   int width_ = 0;
   int height_ = 0;
 };

@@ -106,6 +106,24 @@ bool LooksLikeJpeg(const uint8_t* data, size_t size) {
   return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
 }
 
+bool IsProgressiveJpeg(const uint8_t* data, size_t size) {
+  if (!LooksLikeJpeg(data, size)) return false;
+  size_t at = 2;
+  while (at + 4 <= size) {
+    if (data[at] != 0xFF) return false;  // not a marker: libjpeg will say what is wrong
+    const uint8_t marker = data[at + 1];
+    if (marker == 0xFF) {  // fill byte
+      ++at;
+      continue;
+    }
+    if (marker == 0xD9 || marker == 0xDA) return false;  // EOI or a scan before any frame header
+    const bool sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (sof) return marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE;
+    at += 2 + ((static_cast<size_t>(data[at + 2]) << 8) | data[at + 3]);  // the segment's length
+  }
+  return false;
+}
+
 cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings, uint64_t maxPixels, int minLongerSide,
                       cv::Size* fullSize) {
   Decompressor d;

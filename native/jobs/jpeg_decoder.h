@@ -14,6 +14,10 @@ namespace edgecv {
 // True when the bytes start with a JPEG SOI marker.
 bool LooksLikeJpeg(const uint8_t* data, size_t size);
 
+// True when a JPEG's frame header (the first SOF marker) says progressive (SOF2, SOF6, SOF10, SOF14). Its DCT-scaled
+// decode costs as much as a whole one: every scan is entropy-decoded into a full-size coefficient buffer first.
+bool IsProgressiveJpeg(const uint8_t* data, size_t size);
+
 // OpenCV's own default cap for imdecode. The server refuses far smaller images from their header first
 // (src/engine/image-admission.ts, the policy); this is only the memory-safety bound.
 constexpr uint64_t kMaxJpegPixels = uint64_t{1} << 30;

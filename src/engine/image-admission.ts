@@ -3,7 +3,7 @@
 // segment lengths; nothing decodes a pixel, so a hostile file costs about as much as reading its bytes.
 
 import { EngineError } from './errors.js';
-import { checkImageContainer } from './image-container.js';
+import { checkImageContainer, MAX_SCAN_PASSES } from './image-container.js';
 import { readImageHeader, type ImageHeader } from './image-header.js';
 
 export interface ImageLimits {
@@ -41,5 +41,6 @@ export function admitImage(image: Uint8Array, limits: ImageLimits): AdmittedImag
       `image is ${width}x${height}: an aspect ratio over ${limits.maxAspectRatio}:1 is not usable by any model`,
     );
   }
-  return { header, bytes: checkImageContainer(image, header) };
+  // a progressive JPEG's scans are passes over its pixels: a small file must not buy many full-size decodes
+  return { header, bytes: checkImageContainer(image, header, limits.maxPixels * MAX_SCAN_PASSES) };
 }

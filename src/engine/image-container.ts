@@ -12,6 +12,12 @@ import type { ImageHeader } from './image-header.js';
 
 /** More scans than any encoder writes (progressive JPEGs use about 10); each one is a pass over the image. */
 export const MAX_JPEG_SCANS = 100;
+/**
+ * A JPEG's work is its pixels times its scans (each scan a pass over every coefficient; DCT scaling does not
+ * shorten it): at most this many passes over the largest image allowed (maxPixels), about what the standard
+ * progressive script (10 scans) costs at that size. A smaller image may have more scans, up to MAX_JPEG_SCANS.
+ */
+export const MAX_SCAN_PASSES = 12;
 
 function invalid(format: 'PNG' | 'JPEG', why: string): EngineError {
   return new EngineError('INVALID_IMAGE', `invalid ${format}: ${why}`);
@@ -89,7 +95,8 @@ function endOfScan(b: Uint8Array, at: number): number {
   return b.length;
 }
 
-function checkJpeg(b: Uint8Array): Uint8Array {
+function checkJpeg(b: Uint8Array, header: ImageHeader, maxPixelScans: number): Uint8Array {
+  const pixels = header.width * header.height;
   let frames = 0;
   let scans = 0;
   let at = 2; // after SOI
@@ -121,6 +128,12 @@ function checkJpeg(b: Uint8Array): Uint8Array {
     if (marker === 0xda) {
       if (frames === 0) throw invalid('JPEG', 'scan before the frame header');
       if (++scans > MAX_JPEG_SCANS) throw invalid('JPEG', `more than ${MAX_JPEG_SCANS} scans`);
+      if (scans * pixels > maxPixelScans) {
+        throw new EngineError(
+          'IMAGE_TOO_LARGE',
+          `JPEG of ${header.width}x${header.height} with more than ${scans - 1} scans: decoding it costs ${scans} passes over ${pixels} pixels, the limit is ${maxPixelScans} pixel-passes (${MAX_SCAN_PASSES} over the largest image allowed)`,
+        );
+      }
       at = endOfScan(b, at);
     }
   }
@@ -132,8 +145,8 @@ function checkJpeg(b: Uint8Array): Uint8Array {
 /**
  * Checks the container structure of an image whose header `readImageHeader` already accepted.
  * Throws EngineError INVALID_IMAGE for lengths that run past the bytes, impossible header fields, missing
- * image data or too many JPEG scans.
+ * image data or too many JPEG scans; IMAGE_TOO_LARGE for a JPEG whose scans times pixels pass `maxPixelScans`.
  */
-export function checkImageContainer(bytes: Uint8Array, header: ImageHeader): Uint8Array {
-  return header.format === 'png' ? checkPng(bytes) : checkJpeg(bytes);
+export function checkImageContainer(bytes: Uint8Array, header: ImageHeader, maxPixelScans = Infinity): Uint8Array {
+  return header.format === 'png' ? checkPng(bytes) : checkJpeg(bytes, header, maxPixelScans);
 }

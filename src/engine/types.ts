@@ -270,7 +270,8 @@ export interface DetectionTimings {
   /**
    * detectPoses() only: each model's part of the three sums above. personPreprocessMs, personInferenceMs,
    * personPostprocessMs (the person detector; 0 in 'whole' mode), posePreprocessMs (the crops and MoveNet's
-   * letterbox), poseInferenceMs, posePostprocessMs, and posePasses (MoveNet runs: one per person, or 1).
+   * letterbox), poseInferenceMs, posePostprocessMs, posePasses (MoveNet runs: one per person, or 1), and decodes
+   * (of the image: 2 when the crops need a larger copy of a baseline JPEG; a progressive one is decoded once).
    */
   stages?: Record<string, number>;
 }

@@ -2,7 +2,7 @@
 // MIN_FACE_SIDE pixels and at least MIN_SHARPNESS sharp (sample-quality.ts; docs/gallery.md, "Enrolment quality").
 
 import type { EmbeddedFace, FaceEmbeddingResult } from '../engine/face-embedding.js';
-import { MIN_FACE_SIDE, MIN_SHARPNESS, sampleQuality } from './sample-quality.js';
+import { MIN_FACE_SIDE, MIN_SHARPNESS, sampleQuality, type SampleQuality } from './sample-quality.js';
 
 /** Why a photo would make a poor sample. */
 export type EnrolmentRefusal = 'no-face' | 'multiple-faces' | 'too-small' | 'too-blurred';
@@ -26,13 +26,20 @@ export class EnrolmentError extends Error {
   }
 }
 
-/** Throws EnrolmentError unless the embedded photo (made with keepCrop) would make a good sample. */
-export function checkEnrolmentPhoto(r: FaceEmbeddingResult): asserts r is FaceEmbeddingResult & { face: EmbeddedFace; embedding: Float32Array } {
+type Embedded = FaceEmbeddingResult & { face: EmbeddedFace; embedding: Float32Array };
+
+/**
+ * Throws EnrolmentError unless the embedded photo (made with keepCrop) would make a good sample; returns it with
+ * the quality of its crop (null without one), which the face library lists.
+ */
+export function checkEnrolmentPhoto(r: FaceEmbeddingResult): { embedded: Embedded; quality: SampleQuality | null } {
   if (r.faces.length === 0 || !r.face || !r.embedding) throw new EnrolmentError('no-face');
   if (r.faces.length > 1) throw new EnrolmentError('multiple-faces');
   const [l, t, right, bottom] = r.face.rect;
   const side = Math.min(right - l, bottom - t);
   if (side < MIN_FACE_SIDE) throw new EnrolmentError('too-small', `${side} px, at least ${MIN_FACE_SIDE} px`);
-  const sharpness = r.crop ? sampleQuality(r.crop.jpeg, r.crop.rect)?.sharpness : undefined;
+  const quality = r.crop ? sampleQuality(r.crop.jpeg, r.crop.rect) : null;
+  const sharpness = quality?.sharpness;
   if (sharpness !== undefined && sharpness < MIN_SHARPNESS) throw new EnrolmentError('too-blurred', `sharpness ${sharpness}, at least ${MIN_SHARPNESS}`);
+  return { embedded: r as Embedded, quality };
 }

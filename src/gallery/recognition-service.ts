@@ -21,8 +21,10 @@ import { checkSubject, exportLine, ImportError, parseImport, type ImportItem, ty
 import { retryUntilDone } from './retry.js';
 import { quarantineMessage, sortStoredRows, vectorProblem } from './stored-rows.js';
 import { embeddingProblem } from './sample-check.js';
-import { QualityCache } from './sample-quality.js';
-import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SampleVector } from './types.js';
+import { libraryPage, type LibraryPage } from './library-page.js';
+import type { SampleQuality } from './sample-quality.js';
+import { SampleQualities } from './sample-qualities.js';
+import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SamplePageRequest, SampleVector } from './types.js';
 import {
   GalleryBusyError,
   GalleryEmptyError,
@@ -31,7 +33,6 @@ import {
   type GalleryState,
   type GalleryStatus,
   type IdentifiedFace,
-  type LibrarySample,
   type Prediction,
   type RecognitionOptions,
   subjectSummaries,
@@ -67,8 +68,8 @@ export class RecognitionService {
   /** The first load succeeded. */
   #loaded = false;
   #lastError: string | null = null;
-  /** Quality of a sample's crop, by id, once the library has listed it. */
-  readonly #qualities = new QualityCache();
+  /** Quality of a sample's crop, by id, once enrolled or listed. */
+  readonly #qualities = new SampleQualities();
   /** Stored rows left out of the index, by id (rebuilt at every full load). */
   readonly #quarantine = new Map<number, QuarantinedSample>();
   /** Settles when the initial load (and any re-embedding) is done. */
@@ -332,12 +333,12 @@ export class RecognitionService {
     return this.#engine.embedFace(image);
   }
 
-  async #sampleFromPhoto(subject: string, image: Uint8Array): Promise<{ sample: NewSample; rect: Rect }> {
+  async #sampleFromPhoto(subject: string, image: Uint8Array): Promise<{ sample: NewSample; rect: Rect; quality: SampleQuality | null }> {
     // The crop is always made: the sharpness is measured on it (it is stored only with storeCrops).
-    const r = await this.#engine.embedFace(image, { keepCrop: true });
-    checkEnrolmentPhoto(r);
+    const { embedded: r, quality } = checkEnrolmentPhoto(await this.#engine.embedFace(image, { keepCrop: true }));
     return {
       rect: r.face.rect,
+      quality,
       sample: {
         subject,
         createdAt: Date.now(),
@@ -354,8 +355,9 @@ export class RecognitionService {
   async enrol(subject: unknown, image: Uint8Array): Promise<Enrolment> {
     const name = this.#checkSubject(subject);
     if (this.updating) throw new GalleryBusyError();
-    const { sample, rect } = await this.#sampleFromPhoto(name, image);
+    const { sample, rect, quality } = await this.#sampleFromPhoto(name, image);
     const stored = await this.#store.add(sample);
+    if (stored.crop) this.#qualities.remember(stored.id, quality);
     this.#apply({ op: 'add', samples: [stored] });
     let samples = 0;
     for (const s of this.#subjectOf.values()) if (s === name) samples++;
@@ -371,15 +373,9 @@ export class RecognitionService {
     return ids;
   }
 
-  /** The subject's stored samples, in id order, with their crops and quality (empty: no such subject). */
-  async samplesOf(subject: unknown): Promise<LibrarySample[]> {
-    const name = this.#checkSubject(subject, 'existing');
-    const out: LibrarySample[] = [];
-    for (const s of await this.#store.samplesOf(name)) {
-      const quality = s.crop && s.cropRect ? await this.#qualities.of(s.id, s.crop, s.cropRect) : null;
-      out.push({ id: s.id, createdAt: s.createdAt, crop: s.crop, cropRect: s.cropRect, quality });
-    }
-    return out;
+  /** A page of the subject's stored samples, in id order, with their crops and quality (total 0: no such subject). */
+  samplesOf(subject: unknown, page: SamplePageRequest): Promise<LibraryPage> {
+    return libraryPage(this.#store, this.#qualities, this.#checkSubject(subject, 'existing'), page);
   }
 
   /** Gives sample `id` of `subject` to `to` (one store transaction); false when `subject` has no sample `id`. */
@@ -445,6 +441,7 @@ export class RecognitionService {
     await this.#rebuildChain;
     // The graph as it is now, so that the next start loads it rather than rebuilds it.
     await this.#index.persist().catch((e: unknown) => this.#log(`gallery: could not save the HNSW graph: ${(e as Error).message}`));
+    await this.#qualities.close();
     await this.#store.close();
   }
 }

@@ -1,8 +1,8 @@
 // How good a face sample is, measured on the JPEG crop kept with it (native/jobs/face_embed_job.h, StoredCrop):
 // the face box's side, and its sharpness: the variance of the Laplacian of the face, resampled to a fixed side so
 // that the figure reads the same whatever the face's size in the photo. Enrolment refuses a photo under the
-// thresholds (RecognitionService); the face library reports both figures for every sample. Computed in JS
-// (jpeg-js): the crop is at most 448 px, a few milliseconds, and only enrolment and the library need it.
+// thresholds (RecognitionService); the face library reports both figures for every sample (sample-qualities.ts:
+// once per sample, off the event loop). Computed in JS (jpeg-js): the crop is at most 448 px, a few milliseconds.
 
 import jpeg from 'jpeg-js';
 import type { Rect } from './types.js';
@@ -92,24 +92,4 @@ export function sampleQuality(crop: Uint8Array, faceRect: Rect): SampleQuality |
   if (side < 3) return { faceSide, sharpness: 0 };
   const face = resampled(grey(data, width, height), width, height, faceRect, side);
   return { faceSide, sharpness: Math.round(laplacianVariance(face, side) * 10) / 10 };
-}
-
-/**
- * Qualities by sample id for the face library, each computed once (a sample's crop never changes); the oldest is
- * forgotten first past `size`. Decoding a crop in JS takes milliseconds, so the event loop is given back before
- * each one: a long list does not hold up the requests meanwhile.
- */
-export class QualityCache {
-  readonly #byId = new Map<number, SampleQuality | null>();
-  constructor(readonly size = 10_000) {}
-
-  async of(id: number, crop: Uint8Array, faceRect: Rect): Promise<SampleQuality | null> {
-    const known = this.#byId.get(id);
-    if (known !== undefined) return known;
-    await new Promise((resolve) => setImmediate(resolve));
-    const quality = sampleQuality(crop, faceRect);
-    if (this.#byId.size >= this.size) this.#byId.delete(this.#byId.keys().next().value!);
-    this.#byId.set(id, quality);
-    return quality;
-  }
 }

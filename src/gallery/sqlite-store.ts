@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Database, statementCache, type Prepare, type SqliteDatabase, type SqliteStatement } from '../sqlite.js';
-import { embeddingFromBytes, embeddingToBytes, type GalleryStore, type NewSample, type QuarantinedSample, type Rect, type SampleVector, type StoreDurability, type StoredSample, type StoredVectors } from './types.js';
+import { embeddingFromBytes, embeddingToBytes, type GalleryStore, type NewSample, type QuarantinedSample, type Rect, type SamplePage, type SamplePageRequest, type SampleVector, type StoreDurability, type StoredSample, type StoredVectors } from './types.js';
 
 export const GALLERY_DB_FILE = 'gallery.db';
 const SCHEMA_VERSION = 1;
@@ -155,14 +155,17 @@ export class SqliteGalleryStore implements GalleryStore {
     })();
   }
 
-  async samplesOf(subject: string): Promise<StoredSample[]> {
-    const rows = this.#prepare('SELECT * FROM samples WHERE subject = ? ORDER BY id').all(subject) as SampleRow[];
-    const out: StoredSample[] = [];
-    for (const r of rows) {
+  async samplesOf(subject: string, { after, limit }: SamplePageRequest): Promise<SamplePage> {
+    // One more row than asked tells whether there is a next page; (subject, id) is the index samples_subject.
+    const rows = this.#prepare('SELECT * FROM samples WHERE subject = ? AND id > ? ORDER BY id LIMIT ?').all(subject, after, limit + 1) as SampleRow[];
+    const { n } = this.#prepare('SELECT count(*) AS n FROM samples WHERE subject = ?').get(subject) as { n: number };
+    const page = rows.slice(0, limit);
+    const samples: StoredSample[] = [];
+    for (const r of page) {
       const v = decodeRow(r);
-      if (!('reason' in v)) out.push({ ...v, crop: r.crop, cropRect: parseRect(r.crop_rect) });
+      if (!('reason' in v)) samples.push({ ...v, crop: r.crop, cropRect: parseRect(r.crop_rect) });
     }
-    return out;
+    return { samples, total: n, next: rows.length > limit ? page[page.length - 1]!.id : null };
   }
 
   async move(id: number, from: string, to: string): Promise<SampleVector | null> {

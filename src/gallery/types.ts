@@ -26,6 +26,20 @@ export interface StoredSample extends NewSample {
 /** Samples without their crops: what building the search index needs. */
 export type SampleVector = Omit<StoredSample, 'crop' | 'cropRect'>;
 
+/** Which page of a subject's samples: those with an id above `after` (0: from the first), at most `limit`. */
+export interface SamplePageRequest {
+  after: number;
+  limit: number;
+}
+
+export interface SamplePage {
+  samples: StoredSample[];
+  /** The subject's rows in the store now. */
+  total: number;
+  /** The `after` of the next page (the last id this page read); null when this page reached the last sample. */
+  next: number | null;
+}
+
 /** A stored row left out of the index: it cannot be read, or its embedding cannot be searched (sample-check.ts). */
 export interface QuarantinedSample {
   id: number;
@@ -77,8 +91,11 @@ export interface GalleryStore {
   addMany(samples: NewSample[], replace: boolean): Promise<StoredSample[]>;
   /** Removes the subject's samples (only `id` when given); resolves with the ids removed. */
   remove(subject: string, id?: number): Promise<number[]>;
-  /** The subject's samples with their crops, in id order; rows that cannot be decoded are left out. */
-  samplesOf(subject: string): Promise<StoredSample[]>;
+  /**
+   * One page of the subject's samples with their crops, in id order: at most `limit` of those with an id above
+   * `after`; rows that cannot be decoded are left out (but counted in `total` and passed by `next`).
+   */
+  samplesOf(subject: string, page: SamplePageRequest): Promise<SamplePage>;
   /**
    * Gives sample `id` of `from` to `to`, in one transaction (a fleet store broadcasts it as the sample added again
    * under its new subject: adding an id again replaces it). Resolves with the sample as it is now, or null when

@@ -14,6 +14,7 @@ import { errorResponse } from './errors.js';
 import { bodyTooLargeMessage } from './http-guards.js';
 import { deepStackRoutes } from './deepstack/index.js';
 import type { OpsDeps } from './ops.js';
+import { identifyClients } from './client-identity.js';
 import { refuseForeignHosts, type HostCheck } from './host-check.js';
 import { refuseForeignOrigins } from './origin-check.js';
 import { countRequests } from './requests-in-flight.js';
@@ -46,7 +47,12 @@ export interface AppDeps {
   drain?: DrainState;
   /** Which Host names this server answers for (host-check.ts; serve: servedHosts()); without it, any. */
   hosts?: HostCheck;
+  /** Balancers whose X-Forwarded-For names the client (--trusted-proxies; client-identity.ts). */
+  trustedProxies?: ReadonlySet<string>;
 }
+
+/** GET /health/live and /health/ready, with or without a trailing slash: answered whatever the Host. */
+const ANY_HOST_PATH = /^\/health\/(live|ready)\/?$/;
 
 /**
  * The app around `api` (the routes, one sub-app per route file): the middleware every answer goes through (trace
@@ -55,7 +61,7 @@ export interface AppDeps {
  * strict: false serves every route with and without a trailing slash. `page`: served outside the 405 handling.
  * The fleet console (src/console/app.ts) serves its routes through it too.
  */
-export function serverApp(deps: Pick<AppDeps, 'config' | 'hosts'> & { ops?: Pick<OpsDeps, 'audit'>; engine?: FaceEngine }, api: Hono, page?: Hono): Hono {
+export function serverApp(deps: Pick<AppDeps, 'config' | 'hosts' | 'trustedProxies'> & { ops?: Pick<OpsDeps, 'audit'>; engine?: FaceEngine }, api: Hono, page?: Hono): Hono {
   const app = new Hono({ strict: false });
   const limit = deps.config.bodyLimit;
 
@@ -64,8 +70,14 @@ export function serverApp(deps: Pick<AppDeps, 'config' | 'hosts'> & { ops?: Pick
   const serveRequest = deps.engine?.serveRequest?.bind(deps.engine);
   if (serveRequest) app.use('*', countRequests(serveRequest));
   app.use('*', securityHeaders());
-  // a DNS-rebinding page names its own host: refused before any route or body
-  if (deps.hosts) app.use('*', refuseForeignHosts(deps.hosts));
+  // whose turn an image job waits for (fair-engine.ts)
+  app.use('*', identifyClients(deps.trustedProxies ?? new Set()));
+  // a DNS-rebinding page names its own host: refused before any route or body. The health routes answer whatever
+  // the Host (a balancer's or an orchestrator's check names what it likes; they tell nothing worth a rebinding).
+  if (deps.hosts) {
+    const refuse = refuseForeignHosts(deps.hosts);
+    app.use('*', (c, next) => (ANY_HOST_PATH.test(c.req.path) ? next() : refuse(c, next)));
+  }
   app.use('*', refuseContentEncoding());
   // before any body is read: a foreign page's POST is refused unread
   app.use('*', refuseForeignOrigins(deps.config.allowedOrigins));

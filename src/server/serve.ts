@@ -8,6 +8,8 @@ import { openRecognition } from '../gallery/open.js';
 import { createApp, createDeepStackApp } from './app.js';
 import { engineOptionsFromConfig } from './engine-options.js';
 import { DEFAULT_DRAIN_DELAY_MS, DEFAULT_DRAIN_TIMEOUT_MS, DrainState } from './drain.js';
+import { parseTrustedProxies } from './client-identity.js';
+import { withFairShares } from './fair-engine.js';
 import { servedHosts } from './host-check.js';
 import { openOps, type OpsRuntime } from './ops.js';
 import { unwatchEngine, unwatchGallery, watchEngine, watchGallery } from './prometheus.js';
@@ -58,7 +60,8 @@ async function openParts(config: ServerConfig): Promise<Parts | null> {
   const { Engine } = await import('../engine/engine.js');
   let engine;
   try {
-    engine = await Engine.open(engineOptionsFromConfig(config));
+    // every image job of a request waits its client's turn for a worker (fair-engine.ts)
+    engine = withFairShares(await Engine.open(engineOptionsFromConfig(config)));
   } catch (e) {
     console.error(`edgecv: cannot start the engine: ${(e as Error).message}`);
     return null;
@@ -92,7 +95,7 @@ async function listen(config: ServerConfig, parts: Parts, drain: DrainState): Pr
   const { engine, ops, recognition, tls } = parts;
   // both listeners answer only for this server's own names (DNS rebinding: host-check.ts)
   const hosts = servedHosts(config.host, config.allowedHosts);
-  const deps = { engine, config, ops: ops.ops, recognition, drain, hosts };
+  const deps = { engine, config, ops: ops.ops, recognition, drain, hosts, trustedProxies: parseTrustedProxies(config.trustedProxies) };
   const guards = {
     bodyLimit: config.bodyLimit,
     audit: ops.ops.audit,
