@@ -7,14 +7,14 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { distractors, embedRealFaces, statistics, type RealFace } from '../bench/shared/face-corpus.js';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { Int8Rows } from '../src/engine/gallery/int8-rows.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine, GalleryEntry, GalleryIndex } from '../src/index.js';
-import { DATA_DIR, openEngine, photo, useTempDirs } from './helpers.js';
+import { DATA_DIR, sharedEngine, photo, useTempDirs } from './helpers.js';
 
 const DISTRACTORS = 4000;
 let engine: Engine;
@@ -26,7 +26,7 @@ let scale: number;
 const tempDir = useTempDirs();
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2 });
+  engine = await sharedEngine({ workers: 2 });
   scale = engine.faceEmbedder()!.distanceScale;
   annConfirmBelow = 1 - EER_DISTANCE / scale;
   faces = await embedRealFaces(engine, DATA_DIR, 4, 30);
@@ -40,10 +40,6 @@ beforeAll(async () => {
   const unknown = distractors(stats, 200, 12); // nobody enrolled: mostly rejections
   for (let i = 0; i < 200; i++) queries.push(unknown.slice(i * 1024, (i + 1) * 1024));
 }, 240_000);
-
-afterAll(async () => {
-  await engine?.close();
-});
 
 async function exactGallery(list: GalleryEntry[]): Promise<GalleryIndex> {
   const g = engine.createGallery({ annThreshold: Infinity });

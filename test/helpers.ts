@@ -39,6 +39,25 @@ export function openEngine(opts: EngineOptions = {}): Promise<Engine> {
   return Engine.open(opts);
 }
 
+const sharedEngines = new Map<string, Promise<Engine>>();
+
+/**
+ * The real engine for `opts`, opened once per option set and shared by every test file of this worker: the engine
+ * tier runs its files one after another in one worker that is not reset between them (vitest.config.ts), so the
+ * models are loaded and warmed once, not once per file. For files that neither close the engine nor count on a
+ * fresh one (its stats, its cold runs); it is closed when the worker exits.
+ */
+export function sharedEngine(opts: EngineOptions = {}): Promise<Engine> {
+  const key = JSON.stringify(Object.entries(opts).sort(([a], [b]) => a.localeCompare(b)));
+  let engine = sharedEngines.get(key);
+  if (!engine) {
+    engine = Engine.open(opts);
+    sharedEngines.set(key, engine);
+    engine.catch(() => sharedEngines.delete(key)); // a failed open is not kept: the next file tries again
+  }
+  return engine;
+}
+
 // ------------------------------------------------------------------ crafted images
 
 /**

@@ -15,7 +15,7 @@ import { admitImage } from '../src/engine/image-admission.js';
 import { IMAGE_LIMIT_DEFAULTS } from '../src/engine/limits.js';
 import { EngineError, type Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
+import { DATA_DIR, openEngine, sharedEngine, useTempDirs } from './helpers.js';
 
 const MB = 1024 * 1024;
 const KEY = 'hostile-admin-key-0123456789';
@@ -44,14 +44,13 @@ let service: RecognitionService;
 let app: ReturnType<typeof createApp>;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
+  engine = await sharedEngine({ workers: 1 });
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-hostile-')), { storeCrops: true, log: () => {} });
   await service.ready;
   app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, adminKey: KEY }, recognition: service });
 });
 afterAll(async () => {
   await service?.close();
-  await engine?.close();
 });
 
 describe('crafted files are what they claim', () => {

@@ -41,7 +41,7 @@ describe('converted models match TF.js', () => {
       const [, c, h, w] = model.input.shape;
       const input = photoTensor(photo('skimage/astronaut.png'), w, h, model.input.mean, model.input.scale);
       expect(c).toBe(3);
-      const reference = await TfjsReference.load(
+      const reference = await TfjsReference.cached(
         model.source.file,
         model.input.tfNode,
         model.outputs.map((o) => o.tfNode),

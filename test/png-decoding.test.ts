@@ -9,13 +9,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { PNG } from 'pngjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { pngChunk } from '../bench/shared/fuzz/hostile-images.js';
 import { encodePng, exifChunk, expectedBgr, pngKinds, type PngImage } from '../bench/shared/fuzz/png-kinds.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { openEngine, photo, ROOT, useTempDirs } from './helpers.js';
+import { sharedEngine, photo, ROOT, useTempDirs } from './helpers.js';
+import { checkProgram } from './support/check-program.js';
 import { expectError, json } from './support/http-api.js';
 
 interface CheckLine {
@@ -32,10 +33,9 @@ const newTmpDir = useTempDirs();
 let checkBinary: string;
 
 beforeAll(() => {
-  checkBinary = path.join(newTmpDir('edgecv-codec-check-'), 'codec_check');
   const libs = execFileSync('pkg-config', ['--cflags', '--libs', 'opencv4', 'libpng', 'libjpeg'], { encoding: 'utf8' }).trim().split(/\s+/);
   const sources = ['checks/codec_check.cc', 'jobs/image.cc', 'jobs/png_decoder.cc', 'jobs/jpeg_decoder.cc', 'jobs/jpeg_encoder.cc', 'jobs/exif_orientation.cc', 'runtime/recycled_buffers.cc'];
-  execFileSync('g++', ['-std=c++17', '-O1', `-I${path.join(ROOT, 'native')}`, '-o', checkBinary, ...sources.map((f) => path.join(ROOT, 'native', f)), ...libs], { stdio: 'pipe' });
+  checkBinary = checkProgram('codec_check', sources, ['-O1'], libs);
 }, 300_000);
 
 /** Writes the files and runs the check program on them: one parsed line per file, in order. */
@@ -133,11 +133,8 @@ describe('the addon on one photo in every kind of PNG', () => {
   let engine: Engine;
   let app: ReturnType<typeof createApp>;
   beforeAll(async () => {
-    engine = await openEngine({ workers: 1, poseModel: null, faceEmbedder: null });
+    engine = await sharedEngine({ workers: 1, poseModel: null, faceEmbedder: null });
     app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
-  });
-  afterAll(async () => {
-    await engine?.close();
   });
 
   // The astronaut (512x512 RGB), as samples; each variant below decodes to the pixels of its reference, an 8-bit RGB

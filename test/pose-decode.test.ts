@@ -28,7 +28,7 @@ describe('pose post-processing matches the original graph', () => {
     await useTfjsBackend('cpu');
     // fp32: the reference is the original graph's own output (the int8 model's bounds are int8-models.test.ts's)
     engine = await Engine.open({ workers: 1, threadsPerWorker: 2, objectDetector: null, precision: 'fp32' });
-    reference = await TfjsReference.load('models/movenet-multipose.json', 'StatefulPartitionedCall/Cast', ['Identity']);
+    reference = await TfjsReference.cached('models/movenet-multipose.json', 'StatefulPartitionedCall/Cast', ['Identity']);
   });
   afterAll(async () => {
     reference?.dispose();

@@ -1,5 +1,5 @@
 // Pose and object detection through the library, on real photos with the real addon and models.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   BODY_25_BONES,
   BODY_25_KEYPOINTS,
@@ -16,7 +16,7 @@ import { EXPECTED_OBJECTS, matchesExpected } from '../bench/shared/object-eval.j
 import { loadObjectLabels } from '../bench/shared/object-labels.js';
 import { scorePoses } from '../bench/shared/pose-scoring.js';
 import { fittedJpeg, pngOfJpeg } from '../bench/shared/vga-photos.js';
-import { garbage, openEngine, photo, ROOT } from './helpers.js';
+import { garbage, openEngine, photo, sharedEngine, ROOT } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.
 const PEOPLE: [string, number][] = [
@@ -38,10 +38,7 @@ const PEOPLE: [string, number][] = [
 describe('pose and object detection (real photos)', () => {
   let engine: Engine;
   beforeAll(async () => {
-    engine = await openEngine();
-  });
-  afterAll(async () => {
-    await engine?.close();
+    engine = await sharedEngine();
   });
 
   for (const [name, count] of PEOPLE) {
@@ -228,10 +225,7 @@ describe('BODY_25 layout', () => {
 describe('pose for every person: crops around the object detector\'s persons', () => {
   let engine: Engine;
   beforeAll(async () => {
-    engine = await openEngine({ workers: 1, faceEmbedder: null });
-  });
-  afterAll(async () => {
-    await engine?.close();
+    engine = await sharedEngine({ workers: 1, faceEmbedder: null });
   });
 
   async function scoreAll(mode: PoseMode) {

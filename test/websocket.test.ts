@@ -15,7 +15,7 @@ import { createApp } from '../src/server/app.js';
 import { registry } from '../src/server/prometheus.js';
 import { startServer, type ListenOptions, type RunningServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';
-import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
+import { DATA_DIR, garbage, httpsRequest, sharedEngine, photo, useTempDirs } from './helpers.js';
 import { clientFrame, OPCODE, rawUpgrade } from '../bench/shared/ws-raw.js';
 import { fuzzPhotos } from '../bench/shared/fuzz/run-fuzz.js';
 import { runWebSocketFuzz, WS_KINDS } from '../bench/shared/fuzz/websocket-fuzz.js';
@@ -87,7 +87,7 @@ function untimed(text: string): unknown {
 }
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2 });
+  engine = await sharedEngine({ workers: 2 });
   // The real SQLite store; a test can hold a bulk import's swap (its store commit) open with importGate, as
   // test/trainer.test.ts does: the 503 window is only that swap.
   const store = SqliteGalleryStore.open(newTmpDir('edgecv-ws-'));
@@ -109,7 +109,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await running?.close(1000);
   await service?.close();
-  await engine?.close();
 });
 
 describe('WebSocket routes', () => {

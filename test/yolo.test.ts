@@ -91,7 +91,7 @@ describe('YOLOv5s object detector', () => {
   let engine: Engine;
   beforeAll(async () => {
     await useTfjsBackend('cpu');
-    const graph = await TfjsReference.load('dist/src/model_s/model.json', 'input_1', ['Identity'], undefined, 'yolov5');
+    const graph = await TfjsReference.cached('dist/src/model_s/model.json', 'input_1', ['Identity'], undefined, 'yolov5');
     const [rows] = await graph.run(input.nhwc, [1, SIZE, SIZE, 3]);
     graph.dispose();
     reference = decodeReference(rows!, THRESHOLD);

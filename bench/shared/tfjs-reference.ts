@@ -1,6 +1,7 @@
 // Runs an original TF.js graph model from the model package, cut at the same nodes the
 // converter cuts at: the reference for the parity test and the second engine in the bench.
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
@@ -62,11 +63,65 @@ function resizeGraphInput(json: ModelJson, weights: Buffer, inputNode: string, s
   }
 }
 
+/** The graph's files read, its input resized when asked: what a run's outputs depend on besides the input. */
+function readGraph(sourceFile: string, inputNode: string, inputShape?: number[], packageName?: string): { json: ModelJson; weights: Buffer; modelJson: string } {
+  const root = findRoot();
+  const pkgDir = modelPackage(root, readSourceManifest(root), packageName).dir;
+  const jsonPath = join(pkgDir, sourceFile);
+  const modelJson = readFileSync(jsonPath, 'utf8');
+  const json = JSON.parse(modelJson) as ModelJson;
+  const weights = Buffer.concat(json.weightsManifest.flatMap((g) => g.paths.map((p) => readFileSync(join(dirname(jsonPath), p)))));
+  if (inputShape) resizeGraphInput(json, weights, inputNode, inputShape);
+  return { json, weights, modelJson };
+}
+
+async function loadGraph(json: ModelJson, weights: Buffer): Promise<GraphModel> {
+  return loadGraphModel({
+    load: async () => ({
+      modelTopology: json.modelTopology,
+      weightSpecs: json.weightsManifest.flatMap((g) => g.weights),
+      weightData: weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength) as ArrayBuffer,
+      format: json.format,
+      generatedBy: json.generatedBy,
+      convertedBy: json.convertedBy,
+    }),
+  });
+}
+
+const CACHE_DIR = join(findRoot(), '.cache', 'tfjs-reference');
+const TFJS_VERSION = (require('@tensorflow/tfjs-core/package.json') as { version: string }).version;
+
+/** Outputs as stored: per output a uint32 length, then its float32 values (little-endian). */
+function packOutputs(outputs: Float32Array[]): Buffer {
+  return Buffer.concat(outputs.flatMap((o) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(o.length);
+    return [length, Buffer.from(o.buffer, o.byteOffset, o.byteLength)];
+  }));
+}
+
+function unpackOutputs(bytes: Buffer): Float32Array[] {
+  const outputs: Float32Array[] = [];
+  for (let at = 0; at < bytes.length; ) {
+    const length = bytes.readUInt32LE(at);
+    at += 4;
+    const out = new Float32Array(length);
+    Buffer.from(out.buffer).set(bytes.subarray(at, at + 4 * length));
+    outputs.push(out);
+    at += 4 * length;
+  }
+  return outputs;
+}
+
 export class TfjsReference {
+  private model: GraphModel | null = null;
+
   private constructor(
-    private readonly model: GraphModel,
+    private readonly graph: { json: ModelJson; weights: Buffer },
     private readonly inputNode: string,
     private readonly outputNodes: string[],
+    /** sha256 of the graph and the cut (null: every run computes) */
+    private readonly cacheKey: string | null,
   ) {}
 
   /**
@@ -74,29 +129,47 @@ export class TfjsReference {
    * (a fetched package of models/manifest.json).
    * `inputShape` (NHWC) may differ from the size the graph was exported with: the graph is then run at that
    * size, its constant upsampling sizes scaled the way the converter scales them (models/convert/tf-to-onnx.ts).
+   * Every run computes (the bench times them).
    */
   static async load(sourceFile: string, inputNode: string, outputNodes: string[], inputShape?: number[], packageName?: string): Promise<TfjsReference> {
-    const root = findRoot();
-    const pkgDir = modelPackage(root, readSourceManifest(root), packageName).dir;
-    const jsonPath = join(pkgDir, sourceFile);
-    const json = JSON.parse(readFileSync(jsonPath, 'utf8')) as ModelJson;
-    const weights = Buffer.concat(json.weightsManifest.flatMap((g) => g.paths.map((p) => readFileSync(join(dirname(jsonPath), p)))));
-    if (inputShape) resizeGraphInput(json, weights, inputNode, inputShape);
-    const model = await loadGraphModel({
-      load: async () => ({
-        modelTopology: json.modelTopology,
-        weightSpecs: json.weightsManifest.flatMap((g) => g.weights),
-        weightData: weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
-        format: json.format,
-        generatedBy: json.generatedBy,
-        convertedBy: json.convertedBy,
-      }),
-    });
-    return new TfjsReference(model, inputNode, outputNodes);
+    const reference = new TfjsReference(readGraph(sourceFile, inputNode, inputShape, packageName), inputNode, outputNodes, null);
+    reference.model = await loadGraph(reference.graph.json, reference.graph.weights);
+    return reference;
+  }
+
+  /**
+   * As load(), for the tests: a run's outputs depend only on the graph's bytes, the cut, the input, the TF.js
+   * version and backend, so they are kept in .cache/tfjs-reference/ under the sha256 of all of these, and the
+   * graph is loaded only when a run is not there.
+   */
+  static async cached(sourceFile: string, inputNode: string, outputNodes: string[], inputShape?: number[], packageName?: string): Promise<TfjsReference> {
+    const { json, weights, modelJson } = readGraph(sourceFile, inputNode, inputShape, packageName);
+    const key = createHash('sha256')
+      .update(JSON.stringify({ modelJson, inputNode, outputNodes, inputShape: inputShape ?? null, tfjs: TFJS_VERSION }))
+      .update(weights)
+      .digest('hex');
+    return new TfjsReference({ json, weights }, inputNode, outputNodes, key);
   }
 
   /** `input` is NHWC float32 of `shape`; returns the cut outputs, flattened, in TF (NHWC) order. */
   async run(input: Float32Array, shape: number[]): Promise<Float32Array[]> {
+    if (this.cacheKey === null) return this.compute(input, shape);
+    const key = createHash('sha256')
+      .update(JSON.stringify({ graph: this.cacheKey, backend: tf.getBackend(), shape }))
+      .update(Buffer.from(input.buffer, input.byteOffset, input.byteLength))
+      .digest('hex');
+    const file = join(CACHE_DIR, `${key}.bin`);
+    if (existsSync(file)) return unpackOutputs(readFileSync(file));
+    const outputs = await this.compute(input, shape);
+    mkdirSync(CACHE_DIR, { recursive: true });
+    const partial = `${file}.${process.pid}.partial`;
+    writeFileSync(partial, packOutputs(outputs));
+    renameSync(partial, file); // whole or absent, whoever reads it
+    return outputs;
+  }
+
+  private async compute(input: Float32Array, shape: number[]): Promise<Float32Array[]> {
+    this.model ??= await loadGraph(this.graph.json, this.graph.weights);
     const x = tf.tensor(input, shape, 'float32');
     try {
       const out = this.model.execute({ [this.inputNode]: x }, this.outputNodes);
@@ -110,6 +183,7 @@ export class TfjsReference {
   }
 
   dispose(): void {
-    this.model.dispose();
+    this.model?.dispose();
+    this.model = null;
   }
 }
