@@ -6,6 +6,7 @@
 // upright face. Run by `node dist/bench/calibrate-recognition.js --alignment` (the last alone: --alignment-cost).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { median } from '../src/metrics/percentiles.js';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import type { EmbedFaceOptions, Engine } from '../src/index.js';
 import { cosine, errorRates, loadJohns, verificationReport, type LabelledPhoto } from './shared/face-verification.js';
@@ -102,7 +103,6 @@ export async function uprightCostMs(engine: Engine, root: string, runs: number, 
       if (i >= warmUp) times[key].push(performance.now() - t);
     }
   }
-  const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
   return { box: median(times.box), aligned: median(times.aligned) };
 }
 
