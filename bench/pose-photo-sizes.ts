@@ -9,11 +9,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine, POSE_DEFAULTS, type Pose, type PrecisionChoice } from '../src/index.js';
 import { findRoot } from '../models/model-packages.js';
-import { argValue } from './shared/args.js';
-import { loadObjectLabels } from './shared/object-labels.js';
-import { scorePoses, type PoseScore } from './shared/pose-scoring.js';
-import { decode, pngOfJpeg, scaledJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { argValue } from '../testkit/args.js';
+import { loadObjectLabels } from '../testkit/object-labels.js';
+import { scorePoses, type PoseScore } from '../testkit/pose-scoring.js';
+import { decode, pngOfJpeg, scaledJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 /** Longer sides tried: the photo's own times 1.28 and 2, and two camera widths. */
 const SIZES: { name: string; side: (longer: number) => number }[] = [

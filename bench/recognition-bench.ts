@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { percentile } from '../src/metrics/percentiles.js';
 import { Engine, type GalleryEntry, type GalleryIndex, type GalleryMatch } from '../src/index.js';
-import { distractors, embedRealFaces, statistics } from './shared/face-corpus.js';
+import { distractors, embedRealFaces, statistics } from '../testkit/face-corpus.js';
 
 type Row = Record<string, string | number>;
 

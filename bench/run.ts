@@ -20,24 +20,24 @@ import { Engine, type DetectFacesOptions, type EngineOptions } from '../src/inde
 import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
-import { evaluateFaceDetector } from './shared/face-eval.js';
+import { evaluateFaceDetector } from '../testkit/face-eval.js';
 import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from './pose-objects.js';
 import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchMetricsPlatform, printMetricsPlatform } from './metrics-platform.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
-import { HAS_INT8_DOT_PRODUCT } from './shared/cpu-int8.js';
+import { HAS_INT8_DOT_PRODUCT } from '../testkit/cpu-int8.js';
 import { benchInt8Accuracy, benchInt8Forward } from './int8-speed.js';
 import { benchObjectAccuracy } from './object-accuracy.js';
 import { benchPoseAccuracy } from './pose-accuracy.js';
 import { benchPosePhotoSizes } from './pose-photo-sizes.js';
-import { labelsSummary, loadObjectLabels } from './shared/object-labels.js';
-import { MIN_KEYPOINTS } from './shared/pose-scoring.js';
+import { labelsSummary, loadObjectLabels } from '../testkit/object-labels.js';
+import { MIN_KEYPOINTS } from '../testkit/pose-scoring.js';
 import { benchAlternatives } from './alternatives/bench.js';
-import { table } from './table.js';
+import { table } from '../testkit/table.js';
 import { benchBalancer, printBalancer } from './balancer.js';
 import { benchRouteLatencyServers, printRouteLatency } from './route-latency.js';
-import { writeResult } from './shared/server-process.js';
+import { writeResult } from '../testkit/server-process.js';
 import { percentile } from '../src/metrics/percentiles.js';
 
 function findRoot(): string {

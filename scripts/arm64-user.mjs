@@ -2,7 +2,7 @@
 // with arm64 glibc and libstdc++ (unpacked from Debian's arm64 packages through a private apt state, so the host's
 // dpkg is untouched), and Node's official arm64 build (scripts/node-release.mjs). onnxruntime-node ships its linux/arm64
 // binary in the same npm package, so this checkout's node_modules runs there as it is. For checks of answers on
-// arm64 (bench/int8-cpu-spread.ts); emulated timings are not speeds. Cached in .cache/arm64-user.
+// arm64 (tools/int8-cpu-spread.ts); emulated timings are not speeds. Cached in .cache/arm64-user.
 //
 //   node scripts/arm64-user.mjs [script args...]   runs `node script args...` as arm64, from the repository root
 //

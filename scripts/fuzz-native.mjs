@@ -88,7 +88,7 @@ function gradient(w, h) {
   return data;
 }
 
-/** PNG seeds of every kind, plain and interlaced, and with an eXIf orientation (bench/shared/fuzz/png-kinds.ts,
+/** PNG seeds of every kind, plain and interlaced, and with an eXIf orientation (testkit/fuzz/png-kinds.ts,
  * compiled into dist/ by set-up). */
 async function pngKindSeeds() {
   const file = path.join(ROOT, 'dist', 'bench', 'shared', 'fuzz', 'png-kinds.js');

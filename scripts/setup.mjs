@@ -195,10 +195,12 @@ function nativeAddon(ortInclude) {
 // ------------------------------------------------------------------ e. TypeScript
 function typescript() {
   const stamp = path.join(ROOT, 'dist', '.tsc-stamp');
-  // dist/ holds src, models and bench (bench/shared: the code the benches share with the tests)
-  const inputs = ['src', 'models', 'bench']
+  // dist/ holds src and models; with --test (or --bench) also bench, tools and testkit (tsconfig.bench.json: the
+  // benches, the tools that derive shipped values, the harness they share with the tests)
+  const project = WANT_TEST ? 'tsconfig.bench.json' : 'tsconfig.json';
+  const inputs = (WANT_TEST ? ['src', 'models', 'bench', 'tools', 'testkit'] : ['src', 'models'])
     .flatMap((d) => walk(path.join(ROOT, d), (f) => f.endsWith('.ts')))
-    .concat([path.join(ROOT, 'tsconfig.json')]);
+    .concat([path.join(ROOT, 'tsconfig.json'), path.join(ROOT, project)]);
   const list = inputs.map(rel).sort().join('\n');
   let stampList = null;
   try {
@@ -206,12 +208,14 @@ function typescript() {
   } catch {
     /* never built */
   }
-  if (!FORCE && stampList === list && mtime(stamp) >= newest(inputs)) {
+  // A stamp of the larger build covers the smaller: `npm start` after `npm test` compiles nothing again.
+  const covered = stampList !== null && (stampList === list || (!WANT_TEST && list.split('\n').every((f) => stampList.split('\n').includes(f))));
+  if (!FORCE && covered && mtime(stamp) >= newest(inputs)) {
     log('TypeScript: dist up to date');
     return;
   }
-  log('TypeScript: compiling to dist/');
-  run('npx', ['tsc', '-p', 'tsconfig.json']);
+  log(`TypeScript: compiling to dist/ (${project})`);
+  run('npx', ['tsc', '-p', project]);
   fs.mkdirSync(path.dirname(stamp), { recursive: true });
   fs.writeFileSync(stamp, list);
 }

@@ -1,5 +1,5 @@
 // Face alignment (native/models/face_alignment.h): a face its detected landmarks show tilted is cut turned upright
-// before embedding. Photos turned in the image plane by a known angle (in JS, bench/shared/rotate-photo.ts) must
+// before embedding. Photos turned in the image plane by a known angle (in JS, testkit/rotate-photo.ts) must
 // come out upright: the tilt reported is the angle, the embedding stays the upright photo's, and recognition
 // names the right person. A gallery enrolled before alignment is re-embedded at start.
 
@@ -11,8 +11,8 @@ import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import { calibratedDistance, EER_DISTANCE, FACE_ALIGNMENT } from '../src/engine/face-embedding.js';
 import { embeddingFromBytes, embeddingToBytes } from '../src/gallery/types.js';
 import type { Engine } from '../src/index.js';
-import { cosine, loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
-import { rotatedPhoto } from '../bench/shared/rotate-photo.js';
+import { cosine, loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
+import { rotatedPhoto } from '../testkit/rotate-photo.js';
 import { DATA_DIR, openEngine, sharedEngine, useTempDirs } from './helpers.js';
 
 const tempDir = useTempDirs();

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { Database } from '../src/sqlite.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';

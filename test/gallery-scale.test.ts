@@ -1,5 +1,5 @@
 // The approximate (HNSW) gallery index against exact search, on real embeddings: faces of the test photos embedded
-// by the real engine from augmented crops (bench/shared/face-corpus.ts), among distractors drawn to their statistics.
+// by the real engine from augmented crops (testkit/face-corpus.ts), among distractors drawn to their statistics.
 // Also: adds, removes and a replace during the background build keep it right; the graph saved to a file is loaded
 // back (patched where the gallery changed) and a stale, damaged or half-saved file is rebuilt instead; a service
 // restarted over the same SQLite store loads its graph and answers the same; the import's 503 window covers only
@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { distractors, embedRealFaces, statistics, type RealFace } from '../bench/shared/face-corpus.js';
+import { distractors, embedRealFaces, statistics, type RealFace } from '../testkit/face-corpus.js';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { Int8Rows } from '../src/engine/gallery/int8-rows.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';

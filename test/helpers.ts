@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { Engine, type EngineOptions } from '../src/index.js';
-import { PNG_SIGNATURE, pngChunk, rgbIhdr } from '../bench/shared/fuzz/hostile-images.js';
+import { PNG_SIGNATURE, pngChunk, rgbIhdr } from '../testkit/fuzz/hostile-images.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DATA_DIR = path.join(ROOT, 'test', 'data');

@@ -1,13 +1,13 @@
 // Images that could cost seconds and gigabytes (extreme shapes, a 1x1,000,000 PNG,
 // a PNG chunk claiming 2 GB) are refused from their headers and container structure with a clear 4xx, the
 // padded second pass of recognition is bounded for shapes that are allowed, and a normal request still works
-// after each. Every hostile file is made in code (bench/shared/fuzz/hostile-images.ts). Real engine, real SQLite.
+// after each. Every hostile file is made in code (testkit/fuzz/hostile-images.ts). Real engine, real SQLite.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngChunk, pngLengthBomb } from '../bench/shared/fuzz/hostile-images.js';
-import { loadJohns } from '../bench/shared/face-verification.js';
+import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngChunk, pngLengthBomb } from '../testkit/fuzz/hostile-images.js';
+import { loadJohns } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';

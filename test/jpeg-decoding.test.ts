@@ -10,7 +10,7 @@ import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
-import { scaledJpeg } from '../bench/shared/vga-photos.js';
+import { scaledJpeg } from '../testkit/vga-photos.js';
 import { sharedEngine, photo, ROOT, useTempDirs } from './helpers.js';
 
 const PERSON = photo('darknet/person.jpg'); // 640x424

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpsRequest, photo, ROOT, useTempDirs, type HttpsResult } from './helpers.js';
-import { freePort } from '../bench/shared/server-process.js';
+import { freePort } from '../testkit/server-process.js';
 import { CLI, runCli, until, type AnswerJson, type Row } from './support/cli.js';
 
 const INTERVAL_MS = 200;

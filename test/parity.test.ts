@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TfjsReference, useTfjsBackend } from '../bench/shared/tfjs-reference.js';
+import { TfjsReference, useTfjsBackend } from '../testkit/tfjs-reference.js';
 import { Engine } from '../src/index.js';
 import type { ConvertedManifest } from '../models/model-manifest.js';
-import { photoTensor } from '../bench/shared/photo-tensor.js';
+import { photoTensor } from '../testkit/photo-tensor.js';
 import { photo, ROOT } from './helpers.js';
 
 const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;

@@ -1,7 +1,7 @@
 // PNGs are decoded by libpng in the addon (native/jobs/png_decoder.h) and face crops encoded by libjpeg
 // (jobs/jpeg_encoder.h), not by OpenCV's imgcodecs, which the addon no longer links. cv::imdecode(IMREAD_COLOR) and
 // cv::imencode stay the reference: the check program (native/checks/codec_check.cc, built here against the same
-// libraries) decodes every file both ways. The PNGs are made in code (bench/shared/fuzz/png-kinds.ts), every kind
+// libraries) decodes every file both ways. The PNGs are made in code (testkit/fuzz/png-kinds.ts), every kind
 // the format has, so their pixels are also known here without any decoder.
 
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -10,8 +10,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { PNG } from 'pngjs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { pngChunk } from '../bench/shared/fuzz/hostile-images.js';
-import { encodePng, exifChunk, expectedBgr, pngKinds, type PngImage } from '../bench/shared/fuzz/png-kinds.js';
+import { pngChunk } from '../testkit/fuzz/hostile-images.js';
+import { encodePng, exifChunk, expectedBgr, pngKinds, type PngImage } from '../testkit/fuzz/png-kinds.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';

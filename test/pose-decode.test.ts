@@ -2,9 +2,9 @@
 // node): the same 256x256 image in both, so no letterbox stands between them.
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TfjsReference, useTfjsBackend } from '../bench/shared/tfjs-reference.js';
+import { TfjsReference, useTfjsBackend } from '../testkit/tfjs-reference.js';
 import { Engine } from '../src/index.js';
-import { photoTensor } from '../bench/shared/photo-tensor.js';
+import { photoTensor } from '../testkit/photo-tensor.js';
 import { photo } from './helpers.js';
 
 const SIZE = 256;

@@ -12,10 +12,10 @@ import {
   POSE_DEFAULTS,
   type PoseMode,
 } from '../src/index.js';
-import { EXPECTED_OBJECTS, matchesExpected } from '../bench/shared/object-eval.js';
-import { loadObjectLabels } from '../bench/shared/object-labels.js';
-import { scorePoses } from '../bench/shared/pose-scoring.js';
-import { fittedJpeg, pngOfJpeg } from '../bench/shared/vga-photos.js';
+import { EXPECTED_OBJECTS, matchesExpected } from '../testkit/object-eval.js';
+import { loadObjectLabels } from '../testkit/object-labels.js';
+import { scorePoses } from '../testkit/pose-scoring.js';
+import { fittedJpeg, pngOfJpeg } from '../testkit/vga-photos.js';
 import { garbage, openEngine, photo, sharedEngine, ROOT } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.

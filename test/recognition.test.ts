@@ -2,7 +2,7 @@
 // real identity-labelled photos (dlib's examples/johns: 5 people x 11 photos).
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { errorRates, loadJohns, verificationReport, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { errorRates, loadJohns, verificationReport, type LabelledPhoto } from '../testkit/face-verification.js';
 import { calibratedDistance, EngineError, GalleryIndex, type Engine } from '../src/index.js';
 import { DATA_DIR, garbage, sharedEngine, photo } from './helpers.js';
 

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import type { ConvertedManifest } from '../models/model-manifest.js';
-import { TfjsReference, useTfjsBackend } from '../bench/shared/tfjs-reference.js';
+import { TfjsReference, useTfjsBackend } from '../testkit/tfjs-reference.js';
 import { ROOT } from './helpers.js';
 
 const CACHE = path.join(ROOT, '.cache', 'tfjs-reference');

@@ -3,7 +3,7 @@
 // with onnxruntime's, but only at the lengths those models happen to have). The check program (native/checks/uint8_lookup_check.cc) is built here with the addon's compiler (test/support/check-program.ts).
 import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
-import { HAS_VBMI } from '../bench/shared/cpu-int8.js';
+import { HAS_VBMI } from '../testkit/cpu-int8.js';
 import { checkProgram } from './support/check-program.js';
 
 it('looks up every byte of any length and alignment, in place or not, and writes nothing past the end', () => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { photo, useTempDirs } from '../helpers.js';
 import { differences, johns, post as postWith, typeOf, type Tolerance } from '../image/answers.js';
-import { freePort, startServerProcess, type ServerProcess } from '../../bench/shared/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../../testkit/server-process.js';
 import { Container, imageConfig, uidIn, type ImageServer } from '../support/container-image.js';
 import { arm64Image, startArm64Server } from './arm64-server.js';
 

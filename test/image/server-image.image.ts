@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpsRequest, photo, useTempDirs } from '../helpers.js';
 import { differences as differencesWithin, johns, post as postWith, typeOf } from './answers.js';
 import { Container, imageConfig, startImageServer, uidIn, type ImageServer } from '../support/container-image.js';
-import { freePort, startServerProcess, type ServerProcess } from '../../bench/shared/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../../testkit/server-process.js';
 
 const IMAGE = process.env['EDGECV_TEST_IMAGE'] ?? 'localhost/edgecv:test';
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });
