@@ -49,7 +49,7 @@ const cspViolations: string[] = [];
 type Json = Record<string, unknown>;
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`node scripts/setup.mjs --test\`, which installs Debian's chromium`);
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`node scripts/setup/setup.mjs --test\`, which installs Debian's chromium`);
   engine = await openEngine({ workers: 2 });
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-demo-')), { log: () => {} });
   await service.ready;

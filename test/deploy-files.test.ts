@@ -169,7 +169,7 @@ async function checkDockerfile(file: string, text: string, checks: Checks, probl
   const froms = of('FROM');
   if (froms.length < 2) problems.push(`${file}: not multi-stage`);
   for (const f of froms) if (!/bookworm/.test(f)) problems.push(`${file}: FROM ${f} is not Debian bookworm`);
-  if (!of('RUN').some((r) => r.includes('node scripts/setup.mjs'))) problems.push(`${file}: the models are not converted at build time (node scripts/setup.mjs)`);
+  if (!of('RUN').some((r) => r.includes('node scripts/setup/setup.mjs'))) problems.push(`${file}: the models are not converted at build time (node scripts/setup/setup.mjs)`);
   const user = of('USER').at(-1);
   if (!user || user === 'root' || user === '0') problems.push(`${file}: runs as root`);
   const env: Record<string, string> = {};

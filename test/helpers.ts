@@ -12,11 +12,11 @@ import { PNG_SIGNATURE, pngChunk, rgbIhdr } from '../testkit/fuzz/hostile-images
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DATA_DIR = path.join(ROOT, 'test', 'data');
 
-/** A test photo from test/data (made by `node scripts/setup.mjs --test`, which `npm test` runs). */
+/** A test photo from test/data (made by `node scripts/setup/setup.mjs --test`, which `npm test` runs). */
 export function photo(name: string): Buffer {
   const file = path.join(DATA_DIR, name);
   if (!fs.existsSync(file)) {
-    throw new Error(`${file} is missing: run \`node scripts/setup.mjs --test\` (npm test does) to fetch the test photos`);
+    throw new Error(`${file} is missing: run \`node scripts/setup/setup.mjs --test\` (npm test does) to fetch the test photos`);
   }
   return fs.readFileSync(file);
 }

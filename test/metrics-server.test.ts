@@ -481,7 +481,7 @@ describe('Prometheus', () => {
 
   it('a real Prometheus scrapes the server and finds its series', { timeout: 120_000 }, async () => {
     const bin = ['/usr/bin/prometheus', '/usr/local/bin/prometheus'].find((p) => fs.existsSync(p));
-    expect(bin, 'prometheus is missing: `node scripts/setup.mjs --test` installs it').toBeDefined();
+    expect(bin, 'prometheus is missing: `node scripts/setup/setup.mjs --test` installs it').toBeDefined();
     const dir = tmpDir('edgecv-prometheus-');
     const webPort = await freePort();
     fs.writeFileSync(

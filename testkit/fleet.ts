@@ -120,7 +120,7 @@ function socketCommand(socket: string, command: string): Promise<string> {
 
 export async function startHaproxy(configFile: string, statsSocket: string): Promise<Haproxy> {
   const check = spawnSync('haproxy', ['-c', '-f', configFile], { encoding: 'utf8' });
-  if (check.status !== 0) throw new Error(`haproxy -c rejects ${configFile} (installed? node scripts/setup.mjs --test):\n${check.stdout}${check.stderr}`);
+  if (check.status !== 0) throw new Error(`haproxy -c rejects ${configFile} (installed? node scripts/setup/setup.mjs --test):\n${check.stdout}${check.stderr}`);
   const child = spawn('haproxy', ['-db', '-f', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));

@@ -1,4 +1,4 @@
-// A real InfluxDB 1.x (`influxd`, installed by `node scripts/setup.mjs --test`) for the fleet metrics tests
+// A real InfluxDB 1.x (`influxd`, installed by `node scripts/setup/setup.mjs --test`) for the fleet metrics tests
 // and bench: its own temporary config, meta/data/wal folders and free loopback ports (HTTP and the RPC
 // bind-address), reporting disabled. It can be stopped and started again on the same data.
 
@@ -75,7 +75,7 @@ async function ping(port: number): Promise<boolean> {
 
 /** Starts influxd in `dir` (created), waits until it answers /ping (bounded). */
 export async function startInfluxd(dir: string, opts: InfluxdOptions = {}, timeoutMs = 30_000): Promise<Influxd> {
-  if (!fs.existsSync(INFLUXD)) throw new Error(`${INFLUXD} is missing: run \`node scripts/setup.mjs --test\` (it installs influxdb)`);
+  if (!fs.existsSync(INFLUXD)) throw new Error(`${INFLUXD} is missing: run \`node scripts/setup/setup.mjs --test\` (it installs influxdb)`);
   fs.mkdirSync(dir, { recursive: true });
   const [httpPort, rpcPort] = [await freePort(), await freePort()];
   const confFile = path.join(dir, 'influxdb.conf');

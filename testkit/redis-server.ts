@@ -1,4 +1,4 @@
-// A real redis-server (Debian's package, installed by `node scripts/setup.mjs --test`) on 127.0.0.1 for the fleet
+// A real redis-server (Debian's package, installed by `node scripts/setup/setup.mjs --test`) on 127.0.0.1 for the fleet
 // tests and `npm run fuzz`: started on a free port in its own folder, with redis-cli beside it.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -32,7 +32,7 @@ export async function startRedis(dir: string, args: string[] = []): Promise<Redi
     });
     child.on('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`redis-server exited ${code} (is it installed? node scripts/setup.mjs --test):\n${out}`));
+      reject(new Error(`redis-server exited ${code} (is it installed? node scripts/setup/setup.mjs --test):\n${out}`));
     });
   });
   const cli = (...cliArgs: string[]): string => {

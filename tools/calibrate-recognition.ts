@@ -4,7 +4,7 @@
 // distance = (1 - cosine) x k. Prints the tables, writes the plot of docs/models.md (docs/recognition-distances.svg) for
 // the default model, and with --write stores cropScale and distanceScale in models/manifest.json.
 //
-//   node dist/tools/calibrate-recognition.js [--write] [--models a,b]     (after `node scripts/setup.mjs --test`)
+//   node dist/tools/calibrate-recognition.js [--write] [--models a,b]     (after `node scripts/setup/setup.mjs --test`)
 // With --alignment, instead: the default model with and without face alignment, on faces turned in the image plane
 // and on the upright pairs (tools/rotated-recognition.ts).
 //   node dist/tools/calibrate-recognition.js --alignment [--alignment-cost: only what alignment costs an upright face]
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
   }
   if (write) {
     writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
-    console.log('wrote models/manifest.json (recognition.cropScale, recognition.distanceScale); run `node scripts/setup.mjs` to refresh models/onnx');
+    console.log('wrote models/manifest.json (recognition.cropScale, recognition.distanceScale); run `node scripts/setup/setup.mjs` to refresh models/onnx');
   }
 }
 

@@ -1,7 +1,7 @@
 // The DeepStack recognition confidence (src/server/deepstack/similarity.ts): derives its width from the calibration
 // set and measures it, beside the straight line it replaced, on people who are not in that set.
 //
-//   node dist/tools/deepstack-confidence.js [--people DIR]...     (after `node scripts/setup.mjs --test`)
+//   node dist/tools/deepstack-confidence.js [--people DIR]...     (after `node scripts/setup/setup.mjs --test`)
 //
 // 1. Derivation, on the calibration set (dlib's johns, 5 people x 11, the photos that fixed the distance scale):
 //    every pair's calibrated distance; w = pooled variance / (impostor mean - genuine mean), the slope of the

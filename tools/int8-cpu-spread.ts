@@ -2,7 +2,7 @@
 // The labelled photos become tensors in plain JS (the same numbers on every CPU), and each int8 file runs in
 // onnxruntime-node: here with exact integer products (the reference: onnxruntime's precision mode, what the engine
 // runs on an x86 CPU without VNNI and what the fast kernels compute on one with VNNI), here with onnxruntime's
-// default kernels, and with --arm64 on arm64 under qemu (scripts/arm64-user.mjs; emulated, so no timing). For each
+// default kernels, and with --arm64 on arm64 under qemu (scripts/arm64/arm64-user.mjs; emulated, so no timing). For each
 // run and model against the reference: the floats that differ, the relative RMS, and the decisions: YOLO detections
 // at the model's int8 default threshold (boxes, scores, labels that flip), faceres' embedding cosine.
 //

@@ -9,7 +9,7 @@
 // and each candidate, strangers named and genuine probes not named right, and the same at DeepStack's 0.45 and 0.67
 // under the curve in use and under the recalibrated one.
 //
-//   node dist/tools/recalibrate-recognition.js [--quick]     (after `node scripts/setup.mjs --test`)
+//   node dist/tools/recalibrate-recognition.js [--quick]     (after `node scripts/setup/setup.mjs --test`)
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance, Engine } from '../src/index.js';

@@ -8,7 +8,7 @@
 // Calibration and scoring use different photos: per john, photos 1-3 are enrolled, 4-7 calibrate, 8-11 are scored;
 // the strangers of every other group photo calibrate, the rest are scored.
 //
-//   node dist/tools/recognition-eval.js [--quick] [--only TEXT]     (after `node scripts/setup.mjs --test`)
+//   node dist/tools/recognition-eval.js [--quick] [--only TEXT]     (after `node scripts/setup/setup.mjs --test`)
 // --only: the configurations whose name contains TEXT (e.g. --only mobile).
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -1,7 +1,7 @@
 // The enrolment quality thresholds (src/gallery/sample-quality.ts): sharpness and face size of the test photos and
 // of degraded copies of them, and what the degradation does to recognition.
 //
-//   node dist/tools/sample-quality.js            (after `node scripts/setup.mjs --test` and `npm run build:ts`)
+//   node dist/tools/sample-quality.js            (after `node scripts/setup/setup.mjs --test` and `npm run build:ts`)
 //   node dist/tools/sample-quality.js --cost     only the time of one measure (jpeg-js decode + Laplacian) per crop
 //
 // Photos: every face photo of test/data (dlib's johns: 5 people x 11 tight crops; dlib's group photos, first face;

@@ -1,7 +1,7 @@
 // The linux/arm64 image of deploy/Dockerfile (the cross-compiled addon, the official arm64 Node, onnxruntime-node's
 // and the npm packages' arm64 binaries, Debian's arm64 OpenCV libraries, on Debian's arm64 slim base), started on
 // this x64 host under emulation and checked from outside on loopback: on the same real photos, the four seed routes
-// answer what the checkout's x64 server answers. Run by `npm run test:arm64` (scripts/test-arm64.mjs builds the
+// answer what the checkout's x64 server answers. Run by `npm run test:arm64` (scripts/arm64/test-arm64.mjs builds the
 // image and names it in EDGECV_ARM64_IMAGE). Emulated: few photos, generous bounded timeouts, no timing asserted.
 
 import { execFileSync } from 'node:child_process';

@@ -1,6 +1,6 @@
 // A PNG encoder for every kind the format has (grey 1/2/4/8/16-bit, grey+alpha, RGB and RGBA 8/16, palette with
 // and without tRNS, Adam7 interlacing), written here on Node's zlib so the decoding tests and the native fuzz
-// target's seeds (scripts/fuzz-native.mjs) control every byte. pngjs writes only 8/16-bit grey, RGB and RGBA,
+// target's seeds (scripts/dev/fuzz-native.mjs) control every byte. pngjs writes only 8/16-bit grey, RGB and RGBA,
 // never a palette or an interlaced file.
 
 import zlib from 'node:zlib';

@@ -69,7 +69,7 @@ export function fuzzPhotos(dataDir: string, max = 8): Buffer[] {
     }
   };
   walk(dataDir);
-  if (files.length === 0) throw new Error(`no photos under ${dataDir}: run \`node scripts/setup.mjs --test\``);
+  if (files.length === 0) throw new Error(`no photos under ${dataDir}: run \`node scripts/setup/setup.mjs --test\``);
   // Spread the picks over the folders rather than taking one folder's first files.
   const step = Math.max(1, Math.floor(files.length / max));
   return files.filter((_, i) => i % step === 0).slice(0, max).map((f) => fs.readFileSync(f));

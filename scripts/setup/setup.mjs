@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // edgecv set-up: brings a checkout from nothing to runnable, and does nothing (quickly) when all is there.
 //
-//   node scripts/setup.mjs                 system packages, npm deps, onnxruntime headers, native addon, TypeScript, models
-//   node scripts/setup.mjs --test          ... and the test photos (test/data)
-//   node scripts/setup.mjs --bench         same as --test (the benchmark uses the test photos)
-//   node scripts/setup.mjs --fuzz          ... and clang with libFuzzer, for the native fuzz target (npm run fuzz:native)
-//   node scripts/setup.mjs --force-build   rebuild native addon, TypeScript and models even if up to date
+//   node scripts/setup/setup.mjs                 system packages, npm deps, onnxruntime headers, native addon, TypeScript, models
+//   node scripts/setup/setup.mjs --test          ... and the test photos (test/data)
+//   node scripts/setup/setup.mjs --bench         same as --test (the benchmark uses the test photos)
+//   node scripts/setup/setup.mjs --fuzz          ... and clang with libFuzzer, for the native fuzz target (npm run fuzz:native)
+//   node scripts/setup/setup.mjs --force-build   rebuild native addon, TypeScript and models even if up to date
 //
 // Plain Node ESM without npm dependencies: it runs before `npm ci`.
 
@@ -17,13 +17,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { quote, run as runCommand, StepError } from './shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const KNOWN = new Set(['--test', '--bench', '--fuzz', '--force-build', '--help']);
 const argv = process.argv.slice(2);
 const unknown = argv.filter((a) => !KNOWN.has(a));
 if (unknown.length || argv.includes('--help')) {
   (unknown.length ? console.error : console.log)(
-    'usage: node scripts/setup.mjs [--test] [--bench] [--fuzz] [--force-build]' + (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
+    'usage: node scripts/setup/setup.mjs [--test] [--bench] [--fuzz] [--force-build]' + (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
   );
   process.exit(unknown.length ? 2 : 0);
 }

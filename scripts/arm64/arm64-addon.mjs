@@ -1,9 +1,9 @@
 // The native addon cross-compiled for linux/arm64: Debian's g++-aarch64-linux-gnu, run at the host's own speed,
-// against the arm64 OpenCV, libjpeg and libpng of .cache/arm64-user/sysroot-opencv (scripts/arm64-user.mjs) and the same
+// against the arm64 OpenCV, libjpeg and libpng of .cache/arm64-user/sysroot-opencv (scripts/arm64/arm64-user.mjs) and the same
 // onnxruntime headers as the x64 build (.cache/onnxruntime/include: headers are the same on every CPU). Compiling
 // under qemu-user instead would emulate every compiler process, many times slower for the same object files.
 //
-//   node scripts/arm64-addon.mjs      builds .cache/arm64-addon/build/Release/edgecv.node (cmake's own
+//   node scripts/arm64/arm64-addon.mjs      builds .cache/arm64-addon/build/Release/edgecv.node (cmake's own
 //                                     dependency tracking skips it when nothing changed)
 //
 // cmake-js drives the build as it does for x64 (the same CMakeLists.txt), with a toolchain file that names the
@@ -19,9 +19,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureSysroot } from './arm64-user.mjs';
-import { run, StepError } from './shell.mjs';
+import { run, StepError } from '../setup/shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CACHE = path.join(ROOT, '.cache', 'arm64-addon');
 const TRIPLET = 'aarch64-linux-gnu';
 /** The OpenCV modules CMakeLists.txt asks for. */
@@ -49,7 +49,7 @@ function writeCmakeFiles(sysroot) {
   const version = openCvVersion(sysroot);
   const files = {
     'toolchain.cmake': [
-      '# linux/arm64 with Debian\'s cross compiler; libraries and headers from the arm64 sysroot (scripts/arm64-addon.mjs)',
+      '# linux/arm64 with Debian\'s cross compiler; libraries and headers from the arm64 sysroot (scripts/arm64/arm64-addon.mjs)',
       'set(CMAKE_SYSTEM_NAME Linux)',
       'set(CMAKE_SYSTEM_PROCESSOR aarch64)',
       `set(CMAKE_C_COMPILER ${TRIPLET}-gcc)`,
@@ -64,7 +64,7 @@ function writeCmakeFiles(sysroot) {
       `set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath-link,${lib} -Wl,-rpath-link,${path.join(sysroot, 'lib', TRIPLET)}")`,
     ],
     'opencv/OpenCVConfig.cmake': [
-      `# OpenCV ${version} for linux/arm64 from the sysroot: the modules the addon links (scripts/arm64-addon.mjs)`,
+      `# OpenCV ${version} for linux/arm64 from the sysroot: the modules the addon links (scripts/arm64/arm64-addon.mjs)`,
       `set(OpenCV_VERSION ${version})`,
       `set(OpenCV_INCLUDE_DIRS ${path.join(sysroot, 'usr', 'include', TRIPLET, 'opencv4')} ${path.join(sysroot, 'usr', 'include', 'opencv4')})`,
       `set(OpenCV_LIBS ${OPENCV_MODULES.map((m) => path.join(lib, `libopencv_${m}.so`)).join(' ')})`,

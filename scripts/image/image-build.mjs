@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // The build stage's target step (deploy/Dockerfile): after set-up has built everything that is the same on every
-// CPU (the TypeScript output, the models: ONNX files are the same bytes everywhere), `node scripts/image-build.mjs
+// CPU (the TypeScript output, the models: ONNX files are the same bytes everywhere), `node scripts/image/image-build.mjs
 // <dest> <target arch>` writes what the run stage of that platform takes:
 //
-//   <dest>/app, <dest>/node   the server's files and Node (scripts/image-payload.mjs);
+//   <dest>/app, <dest>/node   the server's files and Node (scripts/image/image-payload.mjs);
 //   <dest>/lib-root           the root file system, relative to the build stage's /, that the run stage copies the
-//                             native code's shared libraries from (scripts/image-libs.mjs);
+//                             native code's shared libraries from (scripts/image/image-libs.mjs);
 //   <dest>/libs-stamp         a hash of what decides those libraries: the binaries that link to them and the
 //                             packages of that root. The run stage copies it in before the step that copies the
 //                             libraries: that step reads the build stage through a bind mount, which a builder's
@@ -13,7 +13,7 @@
 //                             libraries of an earlier build.
 //
 // amd64 (the build platform): the payload of this build stage as it is; the libraries come from its own root.
-// arm64: the addon cross-compiled (scripts/arm64-addon.mjs: Debian's g++-aarch64-linux-gnu against an arm64 sysroot
+// arm64: the addon cross-compiled (scripts/arm64/arm64-addon.mjs: Debian's g++-aarch64-linux-gnu against an arm64 sysroot
 // of Debian's OpenCV, unpacked through a private apt state), the official arm64 Node of this Node's major line and
 // the npm packages' own arm64 binaries (image-payload.mjs --arch arm64); the libraries come from that sysroot, where
 // this writes the file list of each package it unpacked (var/lib/dpkg/info/<package>.list), so that image-libs.mjs
@@ -26,11 +26,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildArm64Addon } from './arm64-addon.mjs';
-import { arm64Node, ensureSysroot } from './arm64-user.mjs';
-import { run, StepError } from './shell.mjs';
+import { buildArm64Addon } from '../arm64/arm64-addon.mjs';
+import { arm64Node, ensureSysroot } from '../arm64/arm64-user.mjs';
+import { run, StepError } from '../setup/shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const log = (msg) => console.log(`[image-build] ${msg}`);
 /** Docker's TARGETARCH names (the platform's architecture) and Node's process.arch for them. */
 const NODE_ARCH = { amd64: 'x64', arm64: 'arm64' };
@@ -71,7 +71,7 @@ function writeLibsStamp(dest, libRoot, packages) {
 function main() {
   const [dest, arch] = process.argv.slice(2);
   if (!dest || !NODE_ARCH[arch]) {
-    console.error(`usage: node scripts/image-build.mjs <dest> <${Object.keys(NODE_ARCH).join('|')}>`);
+    console.error(`usage: node scripts/image/image-build.mjs <dest> <${Object.keys(NODE_ARCH).join('|')}>`);
     process.exit(2);
   }
   const payload = path.join(ROOT, 'scripts', 'image-payload.mjs');

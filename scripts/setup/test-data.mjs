@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // Test photos for edgecv, taken from Debian packages (never committed: test/data/ is git-ignored).
 //
-//   node scripts/test-data.mjs                   fetch what is missing, verify against test/data.manifest.json
-//   node scripts/test-data.mjs --write-manifest  fetch everything and (re)write test/data.manifest.json
+//   node scripts/setup/test-data.mjs                   fetch what is missing, verify against test/data.manifest.json
+//   node scripts/setup/test-data.mjs --write-manifest  fetch everything and (re)write test/data.manifest.json
 //
-// Plain Node ESM with no npm dependencies: it runs from scripts/setup.mjs, possibly before `npm ci`.
+// Plain Node ESM with no npm dependencies: it runs from scripts/setup/setup.mjs, possibly before `npm ci`.
 // apt runs with a private state under .cache/apt (its own source list, index lists and caches), built
 // from the URIs of the system's configured `deb` sources, so nothing under /etc/apt or /var/lib/apt is
 // touched and no root is needed.
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { cachedDeb, PrivateApt } from './private-apt.mjs';
 import { run as runStep, StepError } from './shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** What goes where. Manifest keys are paths relative to test/data. */
 export const SOURCES = [
@@ -237,7 +237,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const args = process.argv.slice(2);
   const unknown = args.filter((a) => a !== '--write-manifest');
   if (unknown.length) {
-    console.error(`usage: node scripts/test-data.mjs [--write-manifest]   (unknown: ${unknown.join(' ')})`);
+    console.error(`usage: node scripts/setup/test-data.mjs [--write-manifest]   (unknown: ${unknown.join(' ')})`);
     process.exit(2);
   }
   try {

@@ -19,10 +19,10 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchNode, resolveRelease } from './node-release.mjs';
-import { run, StepError } from './shell.mjs';
+import { fetchNode, resolveRelease } from '../setup/node-release.mjs';
+import { run, StepError } from '../setup/shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const log = (msg) => console.log(`[test-node] ${msg}`);
 
 const args = process.argv.slice(2);
@@ -92,7 +92,7 @@ function main() {
 
   // The onnxruntime headers set-up fetched (the work copy has no .cache of its own).
   const ortInclude = path.join(ROOT, '.cache', 'onnxruntime', 'include');
-  if (!fs.existsSync(path.join(ortInclude, 'onnxruntime_cxx_api.h'))) throw new StepError(`${ortInclude} has no onnxruntime headers: run node scripts/setup.mjs`);
+  if (!fs.existsSync(path.join(ortInclude, 'onnxruntime_cxx_api.h'))) throw new StepError(`${ortInclude} has no onnxruntime headers: run node scripts/setup/setup.mjs`);
   nativeModule({
     name: 'edgecv addon',
     cacheDir,

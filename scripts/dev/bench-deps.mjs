@@ -5,8 +5,8 @@
 // node_modules, so `npm ci` and `npm test` never build them. Checked, cached, skipped when up to date; a package
 // that cannot be installed is recorded with the reason (.cache/bench-deps/status.json) and the bench goes on.
 //
-//   node scripts/bench-deps.mjs            install or check (`npm run bench` runs it first)
-//   node scripts/bench-deps.mjs --force    reinstall and rebuild everything (another build of opencv4nodejs),
+//   node scripts/dev/bench-deps.mjs            install or check (`npm run bench` runs it first)
+//   node scripts/dev/bench-deps.mjs --force    reinstall and rebuild everything (another build of opencv4nodejs),
 //                                          retrying what failed before
 //
 // Plain Node ESM without npm dependencies.
@@ -17,17 +17,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIR = path.join(ROOT, '.cache', 'bench-deps');
 const STATUS = path.join(DIR, 'status.json');
 const OPENCV_PKG = '@u4/opencv4nodejs';
 const PACKAGE_JSON = {
   name: 'edgecv-bench-deps',
   private: true,
-  description: 'Bench-only packages of edgecv (scripts/bench-deps.mjs); never part of npm ci',
+  description: 'Bench-only packages of edgecv (scripts/dev/bench-deps.mjs); never part of npm ci',
   dependencies: { [OPENCV_PKG]: '7.1.2', sharp: '0.34.5' },
 };
-// Debian's OpenCV (libopencv-dev, installed by scripts/setup.mjs): opencv4nodejs links against it, no own build.
+// Debian's OpenCV (libopencv-dev, installed by scripts/setup/setup.mjs): opencv4nodejs links against it, no own build.
 const OPENCV_ENV = {
   OPENCV4NODEJS_DISABLE_AUTOBUILD: '1',
   OPENCV_INCLUDE_DIR: '/usr/include/opencv4',
@@ -40,7 +40,7 @@ const OPENCV_ENV = {
 const argv = process.argv.slice(2);
 const FORCE = argv.includes('--force');
 if (argv.some((a) => a !== '--force')) {
-  console.error('usage: node scripts/bench-deps.mjs [--force]');
+  console.error('usage: node scripts/dev/bench-deps.mjs [--force]');
   process.exit(2);
 }
 const log = (msg) => console.log(`[bench-deps] ${msg}`);
@@ -122,7 +122,7 @@ for (const [name, s] of Object.entries(packages)) log(`${name}: ${s.ok ? s.versi
 function buildOpenCv() {
   const opencv = systemOpenCvVersion();
   if (!opencv || !fs.existsSync(path.join(OPENCV_ENV.OPENCV_INCLUDE_DIR, 'opencv2', 'dnn.hpp'))) {
-    return { ok: false, reason: 'system OpenCV not found (libopencv-dev: run `node scripts/setup.mjs`)' };
+    return { ok: false, reason: 'system OpenCV not found (libopencv-dev: run `node scripts/setup/setup.mjs`)' };
   }
   // A binary built before (same package version: npm kept the folder) that loads against this OpenCV is kept.
   if (!FORCE && fs.existsSync(addon)) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // What the runtime image carries, assembled from a checkout that set-up has built (deploy/Dockerfile's build
-// stage runs it): `node scripts/image-payload.mjs <dest>` writes <dest>/app, the server's files and nothing else:
+// stage runs it): `node scripts/image/image-payload.mjs <dest>` writes <dest>/app, the server's files and nothing else:
 //
 //   package.json, dist/src (the server's compiled TypeScript), build/Release/edgecv.node, web/;
 //   node_modules: the packages the server's dependencies reach (package-lock.json), less the ones only a build
@@ -9,7 +9,7 @@
 //     precision options may load, with a manifest that lists only them (a file two formats share, once);
 //   <dest>/node: the Node binary running this script, without its symbol table (18 MB; dynamic symbols stay).
 //
-// For another CPU (scripts/test-arm64.mjs): `--arch arm64 --addon <edgecv.node> --node <dir>` takes that addon
+// For another CPU (scripts/arm64/test-arm64.mjs): `--arch arm64 --addon <edgecv.node> --node <dir>` takes that addon
 // build and that official Node build (bin/node, include/node) instead, and keeps the binaries of that CPU; the
 // TypeScript output and the models are the same bytes on every CPU.
 //
@@ -21,7 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const log = (msg) => console.log(`[image-payload] ${msg}`);
 
 /** What the payload is for: the CPU, the addon, the Node binary and the Node-API version it supports. */
@@ -136,7 +136,7 @@ async function copyModels(dest) {
   const manifest = JSON.parse(fs.readFileSync(path.join(from, 'manifest.json'), 'utf8'));
   const wanted = await serverModels();
   const missing = [...wanted].filter((m) => !manifest.models[m]);
-  if (missing.length) throw new Error(`models/onnx/manifest.json lacks ${missing.join(', ')}: run node scripts/setup.mjs`);
+  if (missing.length) throw new Error(`models/onnx/manifest.json lacks ${missing.join(', ')}: run node scripts/setup/setup.mjs`);
   const models = Object.fromEntries(Object.entries(manifest.models).filter(([name]) => wanted.has(name)));
   const out = path.join(dest, 'models', 'onnx');
   fs.mkdirSync(out, { recursive: true });
@@ -163,7 +163,7 @@ async function copyModels(dest) {
 async function main() {
   const target = process.argv[2];
   if (!target) {
-    console.error('usage: node scripts/image-payload.mjs <dest> [--arch arm64 --addon <edgecv.node> --node <dir>]');
+    console.error('usage: node scripts/image/image-payload.mjs <dest> [--arch arm64 --addon <edgecv.node> --node <dir>]');
     process.exit(2);
   }
   const dest = path.resolve(target, 'app');

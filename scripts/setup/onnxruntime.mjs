@@ -9,7 +9,7 @@
 // The C API is versioned: headers of API version N work against any library of version >= N through
 // OrtGetApiBase()->GetApi(N). The addon is compiled against these headers' ORT_API_VERSION.
 //
-// Plain Node ESM with no npm dependencies: it runs from scripts/setup.mjs, possibly before `npm ci`.
+// Plain Node ESM with no npm dependencies: it runs from scripts/setup/setup.mjs, possibly before `npm ci`.
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

@@ -2,11 +2,11 @@
 // Builds the linux/arm64 image of deploy/Dockerfile and checks the server in it under emulation: `npm run test:arm64`.
 //
 //   1. sets this checkout up (--test: the test photos, and the x64 server the arm64 answers are compared with);
-//   2. binfmt_misc with qemu's aarch64 handler (scripts/binfmt.mjs), and the base images made locally
-//      (scripts/container-bases.mjs): node:<major>-bookworm for amd64 (the build stage runs on the build platform)
+//   2. binfmt_misc with qemu's aarch64 handler (scripts/arm64/binfmt.mjs), and the base images made locally
+//      (scripts/image/container-bases.mjs): node:<major>-bookworm for amd64 (the build stage runs on the build platform)
 //      and debian:bookworm-slim for arm64 (the run stage);
-//   3. `buildah bud --platform linux/arm64` (scripts/image-tools.mjs) into IMAGE: the build stage runs natively
-//      (TypeScript, models, the addon cross-compiled by scripts/image-build.mjs), the run stage's one RUN under
+//   3. `buildah bud --platform linux/arm64` (scripts/image/image-tools.mjs) into IMAGE: the build stage runs natively
+//      (TypeScript, models, the addon cross-compiled by scripts/image/image-build.mjs), the run stage's one RUN under
 //      emulation; prints its size by layer;
 //   4. runs test/arm64/ (vitest.arm64.config.ts): the image started with buildah (its entry point, user and
 //      environment; arm64 code under qemu through binfmt_misc), asked the four seed routes on real photos beside
@@ -22,11 +22,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureArm64Binfmt } from './binfmt.mjs';
-import { ensureBaseImages } from './container-bases.mjs';
-import { buildImage, dockerfileNodeMajor, installTools, printLayers } from './image-tools.mjs';
-import { run, StepError } from './shell.mjs';
+import { ensureBaseImages } from '../image/container-bases.mjs';
+import { buildImage, dockerfileNodeMajor, installTools, printLayers } from '../image/image-tools.mjs';
+import { run, StepError } from '../setup/shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Not localhost/edgecv:test, which `npm run test:image` builds for amd64. */
 const IMAGE = 'localhost/edgecv:test-arm64';
 const log = (msg) => console.log(`[test-arm64] ${msg}`);

@@ -2,7 +2,7 @@
 // Native fuzzing of the decode path (native/fuzz/decode_fuzzer.cc) with libFuzzer, for a bounded time.
 //
 //   npm run fuzz:native                  set-up with --fuzz (clang 14 and libFuzzer), then 120 s of fuzzing
-//   node scripts/fuzz-native.mjs --seconds 600 [--jobs 2]
+//   node scripts/dev/fuzz-native.mjs --seconds 600 [--jobs 2]
 //
 // The target is built with clang (address and undefined-behaviour sanitizers) into .cache/fuzz-native/, again only
 // when one of its sources changed. The seed corpus is generated here (small synthetic PNGs of every kind and
@@ -15,11 +15,11 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { capture } from './shell.mjs';
+import { capture } from '../setup/shell.mjs';
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORK = path.join(ROOT, '.cache', 'fuzz-native');
 const SOURCES = [
   'native/fuzz/decode_fuzzer.cc',
@@ -34,7 +34,7 @@ const SOURCES = [
 const CXX = 'clang++-14';
 
 function usage(message) {
-  console.error(`${message}\nusage: node scripts/fuzz-native.mjs [--seconds N] [--jobs N]`);
+  console.error(`${message}\nusage: node scripts/dev/fuzz-native.mjs [--seconds N] [--jobs N]`);
   process.exit(2);
 }
 
@@ -74,7 +74,7 @@ function build() {
   fs.mkdirSync(WORK, { recursive: true });
   const r = spawnSync(CXX, [...args, binary], { cwd: ROOT, stdio: 'inherit' });
   if (r.error || r.status !== 0) {
-    console.error(`[fuzz-native] FAILED to build (${r.error?.message ?? `exit ${r.status}`}); run \`node scripts/setup.mjs --fuzz\` first`);
+    console.error(`[fuzz-native] FAILED to build (${r.error?.message ?? `exit ${r.status}`}); run \`node scripts/setup/setup.mjs --fuzz\` first`);
     process.exit(1);
   }
   fs.writeFileSync(stamp, digest);
@@ -93,7 +93,7 @@ function gradient(w, h) {
 async function pngKindSeeds() {
   const file = path.join(ROOT, 'dist', 'bench', 'shared', 'fuzz', 'png-kinds.js');
   if (!fs.existsSync(file)) {
-    console.error(`[fuzz-native] FAILED: ${path.relative(ROOT, file)} is missing; run \`node scripts/setup.mjs --fuzz\` first`);
+    console.error(`[fuzz-native] FAILED: ${path.relative(ROOT, file)} is missing; run \`node scripts/setup/setup.mjs --fuzz\` first`);
     process.exit(1);
   }
   const { encodePng, exifChunk, pngKinds } = await import(pathToFileURL(file).href);

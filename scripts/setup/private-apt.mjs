@@ -1,8 +1,8 @@
 // A private apt state (its own source list, index lists and caches under a cache folder), so set-up can
 // download single Debian packages or sources without root and without touching /etc/apt or /var/lib/apt.
-// Used for the test photos (scripts/test-data.mjs) and the onnxruntime headers (scripts/onnxruntime.mjs).
+// Used for the test photos (scripts/setup/test-data.mjs) and the onnxruntime headers (scripts/setup/onnxruntime.mjs).
 //
-// Plain Node ESM with no npm dependencies: it runs from scripts/setup.mjs, possibly before `npm ci`.
+// Plain Node ESM with no npm dependencies: it runs from scripts/setup/setup.mjs, possibly before `npm ci`.
 
 import fs from 'node:fs';
 import path from 'node:path';

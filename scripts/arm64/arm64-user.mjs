@@ -1,10 +1,10 @@
 // arm64 Linux programs on an x64 machine, under qemu's user-mode emulation: Debian's qemu-user-static, a sysroot
 // with arm64 glibc and libstdc++ (unpacked from Debian's arm64 packages through a private apt state, so the host's
-// dpkg is untouched), and Node's official arm64 build (scripts/node-release.mjs). onnxruntime-node ships its linux/arm64
+// dpkg is untouched), and Node's official arm64 build (scripts/setup/node-release.mjs). onnxruntime-node ships its linux/arm64
 // binary in the same npm package, so this checkout's node_modules runs there as it is. For checks of answers on
 // arm64 (tools/int8-cpu-spread.ts); emulated timings are not speeds. Cached in .cache/arm64-user.
 //
-//   node scripts/arm64-user.mjs [script args...]   runs `node script args...` as arm64, from the repository root
+//   node scripts/arm64/arm64-user.mjs [script args...]   runs `node script args...` as arm64, from the repository root
 //
 // Plain Node ESM without npm dependencies.
 
@@ -12,16 +12,16 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchNode, nodePackage, resolveRelease } from './node-release.mjs';
-import { cachedDebs, installClosure, PrivateApt } from './private-apt.mjs';
-import { run, StepError } from './shell.mjs';
+import { fetchNode, nodePackage, resolveRelease } from '../setup/node-release.mjs';
+import { cachedDebs, installClosure, PrivateApt } from '../setup/private-apt.mjs';
+import { run, StepError } from '../setup/shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const QEMU = '/usr/bin/qemu-aarch64-static';
 /**
  * The sysroots (.cache/arm64-user/<name>) and the Debian arm64 packages each is made of, with their dependencies.
  * sysroot: what Node's and onnxruntime's arm64 binaries load besides themselves. sysroot-opencv: that and the OpenCV
- * modules, libjpeg and libpng the addon links, with their headers (scripts/arm64-addon.mjs cross-compiles against
+ * modules, libjpeg and libpng the addon links, with their headers (scripts/arm64/arm64-addon.mjs cross-compiles against
  * them, and the addon finds its libraries there at run time). No imgcodecs: the addon has its own codecs.
  */
 const SYSROOTS = {

@@ -1,13 +1,13 @@
 // arm64 programs started by the kernel itself on this x64 host: binfmt_misc with Debian's qemu-user-static handler
 // for aarch64 ELF files. mmdebstrap --arch=arm64 (the arm64 base image's maintainer scripts) and a RUN step in an
-// arm64 image's stage need it; running one program with `qemu-aarch64-static -L` (scripts/arm64-user.mjs) does not.
+// arm64 image's stage need it; running one program with `qemu-aarch64-static -L` (scripts/arm64/arm64-user.mjs) does not.
 // The handler's F flag makes the kernel open the interpreter at registration, so it works inside chroots too.
 //
 // Plain Node ESM without npm dependencies. Needs root the first time (mount, register).
 
 import fs from 'node:fs';
 import { ensureQemu } from './arm64-user.mjs';
-import { run, StepError } from './shell.mjs';
+import { run, StepError } from '../setup/shell.mjs';
 
 const BINFMT = '/proc/sys/fs/binfmt_misc';
 /** Debian's qemu-user-static describes its handlers for systemd-binfmt here (magic, mask, interpreter, flags). */

@@ -7,7 +7,7 @@
 // ldd which sonames are not found here, takes each from the build root (the same Debian release, where set-up
 // installed OpenCV), and repeats until nothing is missing. Each library's Debian copyright file comes with it.
 //
-// For arm64 the root is the arm64 sysroot the build stage made (scripts/image-build.mjs: Debian's arm64 packages
+// For arm64 the root is the arm64 sysroot the build stage made (scripts/image/image-build.mjs: Debian's arm64 packages
 // unpacked, with no dynamic linker cache and no dpkg status): libraries are found in the directories its
 // ld.so.conf.d names, and their packages by the file lists image-build.mjs wrote there. This runs under emulation
 // then (the run stage is arm64), so it reads those lists itself rather than starting dpkg-query per library.

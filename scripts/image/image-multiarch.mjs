@@ -3,7 +3,7 @@
 // `npm run image:multiarch [-- --out <file.oci.tar>] [--name <list name>]`.
 //
 //   1. buildah, mmdebstrap, binfmt_misc with qemu's aarch64 handler, and the base images made locally
-//      (scripts/container-bases.mjs), as test:image and test:arm64 do;
+//      (scripts/image/container-bases.mjs), as test:image and test:arm64 do;
 //   2. `buildah bud` for linux/amd64, then for linux/arm64 (one at a time; the arm64 build takes the amd64 one's
 //      target-independent build steps from the build cache), tagged <name>-amd64 and <name>-arm64;
 //   3. a manifest list <name> of the two (`buildah manifest create` / `add`), written with both images as one OCI
@@ -18,12 +18,12 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureArm64Binfmt } from './binfmt.mjs';
+import { ensureArm64Binfmt } from '../arm64/binfmt.mjs';
 import { ensureBaseImages } from './container-bases.mjs';
 import { buildImage, dockerfileNodeMajor, installTools, printLayers } from './image-tools.mjs';
-import { capture, run, StepError } from './shell.mjs';
+import { capture, run, StepError } from '../setup/shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ARCHES = ['amd64', 'arm64'];
 const log = (msg) => console.log(`[image-multiarch] ${msg}`);
 const seconds = (ms) => `${Math.round(ms / 1000)} s`;

