@@ -1,4 +1,4 @@
-// JPEGs are decoded by libjpeg in the addon (native/jobs/jpeg_decoder.h) instead of cv::imdecode: EXIF orientation is
+// JPEGs are decoded by libjpeg in the addon (native/image/jpeg_decoder.h) instead of cv::imdecode: EXIF orientation is
 // applied as before, libjpeg's warnings on damaged data no longer reach stderr (one line
 // per damaged image a client sends), and face detection decodes a large JPEG only as large as its detector needs. That the pixels equal imdecode's is checked by the native fuzz target
 // (npm run fuzz:native), which decodes every undamaged JPEG both ways.

@@ -1,5 +1,5 @@
-// PNGs are decoded by libpng in the addon (native/jobs/png_decoder.h) and face crops encoded by libjpeg
-// (jobs/jpeg_encoder.h), not by OpenCV's imgcodecs, which the addon no longer links. cv::imdecode(IMREAD_COLOR) and
+// PNGs are decoded by libpng in the addon (native/image/png_decoder.h) and face crops encoded by libjpeg
+// (image/jpeg_encoder.h), not by OpenCV's imgcodecs, which the addon no longer links. cv::imdecode(IMREAD_COLOR) and
 // cv::imencode stay the reference: the check program (native/checks/codec_check.cc, built here against the same
 // libraries) decodes every file both ways. The PNGs are made in code (testkit/fuzz/png-kinds.ts), every kind
 // the format has, so their pixels are also known here without any decoder.
@@ -34,7 +34,7 @@ let checkBinary: string;
 
 beforeAll(() => {
   const libs = execFileSync('pkg-config', ['--cflags', '--libs', 'opencv4', 'libpng', 'libjpeg'], { encoding: 'utf8' }).trim().split(/\s+/);
-  const sources = ['checks/codec_check.cc', 'jobs/image.cc', 'jobs/png_decoder.cc', 'jobs/jpeg_decoder.cc', 'jobs/jpeg_encoder.cc', 'jobs/exif_orientation.cc', 'runtime/recycled_buffers.cc'];
+  const sources = ['checks/codec_check.cc', 'image/image.cc', 'image/png_decoder.cc', 'image/jpeg_decoder.cc', 'image/jpeg_encoder.cc', 'image/exif_orientation.cc', 'runtime/recycled_buffers.cc'];
   checkBinary = checkProgram('codec_check', sources, ['-O1'], libs);
 }, 300_000);
 

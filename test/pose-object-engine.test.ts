@@ -299,7 +299,7 @@ describe('pose for every person: crops around the object detector\'s persons', (
 
   it('poses a camera-sized JPEG decoded smaller as its PNG decoded whole, in the frame\'s own pixels', async () => {
     // A 1920x1080 JPEG is decoded at a quarter for the 320 px person detector. A tall person's crop has pixels enough
-    // there; a person a quarter as tall needs a finer decode for the crop (native/jobs/detect_poses.h). The PNG of
+    // there; a person a quarter as tall needs a finer decode for the crop (native/pipelines/detect_poses.h). The PNG of
     // the same pixels is always decoded whole: the same person, each confident keypoint in the same place. At fp32:
     // int8 MoveNet moves a keypoint by up to 5% of the person's height for input changes this small, and by how
     // much depends on the CPU's int8 kernels. Cropping the small person from the quarter decode (blown up 2x)

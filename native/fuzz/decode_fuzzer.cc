@@ -14,9 +14,9 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "jobs/image.h"
-#include "jobs/jpeg_decoder.h"
-#include "jobs/png_decoder.h"
+#include "image/image.h"
+#include "image/jpeg_decoder.h"
+#include "image/png_decoder.h"
 #include "models/letterbox.h"
 #include "runtime/error_code.h"
 

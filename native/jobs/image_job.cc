@@ -1,6 +1,6 @@
 #include "jobs/image_job.h"
 
-#include "jobs/image.h"
+#include "image/image.h"
 
 namespace edgecv {
 

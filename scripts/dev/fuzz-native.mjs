@@ -23,12 +23,12 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const WORK = path.join(ROOT, '.cache', 'fuzz-native');
 const SOURCES = [
   'native/fuzz/decode_fuzzer.cc',
-  'native/jobs/image.cc',
-  'native/jobs/jpeg_decoder.cc',
-  'native/jobs/png_decoder.cc',
-  'native/jobs/exif_orientation.cc',
+  'native/image/image.cc',
+  'native/image/jpeg_decoder.cc',
+  'native/image/png_decoder.cc',
+  'native/image/exif_orientation.cc',
   'native/models/letterbox.cc',
-  'native/models/area_resize.cc', // the letterbox's shrink
+  'native/image/area_resize.cc', // the letterbox's shrink
   'native/runtime/recycled_buffers.cc',
 ];
 const CXX = 'clang++-14';

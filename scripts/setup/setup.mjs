@@ -116,7 +116,7 @@ function systemPackages() {
   if (!ok('pkg-config', ['--exists', 'opencv4']) || !installed.has('libopencv-contrib-dev')) {
     missing.push('libopencv-dev', 'libopencv-contrib-dev', 'pkg-config');
   }
-  // The addon's image codecs are libjpeg and libpng directly (native/jobs/jpeg_decoder.h, png_decoder.h), not
+  // The addon's image codecs are libjpeg and libpng directly (native/image/jpeg_decoder.h, png_decoder.h), not
   // OpenCV's imgcodecs; OpenCV's packages pull both in anyway.
   if (!ok('pkg-config', ['--exists', 'libjpeg'])) missing.push('libjpeg-dev');
   if (!ok('pkg-config', ['--exists', 'libpng'])) missing.push('libpng-dev');

@@ -1,5 +1,5 @@
 // libjpeg's fatal errors turned into a longjmp back to the caller's setjmp: libjpeg's default error_exit ends the
-// process, and error_exit must not return. The functions that call setjmp (native/jobs/jpeg_decoder.cc,
+// process, and error_exit must not return. The functions that call setjmp (native/image/jpeg_decoder.cc,
 // jpeg_encoder.cc) hold only plain data, so the jump skips no destructor.
 #pragma once
 

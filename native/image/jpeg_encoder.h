@@ -1,5 +1,5 @@
 // JPEG encoding through libjpeg(-turbo) directly instead of cv::imencode (the addon needs no OpenCV imgcodecs:
-// jobs/png_decoder.h says why). The settings are cv::imencode's defaults in OpenCV 4.6 (baseline, 4:2:0, no
+// image/png_decoder.h says why). The settings are cv::imencode's defaults in OpenCV 4.6 (baseline, 4:2:0, no
 // Huffman optimisation, no restart markers, JFIF header), so the bytes are the ones it writes.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "jobs/exif_orientation.h"
+#include "image/exif_orientation.h"
 
 namespace edgecv {
 

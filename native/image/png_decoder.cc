@@ -1,4 +1,4 @@
-#include "jobs/png_decoder.h"
+#include "image/png_decoder.h"
 
 #include <csetjmp>
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include <png.h>
 
-#include "jobs/exif_orientation.h"
+#include "image/exif_orientation.h"
 #include "runtime/error_code.h"
 #include "runtime/recycled_buffers.h"
 

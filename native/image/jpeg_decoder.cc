@@ -1,4 +1,4 @@
-#include "jobs/jpeg_decoder.h"
+#include "image/jpeg_decoder.h"
 
 #include <algorithm>
 
@@ -9,11 +9,11 @@
 
 #include <jpeglib.h>
 
-#include "jobs/libjpeg_errors.h"
+#include "image/libjpeg_errors.h"
 
 #include <opencv2/core.hpp>
 
-#include "jobs/exif_orientation.h"
+#include "image/exif_orientation.h"
 #include "runtime/error_code.h"
 #include "runtime/recycled_buffers.h"
 

@@ -1,9 +1,9 @@
-#include "jobs/image.h"
+#include "image/image.h"
 
 #include <climits>
 
-#include "jobs/jpeg_decoder.h"
-#include "jobs/png_decoder.h"
+#include "image/jpeg_decoder.h"
+#include "image/png_decoder.h"
 #include "runtime/error_code.h"
 
 namespace edgecv {

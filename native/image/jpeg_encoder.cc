@@ -1,4 +1,4 @@
-#include "jobs/jpeg_encoder.h"
+#include "image/jpeg_encoder.h"
 
 #include <csetjmp>
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include <jpeglib.h>
 
-#include "jobs/libjpeg_errors.h"
+#include "image/libjpeg_errors.h"
 
 #include "runtime/error_code.h"
 

@@ -1,11 +1,11 @@
-#include "jobs/rotated_face_pass.h"
+#include "pipelines/rotated_face_pass.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <opencv2/imgproc.hpp>
 
-#include "models/area_resize.h"
+#include "image/area_resize.h"
 
 namespace edgecv {
 

@@ -1,4 +1,4 @@
-#include "models/area_resize.h"
+#include "image/area_resize.h"
 
 #include <algorithm>
 #include <cfloat>

@@ -1,4 +1,4 @@
-#include "jobs/detect_poses.h"
+#include "pipelines/detect_poses.h"
 
 #include <algorithm>
 
