@@ -48,10 +48,12 @@ const sharedEngines = new Map<string, Promise<Engine>>();
  * fresh one (its stats, its cold runs); it is closed when the worker exits.
  */
 export function sharedEngine(opts: EngineOptions = {}): Promise<Engine> {
-  const key = JSON.stringify(Object.entries(opts).sort(([a], [b]) => a.localeCompare(b)));
+  // No warm-up at open unless asked for: no file on a shared engine measures the first request or its cold runs.
+  const options: EngineOptions = { warmUp: false, ...opts };
+  const key = JSON.stringify(Object.entries(options).sort(([a], [b]) => a.localeCompare(b)));
   let engine = sharedEngines.get(key);
   if (!engine) {
-    engine = Engine.open(opts);
+    engine = Engine.open(options);
     sharedEngines.set(key, engine);
     engine.catch(() => sharedEngines.delete(key)); // a failed open is not kept: the next file tries again
   }
