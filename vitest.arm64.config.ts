@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// The arm64 build's checks (npm run test:arm64): opt-in, they need the arm64 server scripts/test-arm64.mjs builds.
+// The arm64 build's checks (npm run test:arm64): opt-in, they need the arm64 server scripts/arm64/test-arm64.mjs builds.
 // Emulated by qemu-user: generous timeouts, each still bounded.
 export default defineConfig({
   test: {

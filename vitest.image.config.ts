@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// The image's checks (npm run test:image): opt-in, they need the image scripts/test-image.mjs builds.
+// The image's checks (npm run test:image): opt-in, they need the image scripts/image/test-image.mjs builds.
 export default defineConfig({
   test: {
     include: ['test/image/**/*.image.ts'],

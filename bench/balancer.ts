@@ -12,10 +12,10 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadJohns } from './shared/face-verification.js';
-import { fleetLayout, haproxyConfig, startHaproxy, startMembers, startRedis, steadyLoad, type FleetMember } from './shared/fleet.js';
-import { startServerProcess, writeResult, type ServerProcess } from './shared/server-process.js';
-import { table } from './table.js';
+import { loadJohns } from '../testkit/face-verification.js';
+import { fleetLayout, haproxyConfig, startHaproxy, startMembers, startRedis, steadyLoad, type FleetMember } from '../testkit/fleet.js';
+import { startServerProcess, writeResult, type ServerProcess } from '../testkit/server-process.js';
+import { table } from '../testkit/table.js';
 import { percentile } from '../src/metrics/percentiles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

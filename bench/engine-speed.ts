@@ -15,7 +15,7 @@ import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { loadRow } from './load-row.js';
 import type { BenchContext } from './pose-objects.js';
-import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
+import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
 import { median } from '../src/metrics/percentiles.js';
 
 type Row = Record<string, string | number>;

@@ -12,9 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { median, percentile } from '../src/metrics/percentiles.js';
-import { REPO_ROOT, startServerProcess } from './shared/server-process.js';
-import { fittedJpeg, VGA_FACE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { REPO_ROOT, startServerProcess } from '../testkit/server-process.js';
+import { fittedJpeg, VGA_FACE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 /** Most requests one phase sends from one loop. */
 const MAX_REQUESTS = 5000;

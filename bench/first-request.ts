@@ -13,10 +13,10 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { median } from '../src/metrics/percentiles.js';
-import { startServerProcess, writeResult, REPO_ROOT } from './shared/server-process.js';
-import { argValue } from './shared/args.js';
-import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { startServerProcess, writeResult, REPO_ROOT } from '../testkit/server-process.js';
+import { argValue } from '../testkit/args.js';
+import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 const NEXT = 10;
 const READY_TIMEOUT_MS = 120_000;

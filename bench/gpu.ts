@@ -16,10 +16,10 @@ import { loadNative } from '../src/engine/native.js';
 import { findOnnxRuntimeLibrary } from '../src/engine/onnxruntime-library.js';
 import { madeUpInput } from '../src/engine/precision-timer.js';
 import { percentile } from '../src/metrics/percentiles.js';
-import { argValue } from './shared/args.js';
-import { REPO_ROOT } from './shared/server-process.js';
-import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { argValue } from '../testkit/args.js';
+import { REPO_ROOT } from '../testkit/server-process.js';
+import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 const args = process.argv.slice(2);
 const RUNS = Number(argValue(args, '--runs') ?? 30);

@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { calibratedDistance, Engine, POSE_DEFAULTS } from '../src/index.js';
-import { cosine, embedAll, equalErrorRate, loadJohns, pairDistances } from './shared/face-verification.js';
-import { labelsSummary, loadObjectLabels, scorePhoto, sumScores } from './shared/object-labels.js';
-import { ORT_EXACT_INT8 } from './shared/cpu-int8.js';
-import { scorePoses } from './shared/pose-scoring.js';
+import { cosine, embedAll, equalErrorRate, loadJohns, pairDistances } from '../testkit/face-verification.js';
+import { labelsSummary, loadObjectLabels, scorePhoto, sumScores } from '../testkit/object-labels.js';
+import { ORT_EXACT_INT8 } from '../testkit/cpu-int8.js';
+import { scorePoses } from '../testkit/pose-scoring.js';
 import { timeInterleaved } from './engine-speed.js';
 import type { BenchContext } from './pose-objects.js';
 

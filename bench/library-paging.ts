@@ -15,11 +15,11 @@ import { Engine } from '../src/index.js';
 import { median, percentile } from '../src/metrics/percentiles.js';
 import { Database } from '../src/sqlite.js';
 import { numericFlags } from './fuzz/cli-args.js';
-import { loadJohns } from './shared/face-verification.js';
-import { REPO_ROOT, startServerProcess } from './shared/server-process.js';
-import { post } from './shared/timed-post.js';
-import { VGA_FACE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { loadJohns } from '../testkit/face-verification.js';
+import { REPO_ROOT, startServerProcess } from '../testkit/server-process.js';
+import { post } from '../testkit/timed-post.js';
+import { VGA_FACE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 const KEY = 'bench-admin-key-0123456789';
 const DATA = path.join(REPO_ROOT, 'test', 'data');

@@ -17,9 +17,9 @@ import { lineOf } from '../src/metrics/influx-line.js';
 import { InfluxSink } from '../src/metrics/influx-sink.js';
 import { MetricsStore, type MetricsSample } from '../src/metrics/store.js';
 import { nowNs } from '../src/metrics/time.js';
-import { startInfluxd } from './shared/influxd.js';
-import { REPO_ROOT, writeResult } from './shared/server-process.js';
-import { table } from './table.js';
+import { startInfluxd } from '../testkit/influxd.js';
+import { REPO_ROOT, writeResult } from '../testkit/server-process.js';
+import { table } from '../testkit/table.js';
 import { percentile } from '../src/metrics/percentiles.js';
 
 type Row = Record<string, string | number>;

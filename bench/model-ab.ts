@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { Engine, type Precision } from '../src/index.js';
 import { percentile } from '../src/metrics/percentiles.js';
-import { argValue } from './shared/args.js';
+import { argValue } from '../testkit/args.js';
 
 const BLOCK = 10;
 

@@ -8,9 +8,9 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine, OBJECT_DETECTOR_MODELS, type DetectedObject } from '../src/index.js';
 import { median } from '../src/metrics/percentiles.js';
-import { IOU_MATCH, labelsSummary, loadObjectLabels, scorePhoto, sumScores } from './shared/object-labels.js';
+import { IOU_MATCH, labelsSummary, loadObjectLabels, scorePhoto, sumScores } from '../testkit/object-labels.js';
 import { findRoot } from '../models/model-packages.js';
-import { table } from './table.js';
+import { table } from '../testkit/table.js';
 
 export const THRESHOLDS = [0.2, 0.25, 0.3, 0.4, 0.5] as const;
 

@@ -15,9 +15,9 @@ import { Engine, type ObjectDetectorModel, type Pose, type PoseMode, type PoseMo
 import { ENGINE_DEFAULTS } from '../src/engine/limits.js';
 import { findRoot } from '../models/model-packages.js';
 import { median } from '../src/metrics/percentiles.js';
-import { loadObjectLabels } from './shared/object-labels.js';
-import { MIN_KEYPOINTS, scorePoses, SMALL_PERSON_PX, type PoseScore } from './shared/pose-scoring.js';
-import { table } from './table.js';
+import { loadObjectLabels } from '../testkit/object-labels.js';
+import { MIN_KEYPOINTS, scorePoses, SMALL_PERSON_PX, type PoseScore } from '../testkit/pose-scoring.js';
+import { table } from '../testkit/table.js';
 
 type Row = Record<string, string | number>;
 

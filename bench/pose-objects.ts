@@ -8,7 +8,7 @@ import { Engine, OBJECT_DETECTOR_MODELS, type EngineOptions } from '../src/index
 import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
-import { EXPECTED_OBJECTS, matchesExpected } from './shared/object-eval.js';
+import { EXPECTED_OBJECTS, matchesExpected } from '../testkit/object-eval.js';
 
 type Row = Record<string, string | number>;
 type Stats = { p50: number; p99: number };

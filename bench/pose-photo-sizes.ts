@@ -1,7 +1,7 @@
 // The labelled pose set (bench/labels/objects.json, photos with `personsComplete`) scaled up to camera sizes, as
 // JPEG and as PNG of the same pixels, through the pose route's default (persons mode, default models). A JPEG is
 // decoded only as large as the person detector needs, and larger again where a person's crop needs it
-// (native/jobs/detect_poses.h); a PNG is always decoded whole. Equal counts say the smaller decode costs no pose.
+// (native/pipelines/detect_poses.h); a PNG is always decoded whole. Equal counts say the smaller decode costs no pose.
 // Poses are scaled back onto the labelled photo's pixels before scoring.
 //
 //   node dist/bench/pose-photo-sizes.js [--precision int8|fp32]
@@ -9,11 +9,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine, POSE_DEFAULTS, type Pose, type PrecisionChoice } from '../src/index.js';
 import { findRoot } from '../models/model-packages.js';
-import { argValue } from './shared/args.js';
-import { loadObjectLabels } from './shared/object-labels.js';
-import { scorePoses, type PoseScore } from './shared/pose-scoring.js';
-import { decode, pngOfJpeg, scaledJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { argValue } from '../testkit/args.js';
+import { loadObjectLabels } from '../testkit/object-labels.js';
+import { scorePoses, type PoseScore } from '../testkit/pose-scoring.js';
+import { decode, pngOfJpeg, scaledJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 /** Longer sides tried: the photo's own times 1.28 and 2, and two camera widths. */
 const SIZES: { name: string; side: (longer: number) => number }[] = [

@@ -16,9 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { Engine, POSE_MODES, PRECISION_CHOICES, type EngineOptions, type PoseMode, type PoseDetection, type PrecisionChoice } from '../src/index.js';
 import { percentile } from '../src/metrics/percentiles.js';
 import { poseResponse } from '../src/server/routes/pose.js';
-import { argValue } from './shared/args.js';
-import { VGA, VGA_SCENE_PHOTO, fittedJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { argValue } from '../testkit/args.js';
+import { VGA, VGA_SCENE_PHOTO, fittedJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BLOCK = 10;

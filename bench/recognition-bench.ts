@@ -7,18 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
+import { percentile } from '../src/metrics/percentiles.js';
 import { Engine, type GalleryEntry, type GalleryIndex, type GalleryMatch } from '../src/index.js';
-import { distractors, embedRealFaces, statistics } from './shared/face-corpus.js';
+import { distractors, embedRealFaces, statistics } from '../testkit/face-corpus.js';
 
 type Row = Record<string, string | number>;
 
-function p(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((q / 100) * sorted.length) - 1))]!;
-}
-
 function summary(samples: number[]): { p50: number; p99: number } {
   const s = [...samples].sort((a, b) => a - b);
-  return { p50: p(s, 50), p99: p(s, 99) };
+  return { p50: percentile(s, 50), p99: percentile(s, 99) };
 }
 
 /** Deterministic pseudo-random unit vectors, filled in place. */

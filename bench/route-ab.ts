@@ -10,10 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { median, percentile } from '../src/metrics/percentiles.js';
-import { REPO_ROOT, startServerProcess, type ServerProcess } from './shared/server-process.js';
-import { post, type PostRequest } from './shared/timed-post.js';
-import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { REPO_ROOT, startServerProcess, type ServerProcess } from '../testkit/server-process.js';
+import { post, type PostRequest } from '../testkit/timed-post.js';
+import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { base: { type: 'string' }, rounds: { type: 'string', default: '6' }, 'per-round': { type: 'string', default: '15' } } });

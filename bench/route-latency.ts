@@ -16,10 +16,10 @@ import { fileURLToPath } from 'node:url';
 import jpeg from 'jpeg-js';
 import { Engine } from '../src/index.js';
 import { median, percentile } from '../src/metrics/percentiles.js';
-import { post, type PostRequest as Request } from './shared/timed-post.js';
-import { freePort, startServerProcess, writeResult } from './shared/server-process.js';
-import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from './shared/vga-photos.js';
-import { table } from './table.js';
+import { post, type PostRequest as Request } from '../testkit/timed-post.js';
+import { freePort, startServerProcess, writeResult } from '../testkit/server-process.js';
+import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
+import { table } from '../testkit/table.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -2,7 +2,8 @@
 // scaling, route latency over HTTPS, face-detector accuracy and latency per worker/thread layout, pose, objects,
 // recognition, metrics, and edgecv against the Node alternatives (opencv4nodejs, onnxruntime-node, TF.js; last).
 // Prints tables; writes bench/results/*.json.
-//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives | --int8]   (one group of sections only)
+//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives | --int8]   (one group of sections only:
+//   SECTIONS below says which sections each group holds)
 //   --metrics-platform: only the fleet metrics section (1,000 instances into a real influxd, console queries)
 //   --balancer: only haproxy in front of 1, 2, 3 servers (bench/balancer.ts, runnable alone too)
 //   --routes: only a real `edgecv serve`'s route latency, int8 and fp32, and Frigate's case (bench/route-latency.ts)
@@ -19,24 +20,24 @@ import { Engine, type DetectFacesOptions, type EngineOptions } from '../src/inde
 import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
-import { evaluateFaceDetector } from './shared/face-eval.js';
+import { evaluateFaceDetector } from '../testkit/face-eval.js';
 import { benchObjectSizes, benchPoseObjectHttp, benchPoseObjectLatency } from './pose-objects.js';
 import { benchMetricsStore, benchRequestTrace } from './metrics.js';
 import { benchMetricsPlatform, printMetricsPlatform } from './metrics-platform.js';
 import { benchGallerySearch, benchRecognition } from './recognition-bench.js';
 import { benchForwardVsOnnxRuntime, benchRouteLatency, benchWorkerScaling } from './engine-speed.js';
-import { HAS_INT8_DOT_PRODUCT } from './shared/cpu-int8.js';
+import { HAS_INT8_DOT_PRODUCT } from '../testkit/cpu-int8.js';
 import { benchInt8Accuracy, benchInt8Forward } from './int8-speed.js';
 import { benchObjectAccuracy } from './object-accuracy.js';
 import { benchPoseAccuracy } from './pose-accuracy.js';
 import { benchPosePhotoSizes } from './pose-photo-sizes.js';
-import { labelsSummary, loadObjectLabels } from './shared/object-labels.js';
-import { MIN_KEYPOINTS } from './shared/pose-scoring.js';
+import { labelsSummary, loadObjectLabels } from '../testkit/object-labels.js';
+import { MIN_KEYPOINTS } from '../testkit/pose-scoring.js';
 import { benchAlternatives } from './alternatives/bench.js';
-import { table } from './table.js';
+import { table } from '../testkit/table.js';
 import { benchBalancer, printBalancer } from './balancer.js';
 import { benchRouteLatencyServers, printRouteLatency } from './route-latency.js';
-import { writeResult } from './shared/server-process.js';
+import { writeResult } from '../testkit/server-process.js';
 import { percentile } from '../src/metrics/percentiles.js';
 
 function findRoot(): string {
@@ -48,15 +49,10 @@ const root = findRoot();
 const data = (p: string) => readFileSync(join(root, 'test', 'data', p));
 const quick = process.argv.includes('--quick');
 const ITER = quick ? 8 : 40;
-// Only the pose and object sections (`node dist/bench/run.js --pose-objects`).
-const onlyPoseObjects = process.argv.includes('--pose-objects');
-// Only the engine-speed sections (`node dist/bench/run.js --engine-speed`).
-const onlyEngineSpeed = process.argv.includes('--engine-speed');
-// Only "edgecv vs the Node alternatives" (`node dist/bench/run.js --alternatives`).
-const onlyAlternatives = process.argv.includes('--alternatives');
-// Only the int8 forward section (`node dist/bench/run.js --int8`, docs/int8.md).
-const onlyInt8 = process.argv.includes('--int8');
-const skipRest = onlyPoseObjects || onlyEngineSpeed || onlyAlternatives || onlyInt8;
+/** The groups one flag selects (`node dist/bench/run.js --int8`, ...); no flag runs every section. */
+const GROUPS = ['engine-speed', 'pose-objects', 'alternatives', 'int8'] as const;
+type Group = (typeof GROUPS)[number];
+const onlyGroup: Group | undefined = GROUPS.find((g) => process.argv.includes(`--${g}`));
 
 interface LatencyStats {
   p50: number;
@@ -181,6 +177,109 @@ async function benchHttp(): Promise<Record<string, string | number>[]> {
   return rows;
 }
 
+type Rows = Record<string, string | number>[];
+type Context = { root: string; iterations: number; quick: boolean; timeIt: typeof timeIt; stats: typeof stats };
+
+/** One section of the bench: its key in the results file, the groups that select it, how it runs and prints. */
+interface Section<T = unknown> {
+  key: string;
+  groups: Group[];
+  /** skipped under --quick */
+  notQuick?: boolean;
+  /** its value in the results file when not run */
+  empty: T;
+  run: () => Promise<T>;
+  print: (result: T) => void;
+}
+
+const section = <T,>(s: Section<T>): Section => s as Section;
+const rowsSection = (key: string, groups: Group[], title: string, run: () => Promise<Rows>, notQuick = false): Section =>
+  section<Rows>({ key, groups, notQuick, empty: [], run, print: (rows) => table(title, rows) });
+
+/** Every section, in the order they run (the alternatives last: opencv4nodejs's thread count is process-wide). */
+function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
+  const int8Cpu = HAS_INT8_DOT_PRODUCT ? 'CPU with int8 dot products (VNNI)' : "CPU without VNNI: onnxruntime's exact int8 kernels on both sides";
+  const gallerySizes = [1_000, 10_000, 100_000, ...(process.argv.includes('--gallery-1m') ? [1_000_000] : [])];
+  const galleryStorage = process.argv.includes('--gallery-i8') ? 'i8' : 'f16';
+  return [
+    rowsSection('int8', ['engine-speed', 'int8'], `int8 models: edgecv running the int8 file vs onnxruntime-node running the fp32 and the int8 file, same input, 2 threads, interleaved; ${int8Cpu} (docs/int8.md)`, () => benchInt8Forward(ctx, manifest)),
+    rowsSection('int8Accuracy', ['int8'], 'int8 and fp32 accuracy from the same run (each precision at its default thresholds; docs/int8.md)', () => benchInt8Accuracy(root)),
+    section({
+      key: 'forward',
+      groups: ['engine-speed'],
+      empty: null,
+      run: () => benchForwardVsOnnxRuntime(ctx, manifest),
+      print: (forward) => {
+        if (!forward) return;
+        table('Forward pass, every manifest model: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same file, interleaved', forward.rows);
+        table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
+      },
+    }),
+    section({
+      key: 'scaling',
+      groups: ['engine-speed'],
+      empty: null,
+      run: () => benchWorkerScaling(ctx),
+      print: (scaling) => scaling && table(`Face detection throughput by layout, 640x480 JPEG (2 workers / 1 worker = ${scaling.scaling.toFixed(2)}x)`, scaling.rows),
+    }),
+    section({
+      key: 'routes',
+      groups: ['engine-speed'],
+      empty: null,
+      run: () => benchRouteLatency(ctx),
+      print: (routes) =>
+        routes &&
+        table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.keep.toFixed(2)}x keeping idle cores, ${routes.httpScaling.lend.toFixed(2)}x lending them)`, routes.rows),
+    }),
+    rowsSection('accuracy', [], 'Face detector accuracy (dlib examples/faces: 43 annotated faces, IoU >= 0.5; 10 faceless photos)', benchAccuracy),
+    rowsSection('layouts', [], 'Face detection per image, by worker/thread layout (default detector and options)', benchLayouts),
+    rowsSection('http', [], 'HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', benchHttp),
+    rowsSection('objectSizes', ['pose-objects'], 'Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', () => benchObjectSizes(ctx)),
+    rowsSection('objectAccuracy', ['pose-objects'], `Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`, () => benchObjectAccuracy(root, { quick })),
+    rowsSection('poseAccuracy', ['pose-objects'], `Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`, () => benchPoseAccuracy(root, { quick })),
+    rowsSection('poseSizes', ['pose-objects'], 'The labelled persons at camera sizes, JPEG against PNG of the same pixels (persons mode, int8; the pose route decodes a JPEG as small as its models allow)', () => benchPosePhotoSizes(root), true),
+    rowsSection('poseObjects', ['pose-objects'], 'Pose and object detection per image (default models and options)', () => benchPoseObjectLatency(ctx)),
+    rowsSection('poseObjectHttp', ['pose-objects'], 'HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', () => benchPoseObjectHttp(ctx)),
+    rowsSection('metricsStore', [], 'Metrics store: 48 h of 10 s samples in SQLite', () => benchMetricsStore(quick)),
+    section({ key: 'metricsPlatform', groups: [], empty: null, run: () => benchMetricsPlatform(quick), print: (r) => r && printMetricsPlatform(r) }),
+    section({ key: 'balancer', groups: [], empty: null, run: () => benchBalancer(quick), print: (r) => r && printBalancer(r) }),
+    section({
+      key: 'routeServers',
+      groups: [],
+      empty: null,
+      run: () => benchRouteLatencyServers(quick),
+      print: (r) => {
+        if (!r) return;
+        printRouteLatency(r);
+        writeResult('route-latency', r);
+      },
+    }),
+    rowsSection('requestTrace', [], 'HTTPS GET /test/ (8 connections): cost of the audit line', async () => {
+      const engine = await Engine.open({ workers: 1 });
+      return benchRequestTrace(engine, quick).finally(() => engine.close());
+    }),
+    rowsSection('recognition', [], 'Recognition per face: decode, detect, embed, search a gallery of 1,000 (1 worker x 1 thread)', () => benchRecognition(root, quick)),
+    rowsSection(
+      'gallerySearch',
+      [],
+      `Gallery search at scale: exact (matrix product on a worker) vs HNSW (${galleryStorage}, JS thread) + exact re-ranking, would-be rejections confirmed by an int8 scan of every entry, real embeddings + distractors`,
+      () => benchGallerySearch(root, quick, gallerySizes, galleryStorage),
+    ),
+    section({
+      key: 'alternatives',
+      groups: ['alternatives'],
+      empty: null,
+      run: () => benchAlternatives({ root, quick, stats }),
+      print: (alternatives) => {
+        if (!alternatives) return;
+        table('Alternatives: does each find about the same boxes as edgecv on the photo?', alternatives.checks);
+        table('edgecv vs the Node alternatives: photo bytes to boxes, same model, 2 threads per call', alternatives.rows);
+        for (const note of alternatives.notes) console.log(`- ${note}`);
+      },
+    }),
+  ];
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--balancer')) {
     // alone: haproxy in front of 1, 2, 3 servers (bench/balancer.ts; also `node dist/bench/balancer.js`)
@@ -216,97 +315,17 @@ async function main(): Promise<void> {
     return;
   }
 
-  const int8 = onlyPoseObjects || onlyAlternatives ? null : await benchInt8Forward(ctx, manifest);
-  const int8Cpu = HAS_INT8_DOT_PRODUCT ? 'CPU with int8 dot products (VNNI)' : "CPU without VNNI: onnxruntime's exact int8 kernels on both sides";
-  if (int8) table(`int8 models: edgecv running the int8 file vs onnxruntime-node running the fp32 and the int8 file, same input, 2 threads, interleaved; ${int8Cpu} (docs/int8.md)`, int8);
-  const int8Accuracy = onlyPoseObjects || onlyAlternatives || onlyEngineSpeed ? [] : await benchInt8Accuracy(root);
-  table('int8 and fp32 accuracy from the same run (each precision at its default thresholds; docs/int8.md)', int8Accuracy);
-  const forward = onlyPoseObjects || onlyAlternatives || onlyInt8 ? null : await benchForwardVsOnnxRuntime(ctx, manifest);
-  if (forward) {
-    table('Forward pass, every manifest model: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same file, interleaved', forward.rows);
-    table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
-  }
-  const scaling = onlyPoseObjects || onlyAlternatives || onlyInt8 ? null : await benchWorkerScaling(ctx);
-  if (scaling) table(`Face detection throughput by layout, 640x480 JPEG (2 workers / 1 worker = ${scaling.scaling.toFixed(2)}x)`, scaling.rows);
-  const routes = onlyPoseObjects || onlyAlternatives || onlyInt8 ? null : await benchRouteLatency(ctx);
-  if (routes) table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.keep.toFixed(2)}x keeping idle cores, ${routes.httpScaling.lend.toFixed(2)}x lending them)`, routes.rows);
-
-  const accuracy = skipRest ? [] : await benchAccuracy();
-  table('Face detector accuracy (dlib examples/faces: 43 annotated faces, IoU >= 0.5; 10 faceless photos)', accuracy);
-  const layouts = skipRest ? [] : await benchLayouts();
-  table('Face detection per image, by worker/thread layout (default detector and options)', layouts);
-  const http = skipRest ? [] : await benchHttp();
-  table('HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', http);
-  const objectSizes = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchObjectSizes(ctx);
-  table('Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', objectSizes);
-  const objectAccuracy = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchObjectAccuracy(root, { quick });
-  table(`Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`, objectAccuracy);
-  const poseAccuracy = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseAccuracy(root, { quick });
-  table(`Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`, poseAccuracy);
-  const poseSizes = onlyEngineSpeed || onlyAlternatives || onlyInt8 || quick ? [] : await benchPosePhotoSizes(root);
-  table('The labelled persons at camera sizes, JPEG against PNG of the same pixels (persons mode, int8; the pose route decodes a JPEG as small as its models allow)', poseSizes);
-  const poseObjects = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseObjectLatency(ctx);
-  table('Pose and object detection per image (default models and options)', poseObjects);
-  const poseObjectHttp = onlyEngineSpeed || onlyAlternatives || onlyInt8 ? [] : await benchPoseObjectHttp(ctx);
-  table('HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', poseObjectHttp);
-  const metricsStore = skipRest ? [] : await benchMetricsStore(quick);
-  table('Metrics store: 48 h of 10 s samples in SQLite', metricsStore);
-  const metricsPlatform = skipRest ? null : await benchMetricsPlatform(quick);
-  if (metricsPlatform) printMetricsPlatform(metricsPlatform);
-  const balancer = skipRest ? null : await benchBalancer(quick);
-  if (balancer) printBalancer(balancer);
-  const routeServers = skipRest ? null : await benchRouteLatencyServers(quick);
-  if (routeServers) {
-    printRouteLatency(routeServers);
-    writeResult('route-latency', routeServers);
-  }
-  const traceEngine = skipRest ? null : await Engine.open({ workers: 1 });
-  const requestTrace = traceEngine ? await benchRequestTrace(traceEngine, quick).finally(() => traceEngine.close()) : [];
-  table('HTTPS GET /test/ (8 connections): cost of the audit line', requestTrace);
-  const recognition = skipRest ? [] : await benchRecognition(root, quick);
-  table('Recognition per face: decode, detect, embed, search a gallery of 1,000 (1 worker x 1 thread)', recognition);
-  const gallerySizes = [1_000, 10_000, 100_000, ...(process.argv.includes('--gallery-1m') ? [1_000_000] : [])];
-  const galleryStorage = process.argv.includes('--gallery-i8') ? 'i8' : 'f16';
-  const gallerySearch = skipRest ? [] : await benchGallerySearch(root, quick, gallerySizes, galleryStorage);
-  table(`Gallery search at scale: exact (matrix product on a worker) vs HNSW (${galleryStorage}, JS thread) + exact re-ranking, would-be rejections confirmed by an int8 scan of every entry, real embeddings + distractors`, gallerySearch);
-
-  // Last: it loads opencv4nodejs, whose cv::setNumThreads is process-wide (the addon shares that OpenCV).
-  const alternatives = onlyPoseObjects || onlyEngineSpeed || onlyInt8 ? null : await benchAlternatives({ root, quick, stats });
-  if (alternatives) {
-    table('Alternatives: does each find about the same boxes as edgecv on the photo?', alternatives.checks);
-    table('edgecv vs the Node alternatives: photo bytes to boxes, same model, 2 threads per call', alternatives.rows);
-    for (const note of alternatives.notes) console.log(`- ${note}`);
+  const results: Record<string, unknown> = { machine, quick };
+  for (const section of sections(ctx, manifest)) {
+    const selected = (onlyGroup === undefined || section.groups.includes(onlyGroup)) && !(quick && section.notQuick);
+    const result = selected ? await section.run() : section.empty;
+    results[section.key] = result;
+    if (selected) section.print(result);
   }
 
   const outDir = join(root, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  const results = {
-    machine,
-    quick,
-    alternatives,
-    int8,
-    int8Accuracy,
-    forward,
-    scaling,
-    routes,
-    accuracy,
-    layouts,
-    http,
-    objectSizes,
-    objectAccuracy,
-    poseAccuracy,
-    poseSizes,
-    poseObjects,
-    poseObjectHttp,
-    metricsStore,
-    metricsPlatform,
-    balancer,
-    routeServers,
-    requestTrace,
-    recognition,
-    gallerySearch,
-  };
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
 }

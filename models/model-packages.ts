@@ -1,5 +1,5 @@
 // Where a model package lives on disk: the default one is an npm dependency, the others were fetched
-// by set-up (scripts/model-packages.mjs) into .cache/model-packages/.
+// by set-up (scripts/setup/model-packages.mjs) into .cache/model-packages/.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -33,7 +33,7 @@ export function readSourceManifest(root: string): SourceManifest {
   return JSON.parse(readFileSync(join(root, 'models', 'manifest.json'), 'utf8')) as SourceManifest;
 }
 
-/** Same path as scripts/model-packages.mjs fetchedPackageDir(). */
+/** Same path as scripts/setup/model-packages.mjs fetchedPackageDir(). */
 export function fetchedPackageDir(root: string, name: string, version: string): string {
   return join(root, '.cache', 'model-packages', `${name.replace('/', '+')}-${version}`, 'package');
 }

@@ -1,4 +1,4 @@
-// The JS decoding of the "edgecv vs the Node alternatives" bench (bench/alternatives/decode.ts) against the
+// The JS decoding of the "edgecv vs the Node alternatives" bench (testkit/alternative-decode.ts) against the
 // addon's C++ decoding: both get the very same pixels (a real photo scaled so that its longer side is the model
 // input, so the addon's letterbox resize is a copy), onnxruntime-node runs the same .ort.onnx file, and the
 // boxes must agree. Without this the bench could compare edgecv against an alternative that does less work.
@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agreement, decodeFaces, decodeMoveNet, decodeYolo, letterbox, nms, toTensor, type Box, type Letterbox } from '../bench/alternatives/decode.js';
-import { resizeNearestRgb } from '../bench/shared/photo-tensor.js';
-import { decode } from '../bench/shared/vga-photos.js';
+import { agreement, decodeFaces, decodeMoveNet, decodeYolo, letterbox, nms, toTensor, type Box, type Letterbox } from '../testkit/alternative-decode.js';
+import { resizeNearestRgb } from '../testkit/photo-tensor.js';
+import { decode } from '../testkit/vga-photos.js';
 import type { ConvertedManifest } from '../models/model-manifest.js';
 import { COCO_CLASSES, DETECT_DEFAULTS, Engine, OBJECT_DEFAULTS, POSE_DEFAULTS } from '../src/index.js';
 import { DATA_DIR, ROOT } from './helpers.js';

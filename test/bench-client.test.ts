@@ -17,7 +17,7 @@ import { createApp } from '../src/server/app.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';
 import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
-import { freePort } from '../bench/shared/server-process.js';
+import { freePort } from '../testkit/server-process.js';
 
 const newTmpDir = useTempDirs();
 const FACES = path.join(DATA_DIR, 'dlib', 'faces');

@@ -22,8 +22,8 @@ import WebSocket from 'ws';
 import { ConfigError, parseServerConfig } from '../src/config.js';
 import { plainListenerNote } from '../src/server/serve.js';
 import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
-import { freePort, startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
+import { freePort, startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 
 const newTmpDir = useTempDirs();
 let server: ServerProcess;

@@ -8,7 +8,7 @@ import https from 'node:https';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -17,7 +17,7 @@ import { createApp, createDeepStackApp } from '../src/server/app.js';
 import { similarityFromDistance } from '../src/server/deepstack/similarity.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
-import { freePort, startServerProcess } from '../bench/shared/server-process.js';
+import { freePort, startServerProcess } from '../testkit/server-process.js';
 
 const ADMIN = 'deepstack-admin-key-0123456789';
 const API = 'deepstack-api-key-9876543210';

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns } from '../bench/shared/face-verification.js';
+import { loadJohns } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -49,7 +49,7 @@ const cspViolations: string[] = [];
 type Json = Record<string, unknown>;
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`node scripts/setup.mjs --test\`, which installs Debian's chromium`);
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`node scripts/setup/setup.mjs --test\`, which installs Debian's chromium`);
   engine = await openEngine({ workers: 2 });
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-demo-')), { log: () => {} });
   await service.ready;

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BODY_LIMIT, DEFAULT_PORT, parseServerConfig, SERVER_OPTIONS, type ServerConfig } from '../src/config.js';
 import { parseConsoleArgs } from '../src/console/command.js';
 import { DEFAULT_CONSOLE_PORT } from '../src/console/usage.js';
@@ -16,7 +16,7 @@ import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../src/server/drain.js';
 import { generateSelfSigned } from '../src/server/tls.js';
-import { openEngine, ROOT, useTempDirs } from './helpers.js';
+import { sharedEngine, ROOT, useTempDirs } from './helpers.js';
 
 const DEPLOY = path.join(ROOT, 'deploy');
 const tempDir = useTempDirs();
@@ -169,7 +169,7 @@ async function checkDockerfile(file: string, text: string, checks: Checks, probl
   const froms = of('FROM');
   if (froms.length < 2) problems.push(`${file}: not multi-stage`);
   for (const f of froms) if (!/bookworm/.test(f)) problems.push(`${file}: FROM ${f} is not Debian bookworm`);
-  if (!of('RUN').some((r) => r.includes('node scripts/setup.mjs'))) problems.push(`${file}: the models are not converted at build time (node scripts/setup.mjs)`);
+  if (!of('RUN').some((r) => r.includes('node scripts/setup/setup.mjs'))) problems.push(`${file}: the models are not converted at build time (node scripts/setup/setup.mjs)`);
   const user = of('USER').at(-1);
   if (!user || user === 'root' || user === '0') problems.push(`${file}: runs as root`);
   const env: Record<string, string> = {};
@@ -251,15 +251,12 @@ let engine: Engine;
 let checks: Checks;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
+  engine = await sharedEngine({ workers: 1 });
   const app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
   checks = {
     status: async (p) => (await app.request(p)).status,
     docs: fs.readFileSync(path.join(ROOT, 'docs', 'fleet.md'), 'utf8'),
   };
-});
-afterAll(async () => {
-  await engine?.close();
 });
 
 describe('deploy/', () => {

@@ -13,8 +13,8 @@ import { METRICS_DB_FILE, MetricsStore } from '../src/metrics/store.js';
 import { nowNs } from '../src/metrics/time.js';
 import { httpsRequest, useTempDirs } from './helpers.js';
 import { emptyQueryAnswer, startFakeInflux, trickle, type FakeInflux } from './support/fake-influx.js';
-import { influxQuery, startInfluxd } from '../bench/shared/influxd.js';
-import { eventually, REPO_ROOT, startServerProcess } from '../bench/shared/server-process.js';
+import { influxQuery, startInfluxd } from '../testkit/influxd.js';
+import { eventually, REPO_ROOT, startServerProcess } from '../testkit/server-process.js';
 
 const tmpDir = useTempDirs();
 const CLI = path.join(REPO_ROOT, 'dist/src/cli.js');

@@ -1,19 +1,19 @@
 // Face alignment (native/models/face_alignment.h): a face its detected landmarks show tilted is cut turned upright
-// before embedding. Photos turned in the image plane by a known angle (in JS, bench/shared/rotate-photo.ts) must
+// before embedding. Photos turned in the image plane by a known angle (in JS, testkit/rotate-photo.ts) must
 // come out upright: the tilt reported is the angle, the embedding stays the upright photo's, and recognition
 // names the right person. A gallery enrolled before alignment is re-embedded at start.
 
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../src/sqlite.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import { calibratedDistance, EER_DISTANCE, FACE_ALIGNMENT } from '../src/engine/face-embedding.js';
 import { embeddingFromBytes, embeddingToBytes } from '../src/gallery/types.js';
 import type { Engine } from '../src/index.js';
-import { cosine, loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
-import { rotatedPhoto } from '../bench/shared/rotate-photo.js';
-import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
+import { cosine, loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
+import { rotatedPhoto } from '../testkit/rotate-photo.js';
+import { DATA_DIR, openEngine, sharedEngine, useTempDirs } from './helpers.js';
 
 const tempDir = useTempDirs();
 let engine: Engine;
@@ -21,12 +21,9 @@ let johns: LabelledPhoto[];
 const bySubject = new Map<string, LabelledPhoto[]>();
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2, poseModel: null, objectDetector: null });
+  engine = await sharedEngine({ workers: 2, poseModel: null, objectDetector: null });
   johns = loadJohns(DATA_DIR);
   for (const p of johns) bySubject.set(p.subject, [...(bySubject.get(p.subject) ?? []), p]);
-});
-afterAll(async () => {
-  await engine?.close();
 });
 
 /** One photo of each person (the 5th: not one the gallery below enrols). */

@@ -1,8 +1,8 @@
 // Face detection through the library API, real addon, real models, real photos.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { matchDetections, parseImglabXml, type Rect } from '../bench/shared/face-annotations.js';
-import { evaluateFaceDetector, FACELESS_PHOTOS } from '../bench/shared/face-eval.js';
+import { matchDetections, parseImglabXml, type Rect } from '../testkit/face-annotations.js';
+import { evaluateFaceDetector, FACELESS_PHOTOS } from '../testkit/face-eval.js';
 import { autoTiles, Engine, EngineError } from '../src/index.js';
 import { DATA_DIR, garbage, photo, pngClaiming } from './helpers.js';
 

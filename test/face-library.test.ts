@@ -21,10 +21,10 @@ import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { Database } from '../src/sqlite.js';
 import { DATA_DIR, openEngine, photo } from './helpers.js';
-import { blurred, jpegOf, onCanvas, shrunk } from '../bench/shared/degraded-photos.js';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
-import { startRedis, type RedisServer } from '../bench/shared/redis-server.js';
-import { decode } from '../bench/shared/vga-photos.js';
+import { blurred, jpegOf, onCanvas, shrunk } from '../testkit/degraded-photos.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
+import { startRedis, type RedisServer } from '../testkit/redis-server.js';
+import { decode } from '../testkit/vga-photos.js';
 
 const KEY = 'test-admin-key-0123456789';
 const AUTH = { authorization: `Bearer ${KEY}` };

@@ -1,14 +1,14 @@
 // No face where there is none (issue 48): recognition's second passes (the photo padded inside a border, then turned
-// 45 degrees each way: native/jobs/rotated_face_pass.h) must not make up a face that the detector would not report.
-// On the faceless photos (bench/shared/faceless-photos.ts: animals, plants, food, objects, vehicles, flowers,
+// 45 degrees each way: native/pipelines/rotated_face_pass.h) must not make up a face that the detector would not report.
+// On the faceless photos (testkit/faceless-photos.ts: animals, plants, food, objects, vehicles, flowers,
 // buildings, landscapes, textures), recognition and enrolment find a face only where the detector reports one
 // itself; faces turned 45 and 60 degrees are still found and named. The routes answer "no face" as their contracts
 // say on such a photo.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cosine, loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
-import { facelessPhotos } from '../bench/shared/faceless-photos.js';
-import { rotatedPhoto } from '../bench/shared/rotate-photo.js';
+import { cosine, loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
+import { facelessPhotos } from '../testkit/faceless-photos.js';
+import { rotatedPhoto } from '../testkit/rotate-photo.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
@@ -62,7 +62,7 @@ describe('faceless photos', () => {
       withFace++;
       if (detected.faces.some((f) => iou(f.rect, embedded.face!.rect) >= 0.5)) continue; // the detector's own
       // Not the detector's: the turned passes must not have given it (found without them too), nor the padded pass
-      // (it keeps only faces of at least half the photo's longer side: jobs/rotated_face_pass.h).
+      // (it keeps only faces of at least half the photo's longer side: pipelines/rotated_face_pass.h).
       const [l, t, r, b] = embedded.face.rect;
       if (!unturned.face || Math.max(r - l, b - t) >= 0.5 * Math.max(embedded.width, embedded.height)) fromSecondPasses.push(name);
     }

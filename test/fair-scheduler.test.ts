@@ -5,8 +5,8 @@
 
 import https from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
-import { fittedJpeg, VGA_FACE_PHOTO, vgaJpeg } from '../bench/shared/vga-photos.js';
+import { startServerProcess, type ServerProcess } from '../testkit/server-process.js';
+import { fittedJpeg, VGA_FACE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
 import { EngineError } from '../src/engine/errors.js';
 import { clientKey, parseTrustedProxies } from '../src/server/client-identity.js';
 import { FairScheduler, LARGE_PIXELS, RESERVE_WINDOW_MS } from '../src/server/fair-scheduler.js';

@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricsStore, METRICS_DB_FILE } from '../src/metrics/store.js';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import {
   fleetLayout,
   haproxyConfig,
@@ -29,8 +29,8 @@ import {
   type Haproxy,
   type LoadResult,
   type RedisServer,
-} from '../bench/shared/fleet.js';
-import { eventually, type ServerProcess } from '../bench/shared/server-process.js';
+} from '../testkit/fleet.js';
+import { eventually, type ServerProcess } from '../testkit/server-process.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';
 
 const KEY = 'fleet-balancer-admin-key';

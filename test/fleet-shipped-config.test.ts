@@ -11,8 +11,8 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fleetPort, PASSTHROUGH_BACKEND, startRedis, terminationPem, TERMINATION_BACKEND, type RedisServer } from '../bench/shared/fleet.js';
-import { startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { fleetPort, PASSTHROUGH_BACKEND, startRedis, terminationPem, TERMINATION_BACKEND, type RedisServer } from '../testkit/fleet.js';
+import { startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { httpsRequest, ROOT } from './helpers.js';
 

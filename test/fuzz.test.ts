@@ -5,12 +5,12 @@
 // every poisoned import is refused whole (400), and every row the gallery holds afterwards can be indexed.
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KINDS } from '../bench/shared/fuzz/cases.js';
-import { fuzzPhotos, runFuzz } from '../bench/shared/fuzz/run-fuzz.js';
+import { KINDS } from '../testkit/fuzz/cases.js';
+import { fuzzPhotos, runFuzz } from '../testkit/fuzz/run-fuzz.js';
 import https from 'node:https';
 import { embeddingProblem } from '../src/gallery/sample-check.js';
 import { DATA_DIR, httpsRequest, useTempDirs } from './helpers.js';
-import { startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 
 const KEY = 'fuzz-test-admin-key-0123456';
 const API_KEY = 'fuzz-test-api-key-0123456';

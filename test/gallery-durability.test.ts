@@ -7,9 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Database } from '../src/sqlite.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadJohns } from '../bench/shared/face-verification.js';
+import { loadJohns } from '../testkit/face-verification.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';
-import { startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-kill-'));
 const servers: ServerProcess[] = [];

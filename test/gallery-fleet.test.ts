@@ -11,12 +11,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHANGE_CHANNEL, malformedChangeMessages, type ChannelEmbedder } from '../bench/shared/fuzz/redis-channel.js';
-import { runChannelFuzz } from '../bench/shared/fuzz/run-channel-fuzz.js';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { CHANGE_CHANNEL, malformedChangeMessages, type ChannelEmbedder } from '../testkit/fuzz/redis-channel.js';
+import { runChannelFuzz } from '../testkit/fuzz/run-channel-fuzz.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import { DATA_DIR, httpsRequest } from './helpers.js';
-import { startRedis, type RedisServer } from '../bench/shared/redis-server.js';
-import { eventually, startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { startRedis, type RedisServer } from '../testkit/redis-server.js';
+import { eventually, startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 
 const KEY = 'fleet-admin-key';
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });

@@ -5,8 +5,8 @@
 
 import path from 'node:path';
 import { Database } from '../src/sqlite.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -14,7 +14,7 @@ import { embeddingToBytes } from '../src/gallery/types.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { registry, unwatchGallery, watchGallery } from '../src/server/prometheus.js';
-import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
+import { DATA_DIR, sharedEngine, useTempDirs } from './helpers.js';
 
 const KEY = 'poison-admin-key-0123456789';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -25,13 +25,10 @@ let johns: Map<string, LabelledPhoto[]>;
 let dim: number;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2 });
+  engine = await sharedEngine({ workers: 2 });
   dim = engine.faceEmbedder()!.dim;
   johns = new Map();
   for (const p of loadJohns(DATA_DIR)) johns.set(p.subject, [...(johns.get(p.subject) ?? []), p]);
-});
-afterAll(async () => {
-  await engine?.close();
 });
 
 async function openService(dir: string, log: string[] = []): Promise<RecognitionService> {

@@ -11,10 +11,10 @@
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
-import { CHANGE_CHANNEL, malformedChangeMessages } from '../bench/shared/fuzz/redis-channel.js';
-import { startRedis, type RedisServer } from '../bench/shared/redis-server.js';
-import { eventually } from '../bench/shared/server-process.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
+import { CHANGE_CHANNEL, malformedChangeMessages } from '../testkit/fuzz/redis-channel.js';
+import { startRedis, type RedisServer } from '../testkit/redis-server.js';
+import { eventually } from '../testkit/server-process.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { RedisGalleryStore } from '../src/gallery/redis-store.js';
 import { GalleryStoreError, type RemoteChanges, type SampleVector } from '../src/gallery/types.js';

@@ -1,5 +1,5 @@
 // The approximate (HNSW) gallery index against exact search, on real embeddings: faces of the test photos embedded
-// by the real engine from augmented crops (bench/shared/face-corpus.ts), among distractors drawn to their statistics.
+// by the real engine from augmented crops (testkit/face-corpus.ts), among distractors drawn to their statistics.
 // Also: adds, removes and a replace during the background build keep it right; the graph saved to a file is loaded
 // back (patched where the gallery changed) and a stale, damaged or half-saved file is rebuilt instead; a service
 // restarted over the same SQLite store loads its graph and answers the same; the import's 503 window covers only
@@ -7,14 +7,14 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { distractors, embedRealFaces, statistics, type RealFace } from '../bench/shared/face-corpus.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { distractors, embedRealFaces, statistics, type RealFace } from '../testkit/face-corpus.js';
 import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.js';
 import { Int8Rows } from '../src/engine/gallery/int8-rows.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine, GalleryEntry, GalleryIndex } from '../src/index.js';
-import { DATA_DIR, openEngine, photo, useTempDirs } from './helpers.js';
+import { DATA_DIR, sharedEngine, photo, useTempDirs } from './helpers.js';
 
 const DISTRACTORS = 4000;
 let engine: Engine;
@@ -26,7 +26,7 @@ let scale: number;
 const tempDir = useTempDirs();
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2 });
+  engine = await sharedEngine({ workers: 2 });
   scale = engine.faceEmbedder()!.distanceScale;
   annConfirmBelow = 1 - EER_DISTANCE / scale;
   faces = await embedRealFaces(engine, DATA_DIR, 4, 30);
@@ -40,10 +40,6 @@ beforeAll(async () => {
   const unknown = distractors(stats, 200, 12); // nobody enrolled: mostly rejections
   for (let i = 0; i < 200; i++) queries.push(unknown.slice(i * 1024, (i + 1) * 1024));
 }, 240_000);
-
-afterAll(async () => {
-  await engine?.close();
-});
 
 async function exactGallery(list: GalleryEntry[]): Promise<GalleryIndex> {
   const g = engine.createGallery({ annThreshold: Infinity });

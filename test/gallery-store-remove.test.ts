@@ -4,7 +4,7 @@
 // the sample is gone; a whole-subject remove racing a move away never deletes the sample it no longer owns.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../bench/shared/redis-server.js';
+import { startRedis, type RedisServer } from '../testkit/redis-server.js';
 import { RedisGalleryStore } from '../src/gallery/redis-store.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { GalleryStore, NewSample } from '../src/gallery/types.js';

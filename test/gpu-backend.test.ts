@@ -1,12 +1,12 @@
 // The GPU tier: `edgecv serve --backend gpu` on the software Vulkan device set-up unpacks (Mesa's lavapipe,
-// scripts/software-vulkan.mjs) answers every route as `--backend cpu` does, both at fp32 (the file a GPU net runs),
+// scripts/setup/software-vulkan.mjs) answers every route as `--backend cpu` does, both at fp32 (the file a GPU net runs),
 // says so in gpu_support, /server/capabilities/ and Prometheus. lavapipe is the CPU emulating a GPU: correct and
 // slow, so this file makes few requests. What it compares, and why the tolerances, is in docs/gpu.md.
 
 import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 import { photo, ROOT, useTempDirs } from './helpers.js';
 
 const ICD = path.join(ROOT, '.cache', 'software-vulkan', 'lvp_icd.json');

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startServerProcess } from '../bench/shared/server-process.js';
+import { startServerProcess } from '../testkit/server-process.js';
 import { ROOT, useTempDirs } from './helpers.js';
 
 const ICD = path.join(ROOT, '.cache', 'software-vulkan', 'lvp_icd.json');

@@ -7,16 +7,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { Engine, type EngineOptions } from '../src/index.js';
-import { PNG_SIGNATURE, pngChunk, rgbIhdr } from '../bench/shared/fuzz/hostile-images.js';
+import { PNG_SIGNATURE, pngChunk, rgbIhdr } from '../testkit/fuzz/hostile-images.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DATA_DIR = path.join(ROOT, 'test', 'data');
 
-/** A test photo from test/data (made by `node scripts/setup.mjs --test`, which `npm test` runs). */
+/** A test photo from test/data (made by `node scripts/setup/setup.mjs --test`, which `npm test` runs). */
 export function photo(name: string): Buffer {
   const file = path.join(DATA_DIR, name);
   if (!fs.existsSync(file)) {
-    throw new Error(`${file} is missing: run \`node scripts/setup.mjs --test\` (npm test does) to fetch the test photos`);
+    throw new Error(`${file} is missing: run \`node scripts/setup/setup.mjs --test\` (npm test does) to fetch the test photos`);
   }
   return fs.readFileSync(file);
 }
@@ -37,6 +37,27 @@ export function useTempDirs(): (prefix?: string) => string {
 /** The real engine with real models: no test here mocks it. */
 export function openEngine(opts: EngineOptions = {}): Promise<Engine> {
   return Engine.open(opts);
+}
+
+const sharedEngines = new Map<string, Promise<Engine>>();
+
+/**
+ * The real engine for `opts`, opened once per option set and shared by every test file of this worker: the engine
+ * tier runs its files one after another in one worker that is not reset between them (vitest.config.ts), so the
+ * models are loaded and warmed once, not once per file. For files that neither close the engine nor count on a
+ * fresh one (its stats, its cold runs); it is closed when the worker exits.
+ */
+export function sharedEngine(opts: EngineOptions = {}): Promise<Engine> {
+  // No warm-up at open unless asked for: no file on a shared engine measures the first request or its cold runs.
+  const options: EngineOptions = { warmUp: false, ...opts };
+  const key = JSON.stringify(Object.entries(options).sort(([a], [b]) => a.localeCompare(b)));
+  let engine = sharedEngines.get(key);
+  if (!engine) {
+    engine = Engine.open(options);
+    sharedEngines.set(key, engine);
+    engine.catch(() => sharedEngines.delete(key)); // a failed open is not kept: the next file tries again
+  }
+  return engine;
 }
 
 // ------------------------------------------------------------------ crafted images

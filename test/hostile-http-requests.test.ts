@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { createApp } from '../src/server/app.js';
 import { httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
-import { freePort, startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 
 const LIMIT = 1024 * 1024;
 const KEY = 'http-hostile-admin-key-0123';

@@ -1,13 +1,13 @@
 // Images that could cost seconds and gigabytes (extreme shapes, a 1x1,000,000 PNG,
 // a PNG chunk claiming 2 GB) are refused from their headers and container structure with a clear 4xx, the
 // padded second pass of recognition is bounded for shapes that are allowed, and a normal request still works
-// after each. Every hostile file is made in code (bench/shared/fuzz/hostile-images.ts). Real engine, real SQLite.
+// after each. Every hostile file is made in code (testkit/fuzz/hostile-images.ts). Real engine, real SQLite.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngChunk, pngLengthBomb } from '../bench/shared/fuzz/hostile-images.js';
-import { loadJohns } from '../bench/shared/face-verification.js';
+import { flatJpeg, flatPng, iccpChunk, jpegLengthBomb, pngChunk, pngLengthBomb } from '../testkit/fuzz/hostile-images.js';
+import { loadJohns } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -15,7 +15,7 @@ import { admitImage } from '../src/engine/image-admission.js';
 import { IMAGE_LIMIT_DEFAULTS } from '../src/engine/limits.js';
 import { EngineError, type Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
+import { DATA_DIR, openEngine, sharedEngine, useTempDirs } from './helpers.js';
 
 const MB = 1024 * 1024;
 const KEY = 'hostile-admin-key-0123456789';
@@ -44,14 +44,13 @@ let service: RecognitionService;
 let app: ReturnType<typeof createApp>;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
+  engine = await sharedEngine({ workers: 1 });
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-hostile-')), { storeCrops: true, log: () => {} });
   await service.ready;
   app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, adminKey: KEY }, recognition: service });
 });
 afterAll(async () => {
   await service?.close();
-  await engine?.close();
 });
 
 describe('crafted files are what they claim', () => {

@@ -11,7 +11,7 @@ import { FORM_LIMITS } from '../src/server/form-body.js';
 import { isAllowedOrigin, parseAllowedOrigins } from '../src/server/origin-check.js';
 import https from 'node:https';
 import { httpsRequest, photo, useTempDirs } from './helpers.js';
-import { freePort, startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 
 const API = 'http-forms-api-key-0123456789';
 const LIMIT = 20 * 1024 * 1024;

@@ -1,6 +1,6 @@
 // The code's layers point one way (test/support/import-layers.ts writes the order once): no TypeScript import under
-// src/ and no #include under native/ reaches a layer above its own, every file is in a layer, and no bench imports
-// test code. The checker is
+// src/ and no #include under native/ reaches a layer above its own, every file is in a layer, and no bench, tool or
+// shared harness imports test code, nor a test a bench or tool. The checker is
 // also run on made-up trees, so it can fail.
 
 import { describe, expect, it } from 'vitest';
@@ -18,9 +18,11 @@ describe('layers', () => {
     expect(layerViolations(NATIVE_LAYERS, readSources(ROOT, 'native', ['.cc', '.h'])).map(shown)).toEqual([]);
   });
 
-  it('bench/ imports nothing from test/ (what both use lives in bench/shared/)', () => {
-    const reachingTests = [...readSources(ROOT, 'bench', ['.ts'])].flatMap(([file, text]) => importsOf(file, text).filter((t) => t.startsWith('test/')).map((t) => `${file} -> ${t}`));
-    expect(reachingTests).toEqual([]);
+  it('bench/, tools/ and testkit/ import nothing from test/, and test/ nothing from bench/ or tools/ (what they share lives in testkit/)', () => {
+    const reaching = (dir: string, below: string[]) =>
+      [...readSources(ROOT, dir, ['.ts'])].flatMap(([file, text]) => importsOf(file, text).filter((t) => below.some((b) => t.startsWith(b))).map((t) => `${file} -> ${t}`));
+    expect([...reaching('bench', ['test/']), ...reaching('tools', ['test/']), ...reaching('testkit', ['test/', 'bench/', 'tools/'])]).toEqual([]);
+    expect(reaching('test', ['bench/', 'tools/'])).toEqual([]);
   });
 
   it('names an upward import, a file in no layer and an import out of the tree', () => {

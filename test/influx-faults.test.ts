@@ -22,9 +22,9 @@ import { startServer } from '../src/server/server.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { Hono } from 'hono';
 import { useTempDirs } from './helpers.js';
-import { fuzzConsoleQueries, fuzzSinkAnswers } from '../bench/shared/fuzz/influx-fuzz.js';
+import { fuzzConsoleQueries, fuzzSinkAnswers } from '../testkit/fuzz/influx-fuzz.js';
 import { emptyQueryAnswer, startFakeInflux, trickle, type FakeInflux } from './support/fake-influx.js';
-import { influxQuery, startInfluxd, type Influxd } from '../bench/shared/influxd.js';
+import { influxQuery, startInfluxd, type Influxd } from '../testkit/influxd.js';
 
 const tmpDir = useTempDirs();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

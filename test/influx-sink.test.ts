@@ -19,7 +19,7 @@ import { MetricsStore, type MetricsSample } from '../src/metrics/store.js';
 import { formatRfc3339Nano } from '../src/metrics/time.js';
 import { generateSelfSigned } from '../src/server/tls.js';
 import { useTempDirs } from './helpers.js';
-import { influxQuery, startInfluxd, type Influxd } from '../bench/shared/influxd.js';
+import { influxQuery, startInfluxd, type Influxd } from '../testkit/influxd.js';
 
 const tmpDir = useTempDirs();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

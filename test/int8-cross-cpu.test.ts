@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import type { ConvertedManifest } from '../models/model-manifest.js';
-import { ORT_EXACT_INT8 } from '../bench/shared/cpu-int8.js';
-import { int8Input, photoInput, readRecordedAnswers, RECORD_COMMAND } from '../bench/shared/int8-answers.js';
-import { compareBoxes, decodeYolo, type YoloSpec } from '../bench/shared/yolo-decode.js';
+import { ORT_EXACT_INT8 } from '../testkit/cpu-int8.js';
+import { int8Input, photoInput, readRecordedAnswers, RECORD_COMMAND } from '../testkit/int8-answers.js';
+import { compareBoxes, decodeYolo, type YoloSpec } from '../testkit/yolo-decode.js';
 import { ROOT } from './helpers.js';
 
 const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;

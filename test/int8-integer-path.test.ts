@@ -2,6 +2,7 @@
 // computes in integers from its input to its quantized layers, so that no float kernel, which rounds differently on
 // AVX2, AVX-512 and ARM, feeds a quantization step. models/convert/integer-path.ts finds the float operators that
 // do; set-up refuses to build such a file (models/build-models.ts).
+// Tier: engine (it calibrates and runs int8 files through models/calibrate.ts)
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -16,11 +16,11 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, POSE_DEFAULTS, type Precision } from '../src/index.js';
 import { CALIBRATION_PHOTOS } from '../models/calibrate.js';
-import { loadObjectLabels, scorePhoto, sumScores, type PhotoScore } from '../bench/shared/object-labels.js';
-import { HAS_INT8_DOT_PRODUCT, HAS_VBMI, ORT_EXACT_INT8 } from '../bench/shared/cpu-int8.js';
-import { photoTensor } from '../bench/shared/photo-tensor.js';
-import { scorePoses } from '../bench/shared/pose-scoring.js';
-import { cosine, equalErrorRate, loadJohns, pairDistances, type EmbeddedPhoto } from '../bench/shared/face-verification.js';
+import { loadObjectLabels, scorePhoto, sumScores, type PhotoScore } from '../testkit/object-labels.js';
+import { HAS_INT8_DOT_PRODUCT, HAS_VBMI, ORT_EXACT_INT8 } from '../testkit/cpu-int8.js';
+import { photoTensor } from '../testkit/photo-tensor.js';
+import { scorePoses } from '../testkit/pose-scoring.js';
+import { cosine, equalErrorRate, loadJohns, pairDistances, type EmbeddedPhoto } from '../testkit/face-verification.js';
 import { calibratedDistance } from '../src/index.js';
 import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
 

@@ -1,4 +1,4 @@
-// JPEGs are decoded by libjpeg in the addon (native/jobs/jpeg_decoder.h) instead of cv::imdecode: EXIF orientation is
+// JPEGs are decoded by libjpeg in the addon (native/image/jpeg_decoder.h) instead of cv::imdecode: EXIF orientation is
 // applied as before, libjpeg's warnings on damaged data no longer reach stderr (one line
 // per damaged image a client sends), and face detection decodes a large JPEG only as large as its detector needs. That the pixels equal imdecode's is checked by the native fuzz target
 // (npm run fuzz:native), which decodes every undamaged JPEG both ways.
@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
-import { scaledJpeg } from '../bench/shared/vga-photos.js';
-import { openEngine, photo, ROOT, useTempDirs } from './helpers.js';
+import { scaledJpeg } from '../testkit/vga-photos.js';
+import { sharedEngine, photo, ROOT, useTempDirs } from './helpers.js';
 
 const PERSON = photo('darknet/person.jpg'); // 640x424
 
@@ -45,10 +45,7 @@ function damaged(jpeg: Buffer): Record<string, Buffer> {
 const newTmpDir = useTempDirs();
 let engine: Engine;
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1, poseModel: null, faceEmbedder: null });
-});
-afterAll(async () => {
-  await engine?.close();
+  engine = await sharedEngine({ workers: 1, poseModel: null, faceEmbedder: null });
 });
 
 describe('JPEG decoding in the addon', () => {

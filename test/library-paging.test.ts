@@ -14,7 +14,7 @@ import type { Rect } from '../src/gallery/types.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { Database } from '../src/sqlite.js';
-import { loadJohns } from '../bench/shared/face-verification.js';
+import { loadJohns } from '../testkit/face-verification.js';
 import { DATA_DIR, openEngine, ROOT, useTempDirs } from './helpers.js';
 
 const KEY = 'test-admin-key-0123456789';

@@ -16,8 +16,8 @@ import { SELECTORS, seriesName, TAG_COLUMNS, VALUE_COLUMNS, type Selector } from
 import { MetricsStore, METRICS_DB_FILE, type SinkRow } from '../src/metrics/store.js';
 import { formatRfc3339Nano, parseRfc3339 } from '../src/metrics/time.js';
 import { httpsRequest, ROOT, useTempDirs } from './helpers.js';
-import { influxQuery, startInfluxd, type Influxd } from '../bench/shared/influxd.js';
-import { startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { influxQuery, startInfluxd, type Influxd } from '../testkit/influxd.js';
+import { startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 import { CLI, runCli, sleep, until, type AnswerJson, type Row } from './support/cli.js';
 
 const INTERVAL_MS = 500;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpsRequest, photo, ROOT, useTempDirs, type HttpsResult } from './helpers.js';
-import { freePort } from '../bench/shared/server-process.js';
+import { freePort } from '../testkit/server-process.js';
 import { CLI, runCli, until, type AnswerJson, type Row } from './support/cli.js';
 
 const INTERVAL_MS = 200;
@@ -481,7 +481,7 @@ describe('Prometheus', () => {
 
   it('a real Prometheus scrapes the server and finds its series', { timeout: 120_000 }, async () => {
     const bin = ['/usr/bin/prometheus', '/usr/local/bin/prometheus'].find((p) => fs.existsSync(p));
-    expect(bin, 'prometheus is missing: `node scripts/setup.mjs --test` installs it').toBeDefined();
+    expect(bin, 'prometheus is missing: `node scripts/setup/setup.mjs --test` installs it').toBeDefined();
     const dir = tmpDir('edgecv-prometheus-');
     const webPort = await freePort();
     fs.writeFileSync(

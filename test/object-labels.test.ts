@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadObjectLabels, scorePhoto, sumScores } from '../bench/shared/object-labels.js';
+import { loadObjectLabels, scorePhoto, sumScores } from '../testkit/object-labels.js';
 import { COCO_CLASSES, Engine, type DetectedObject } from '../src/index.js';
 import { readImageHeader } from '../src/engine/image-header.js';
 import { photo, ROOT } from './helpers.js';

@@ -1,14 +1,15 @@
 // The int8 graph fusion (native/ops/int8_graph_fusion.cc) reads ONNX protobuf itself, at the wire level
 // (native/ops/onnx_wire.cc): onnxruntime's optimized graphs, and before that every onnxruntime model file the
 // engine loads, an operator's own included. The check program (native/checks/onnx_graph_check.cc) is built here
-// with the address and undefined-behaviour sanitizers and run on the int8 yolov5s file, on onnxruntime-node's
+// (test/support/check-program.ts) with the address and undefined-behaviour sanitizers and run on the int8 yolov5s file, on onnxruntime-node's
 // optimized graphs of both int8 YOLOs, and on damaged copies of each: it must find what the engine fuses and
 // refuse every damaged copy with its own error, with no sanitizer report.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
 import { ROOT, useTempDirs } from './helpers.js';
+import { checkProgram } from './support/check-program.js';
 
 const newTmpDir = useTempDirs();
 const MODELS = path.join(ROOT, 'models', 'onnx');
@@ -22,9 +23,8 @@ it('reads the int8 graphs and damaged copies of them without a sanitizer report,
     await session.release();
     optimized.push(file);
   }
-  const binary = path.join(dir, 'onnx_graph_check');
-  const sources = ['native/checks/onnx_graph_check.cc', 'native/ops/int8_graph_fusion.cc', 'native/ops/onnx_wire.cc', 'native/ops/edgecv_ops.cc'];
-  execFileSync('g++', ['-std=c++17', '-O1', '-g', '-fsanitize=address,undefined', '-fno-sanitize-recover=undefined', `-I${path.join(ROOT, 'native')}`, '-o', binary, ...sources.map((f) => path.join(ROOT, f))], { stdio: 'pipe' });
+  const sources = ['checks/onnx_graph_check.cc', 'ops/int8_graph_fusion.cc', 'ops/onnx_wire.cc', 'ops/edgecv_ops.cc'];
+  const binary = checkProgram('onnx_graph_check', sources, ['-O1', '-g', '-fsanitize=address,undefined', '-fno-sanitize-recover=undefined']);
   const run = spawnSync(binary, [path.join(MODELS, 'yolov5s.int8.ort.onnx'), ...optimized], { encoding: 'utf8', timeout: 100_000 });
   expect(run.stderr).toBe('');
   expect(run.status).toBe(0);

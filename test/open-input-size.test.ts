@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type DetectedObject } from '../src/index.js';
 import { openInputSize } from '../models/convert/open-input-size.js';
 import { OnnxDataType, type OnnxModel } from '../models/convert/onnx-writer.js';
-import { iou } from '../bench/shared/boxes.js';
-import { loadObjectLabels, scorePhoto, sumScores } from '../bench/shared/object-labels.js';
-import { VGA_SCENE_PHOTO, vgaJpeg } from '../bench/shared/vga-photos.js';
+import { iou } from '../testkit/boxes.js';
+import { loadObjectLabels, scorePhoto, sumScores } from '../testkit/object-labels.js';
+import { VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
 import { photo, ROOT } from './helpers.js';
 
 const MODELS = join(ROOT, 'models', 'onnx');

@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TfjsReference, useTfjsBackend } from '../bench/shared/tfjs-reference.js';
+import { TfjsReference, useTfjsBackend } from '../testkit/tfjs-reference.js';
 import { Engine } from '../src/index.js';
 import type { ConvertedManifest } from '../models/model-manifest.js';
-import { photoTensor } from '../bench/shared/photo-tensor.js';
+import { photoTensor } from '../testkit/photo-tensor.js';
 import { photo, ROOT } from './helpers.js';
 
 const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
@@ -41,7 +41,7 @@ describe('converted models match TF.js', () => {
       const [, c, h, w] = model.input.shape;
       const input = photoTensor(photo('skimage/astronaut.png'), w, h, model.input.mean, model.input.scale);
       expect(c).toBe(3);
-      const reference = await TfjsReference.load(
+      const reference = await TfjsReference.cached(
         model.source.file,
         model.input.tfNode,
         model.outputs.map((o) => o.tfNode),

@@ -1,7 +1,7 @@
-// PNGs are decoded by libpng in the addon (native/jobs/png_decoder.h) and face crops encoded by libjpeg
-// (jobs/jpeg_encoder.h), not by OpenCV's imgcodecs, which the addon no longer links. cv::imdecode(IMREAD_COLOR) and
+// PNGs are decoded by libpng in the addon (native/image/png_decoder.h) and face crops encoded by libjpeg
+// (image/jpeg_encoder.h), not by OpenCV's imgcodecs, which the addon no longer links. cv::imdecode(IMREAD_COLOR) and
 // cv::imencode stay the reference: the check program (native/checks/codec_check.cc, built here against the same
-// libraries) decodes every file both ways. The PNGs are made in code (bench/shared/fuzz/png-kinds.ts), every kind
+// libraries) decodes every file both ways. The PNGs are made in code (testkit/fuzz/png-kinds.ts), every kind
 // the format has, so their pixels are also known here without any decoder.
 
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -9,13 +9,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { PNG } from 'pngjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pngChunk } from '../bench/shared/fuzz/hostile-images.js';
-import { encodePng, exifChunk, expectedBgr, pngKinds, type PngImage } from '../bench/shared/fuzz/png-kinds.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { pngChunk } from '../testkit/fuzz/hostile-images.js';
+import { encodePng, exifChunk, expectedBgr, pngKinds, type PngImage } from '../testkit/fuzz/png-kinds.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { openEngine, photo, ROOT, useTempDirs } from './helpers.js';
+import { sharedEngine, photo, ROOT, useTempDirs } from './helpers.js';
+import { checkProgram } from './support/check-program.js';
 import { expectError, json } from './support/http-api.js';
 
 interface CheckLine {
@@ -32,10 +33,9 @@ const newTmpDir = useTempDirs();
 let checkBinary: string;
 
 beforeAll(() => {
-  checkBinary = path.join(newTmpDir('edgecv-codec-check-'), 'codec_check');
   const libs = execFileSync('pkg-config', ['--cflags', '--libs', 'opencv4', 'libpng', 'libjpeg'], { encoding: 'utf8' }).trim().split(/\s+/);
-  const sources = ['checks/codec_check.cc', 'jobs/image.cc', 'jobs/png_decoder.cc', 'jobs/jpeg_decoder.cc', 'jobs/jpeg_encoder.cc', 'jobs/exif_orientation.cc', 'runtime/recycled_buffers.cc'];
-  execFileSync('g++', ['-std=c++17', '-O1', `-I${path.join(ROOT, 'native')}`, '-o', checkBinary, ...sources.map((f) => path.join(ROOT, 'native', f)), ...libs], { stdio: 'pipe' });
+  const sources = ['checks/codec_check.cc', 'image/image.cc', 'image/png_decoder.cc', 'image/jpeg_decoder.cc', 'image/jpeg_encoder.cc', 'image/exif_orientation.cc', 'runtime/recycled_buffers.cc'];
+  checkBinary = checkProgram('codec_check', sources, ['-O1'], libs);
 }, 300_000);
 
 /** Writes the files and runs the check program on them: one parsed line per file, in order. */
@@ -133,11 +133,8 @@ describe('the addon on one photo in every kind of PNG', () => {
   let engine: Engine;
   let app: ReturnType<typeof createApp>;
   beforeAll(async () => {
-    engine = await openEngine({ workers: 1, poseModel: null, faceEmbedder: null });
+    engine = await sharedEngine({ workers: 1, poseModel: null, faceEmbedder: null });
     app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
-  });
-  afterAll(async () => {
-    await engine?.close();
   });
 
   // The astronaut (512x512 RGB), as samples; each variant below decodes to the pixels of its reference, an 8-bit RGB

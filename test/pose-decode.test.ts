@@ -2,9 +2,9 @@
 // node): the same 256x256 image in both, so no letterbox stands between them.
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TfjsReference, useTfjsBackend } from '../bench/shared/tfjs-reference.js';
+import { TfjsReference, useTfjsBackend } from '../testkit/tfjs-reference.js';
 import { Engine } from '../src/index.js';
-import { photoTensor } from '../bench/shared/photo-tensor.js';
+import { photoTensor } from '../testkit/photo-tensor.js';
 import { photo } from './helpers.js';
 
 const SIZE = 256;
@@ -28,7 +28,7 @@ describe('pose post-processing matches the original graph', () => {
     await useTfjsBackend('cpu');
     // fp32: the reference is the original graph's own output (the int8 model's bounds are int8-models.test.ts's)
     engine = await Engine.open({ workers: 1, threadsPerWorker: 2, objectDetector: null, precision: 'fp32' });
-    reference = await TfjsReference.load('models/movenet-multipose.json', 'StatefulPartitionedCall/Cast', ['Identity']);
+    reference = await TfjsReference.cached('models/movenet-multipose.json', 'StatefulPartitionedCall/Cast', ['Identity']);
   });
   afterAll(async () => {
     reference?.dispose();

@@ -1,5 +1,5 @@
 // Pose and object detection through the library, on real photos with the real addon and models.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   BODY_25_BONES,
   BODY_25_KEYPOINTS,
@@ -12,11 +12,11 @@ import {
   POSE_DEFAULTS,
   type PoseMode,
 } from '../src/index.js';
-import { EXPECTED_OBJECTS, matchesExpected } from '../bench/shared/object-eval.js';
-import { loadObjectLabels } from '../bench/shared/object-labels.js';
-import { scorePoses } from '../bench/shared/pose-scoring.js';
-import { fittedJpeg, pngOfJpeg } from '../bench/shared/vga-photos.js';
-import { garbage, openEngine, photo, ROOT } from './helpers.js';
+import { EXPECTED_OBJECTS, matchesExpected } from '../testkit/object-eval.js';
+import { loadObjectLabels } from '../testkit/object-labels.js';
+import { scorePoses } from '../testkit/pose-scoring.js';
+import { fittedJpeg, pngOfJpeg } from '../testkit/vga-photos.js';
+import { garbage, openEngine, photo, sharedEngine, ROOT } from './helpers.js';
 
 // People in each photo, counted by eye; every one of them is at least half visible.
 const PEOPLE: [string, number][] = [
@@ -38,10 +38,7 @@ const PEOPLE: [string, number][] = [
 describe('pose and object detection (real photos)', () => {
   let engine: Engine;
   beforeAll(async () => {
-    engine = await openEngine();
-  });
-  afterAll(async () => {
-    await engine?.close();
+    engine = await sharedEngine();
   });
 
   for (const [name, count] of PEOPLE) {
@@ -228,10 +225,7 @@ describe('BODY_25 layout', () => {
 describe('pose for every person: crops around the object detector\'s persons', () => {
   let engine: Engine;
   beforeAll(async () => {
-    engine = await openEngine({ workers: 1, faceEmbedder: null });
-  });
-  afterAll(async () => {
-    await engine?.close();
+    engine = await sharedEngine({ workers: 1, faceEmbedder: null });
   });
 
   async function scoreAll(mode: PoseMode) {
@@ -305,7 +299,7 @@ describe('pose for every person: crops around the object detector\'s persons', (
 
   it('poses a camera-sized JPEG decoded smaller as its PNG decoded whole, in the frame\'s own pixels', async () => {
     // A 1920x1080 JPEG is decoded at a quarter for the 320 px person detector. A tall person's crop has pixels enough
-    // there; a person a quarter as tall needs a finer decode for the crop (native/jobs/detect_poses.h). The PNG of
+    // there; a person a quarter as tall needs a finer decode for the crop (native/pipelines/detect_poses.h). The PNG of
     // the same pixels is always decoded whole: the same person, each confident keypoint in the same place. At fp32:
     // int8 MoveNet moves a keypoint by up to 5% of the person's height for input changes this small, and by how
     // much depends on the CPU's int8 kernels. Cropping the small person from the quarter decode (blown up 2x)

@@ -1,10 +1,10 @@
 // POST /pose/detect/ (and /openpose/detect/) and POST /object/detect/ with the real engine and real photos.
 import { PNG } from 'pngjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { openEngine, photo } from './helpers.js';
+import { sharedEngine, photo } from './helpers.js';
 import { expectError, imageErrorCases, imageForms, json, TIME_RE } from './support/http-api.js';
 
 type Point = [number, number, number];
@@ -97,12 +97,9 @@ describe('pose and object routes (real engine, real photos)', () => {
     post(path, { method: 'POST', body: photo(name), headers: { 'content-type': typeOf(name) } });
 
   beforeAll(async () => {
-    engine = await openEngine();
+    engine = await sharedEngine();
     gpu = engine.backend().backend === 'cuda';
     app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
-  });
-  afterAll(async () => {
-    await engine?.close();
   });
 
   it('pose: answers the exact format, one BODY_25 pose per person', async () => {

@@ -7,7 +7,7 @@ import type { Precision } from '../src/engine/types.js';
 import { choosePrecisions, fasterForm, type FormTimer } from '../src/engine/precision-choice.js';
 import { capabilitiesRoutes } from '../src/server/routes/capabilities.js';
 import https from 'node:https';
-import { startServerProcess } from '../bench/shared/server-process.js';
+import { startServerProcess } from '../testkit/server-process.js';
 import { httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
 
 /** A timer whose forms take these milliseconds (no waiting), counting its calls. */

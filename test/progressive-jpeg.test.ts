@@ -2,13 +2,13 @@
 // size first), so the pose route decodes one once and keeps it for the person crops, where a baseline one is
 // decoded small for the person finder and again larger for the crops; and a JPEG whose scans times pixels pass
 // MAX_SCAN_PASSES images of the largest size allowed is refused (413) before any decoder sees it. The progressive
-// files are a real photo encoded here (bench/shared/progressive-jpeg.ts), the baseline one the same pixels.
+// files are a real photo encoded here (testkit/progressive-jpeg.ts), the baseline one the same pixels.
 
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flatJpeg } from '../bench/shared/fuzz/hostile-images.js';
-import { progressiveGreyJpeg } from '../bench/shared/progressive-jpeg.js';
-import { fittedJpeg, VGA_SCENE_PHOTO } from '../bench/shared/vga-photos.js';
+import { flatJpeg } from '../testkit/fuzz/hostile-images.js';
+import { progressiveGreyJpeg } from '../testkit/progressive-jpeg.js';
+import { fittedJpeg, VGA_SCENE_PHOTO } from '../testkit/vga-photos.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { admitImage } from '../src/engine/image-admission.js';
 import { MAX_SCAN_PASSES } from '../src/engine/image-container.js';

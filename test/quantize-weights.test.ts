@@ -7,7 +7,7 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { encodeOnnxModel, OnnxDataType, type OnnxModel, type OnnxTensor } from '../models/convert/onnx-writer.js';
 import { integerWeightConvs, quantizeModel, quantizeWeights } from '../models/convert/quantize.js';
-import { HAS_INT8_DOT_PRODUCT, ORT_PRECISION_MODE } from '../bench/shared/cpu-int8.js';
+import { HAS_INT8_DOT_PRODUCT, ORT_PRECISION_MODE } from '../testkit/cpu-int8.js';
 
 /** A float initializer of the test models. */
 function f32(name: string, dims: number[], values: number[]): OnnxTensor {

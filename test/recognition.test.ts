@@ -1,10 +1,10 @@
 // Face recognition in the engine: embeddings, the native gallery, identification and verification accuracy on
 // real identity-labelled photos (dlib's examples/johns: 5 people x 11 photos).
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorRates, loadJohns, verificationReport, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { errorRates, loadJohns, verificationReport, type LabelledPhoto } from '../testkit/face-verification.js';
 import { calibratedDistance, EngineError, GalleryIndex, type Engine } from '../src/index.js';
-import { DATA_DIR, garbage, openEngine, photo } from './helpers.js';
+import { DATA_DIR, garbage, sharedEngine, photo } from './helpers.js';
 
 const GROUP = 'dlib/faces/2008_002506.jpg'; // 3 faces
 const NO_FACE = 'skimage/rocket.jpg';
@@ -34,11 +34,8 @@ let engine: Engine;
 let johns: LabelledPhoto[];
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2 });
+  engine = await sharedEngine({ workers: 2 });
   johns = loadJohns(DATA_DIR);
-});
-afterAll(async () => {
-  await engine?.close();
 });
 
 describe('embedFace', () => {

@@ -3,13 +3,13 @@
 // errors have other shapes), OPTIONS gets 204 with Allow, and every gallery-changing route refuses a caller who is
 // not the admin before it reads the body. Real engine, real SQLite gallery in a temporary folder.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { openEngine, photo, useTempDirs } from './helpers.js';
+import { sharedEngine, photo, useTempDirs } from './helpers.js';
 
 const KEY = 'routing-test-admin-key';
 const FACE = 'skimage/astronaut.png'; // one face
@@ -19,12 +19,9 @@ let engine: Engine;
 let service: RecognitionService;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
+  engine = await sharedEngine({ workers: 1 });
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-routing-')), { log: () => {} });
   await service.ready;
-});
-afterAll(async () => {
-  await engine?.close();
 });
 
 const appWith = (config: { adminKey?: string; metricsAccess?: 'open' | 'loopback' | 'admin' } = {}) =>

@@ -1,4 +1,4 @@
-// HTTP API tests with the real engine and real photos (test/data, fetched by `node scripts/setup.mjs --test`).
+// HTTP API tests with the real engine and real photos (test/data, fetched by `node scripts/setup/setup.mjs --test`).
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';

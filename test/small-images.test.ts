@@ -4,8 +4,8 @@
 // and the accuracy that justifies it, on the labelled object set scaled to 320 px.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type DetectedObject } from '../src/index.js';
-import { loadObjectLabels, scorePhoto, sumScores, type LabelledPhoto, type Rect } from '../bench/shared/object-labels.js';
-import { scaledJpeg } from '../bench/shared/vga-photos.js';
+import { loadObjectLabels, scorePhoto, sumScores, type LabelledPhoto, type Rect } from '../testkit/object-labels.js';
+import { scaledJpeg } from '../testkit/vga-photos.js';
 import { ROOT } from './helpers.js';
 
 const SMALL_SIDE = 320;

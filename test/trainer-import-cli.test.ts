@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loadJohns } from '../bench/shared/face-verification.js';
+import { loadJohns } from '../testkit/face-verification.js';
 import { runTrainer } from '../src/commands/trainer.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -13,7 +13,7 @@ import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { startServer, type RunningServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';
-import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
+import { DATA_DIR, sharedEngine, useTempDirs } from './helpers.js';
 
 const KEY = 'import-cli-key';
 const tmpDir = useTempDirs();
@@ -24,7 +24,7 @@ let lines: string[];
 let bodyLimit: number;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2 });
+  engine = await sharedEngine({ workers: 2 });
   // 30 samples as exported lines (real embeddings of johns photos), with one photo line (bigger) at line 15.
   const johns = loadJohns(DATA_DIR);
   const info = engine.faceEmbedder()!;
@@ -49,7 +49,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close(100);
   await service?.close();
-  await engine?.close();
 });
 
 async function run(args: string[]): Promise<{ code: number; err: string; out: string }> {

@@ -5,7 +5,7 @@
 
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns } from '../bench/shared/face-verification.js';
+import { loadJohns } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { STORED_CROP_MAX_BYTES, STORED_CROP_MAX_SIDE } from '../src/gallery/import-crop.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';

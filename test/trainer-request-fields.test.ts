@@ -4,7 +4,7 @@
 // the whole subject. Real engine, real photos, a real SQLite gallery; the subject must keep every sample.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns } from '../bench/shared/face-verification.js';
+import { loadJohns } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Database } from '../src/sqlite.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -15,7 +15,7 @@ import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { startServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';
-import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
+import { DATA_DIR, garbage, httpsRequest, sharedEngine, photo, useTempDirs } from './helpers.js';
 import { expectError } from './support/http-api.js';
 
 const KEY = 'test-admin-key-0123456789';
@@ -32,12 +32,9 @@ let engine: Engine;
 let johns: Map<string, LabelledPhoto[]>;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2 });
+  engine = await sharedEngine({ workers: 2 });
   johns = new Map();
   for (const p of loadJohns(DATA_DIR)) johns.set(p.subject, [...(johns.get(p.subject) ?? []), p]);
-});
-afterAll(async () => {
-  await engine?.close();
 });
 
 async function openService(dir: string, storeCrops = true): Promise<RecognitionService> {

@@ -1,18 +1,13 @@
 // ApplyLookup (native/ops/uint8_lookup.cc), behind edgecv's int8 SiLU lookup and requantizing concat, must
 // give table[x] for every byte whatever the length and alignment (test/int8-models.test.ts compares whole graphs
-// with onnxruntime's, but only at the lengths those models happen to have). The check program (native/checks/uint8_lookup_check.cc) is built here with the addon's compiler.
-import { execFileSync, spawnSync } from 'node:child_process';
-import path from 'node:path';
+// with onnxruntime's, but only at the lengths those models happen to have). The check program (native/checks/uint8_lookup_check.cc) is built here with the addon's compiler (test/support/check-program.ts).
+import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
-import { HAS_VBMI } from '../bench/shared/cpu-int8.js';
-import { ROOT, useTempDirs } from './helpers.js';
-
-const newTmpDir = useTempDirs();
+import { HAS_VBMI } from '../testkit/cpu-int8.js';
+import { checkProgram } from './support/check-program.js';
 
 it('looks up every byte of any length and alignment, in place or not, and writes nothing past the end', () => {
-  const binary = path.join(newTmpDir('edgecv-lookup-'), 'uint8_lookup_check');
-  const sources = ['native/checks/uint8_lookup_check.cc', 'native/ops/uint8_lookup.cc'].map((f) => path.join(ROOT, f));
-  execFileSync('g++', ['-std=c++17', '-O2', `-I${path.join(ROOT, 'native')}`, '-o', binary, ...sources], { stdio: 'pipe' });
+  const binary = checkProgram('uint8_lookup_check', ['checks/uint8_lookup_check.cc', 'ops/uint8_lookup.cc'], ['-O2']);
   const run = spawnSync(binary, [], { encoding: 'utf8' });
   expect(run.stderr).toBe('');
   expect(run.status).toBe(0);

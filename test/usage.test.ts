@@ -2,19 +2,16 @@
 // CUDA backend.
 
 import os from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { CpuSampler, parseNvidiaSmi } from '../src/server/usage/system-usage.js';
-import { openEngine } from './helpers.js';
+import { sharedEngine } from './helpers.js';
 
 let engine: Engine;
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
-});
-afterAll(async () => {
-  await engine?.close();
+  engine = await sharedEngine({ workers: 1 });
 });
 
 describe('/server/usage/', () => {

@@ -8,7 +8,7 @@ import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
 import { openEngine, ROOT } from './helpers.js';
-import { fittedJpeg, scaledJpeg, VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../bench/shared/vga-photos.js';
+import { fittedJpeg, scaledJpeg, VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
 
 /** A width x height JPEG of smooth deterministic colours: no person or face, any aspect. */
 function patternJpeg(width: number, height: number): Buffer {

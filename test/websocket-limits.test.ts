@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { descriptorLimit, descriptorReserve, SocketBudget, socketCapInAll, webSocketOptionsFromConfig } from '../src/server/websocket-limits.js';
 import { useTempDirs } from './helpers.js';
-import { startServerProcess, type ServerProcess } from '../bench/shared/server-process.js';
+import { startServerProcess, type ServerProcess } from '../testkit/server-process.js';
 
 const newTmpDir = useTempDirs();
 

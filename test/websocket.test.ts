@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { loadJohns, type LabelledPhoto } from '../bench/shared/face-verification.js';
+import { loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
@@ -15,10 +15,10 @@ import { createApp } from '../src/server/app.js';
 import { registry } from '../src/server/prometheus.js';
 import { startServer, type ListenOptions, type RunningServer } from '../src/server/server.js';
 import { loadTls } from '../src/server/tls.js';
-import { DATA_DIR, garbage, httpsRequest, openEngine, photo, useTempDirs } from './helpers.js';
-import { clientFrame, OPCODE, rawUpgrade } from '../bench/shared/ws-raw.js';
-import { fuzzPhotos } from '../bench/shared/fuzz/run-fuzz.js';
-import { runWebSocketFuzz, WS_KINDS } from '../bench/shared/fuzz/websocket-fuzz.js';
+import { DATA_DIR, garbage, httpsRequest, sharedEngine, photo, useTempDirs } from './helpers.js';
+import { clientFrame, OPCODE, rawUpgrade } from '../testkit/ws-raw.js';
+import { fuzzPhotos } from '../testkit/fuzz/run-fuzz.js';
+import { runWebSocketFuzz, WS_KINDS } from '../testkit/fuzz/websocket-fuzz.js';
 
 const newTmpDir = useTempDirs();
 const GROUP = 'dlib/faces/2008_002506.jpg'; // 3 faces
@@ -87,7 +87,7 @@ function untimed(text: string): unknown {
 }
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2 });
+  engine = await sharedEngine({ workers: 2 });
   // The real SQLite store; a test can hold a bulk import's swap (its store commit) open with importGate, as
   // test/trainer.test.ts does: the 503 window is only that swap.
   const store = SqliteGalleryStore.open(newTmpDir('edgecv-ws-'));
@@ -109,7 +109,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await running?.close(1000);
   await service?.close();
-  await engine?.close();
 });
 
 describe('WebSocket routes', () => {

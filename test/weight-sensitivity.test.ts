@@ -1,6 +1,7 @@
 // models/weight-sensitivity.ts on faceres (the quickest of the three models it chose 7-bit weights for): it measures
 // every regular convolution and no depthwise one, 7 bits cost more than 8 overall, and the manifest's
 // sevenBitWeights for faceres are what it finds under the limit docs/int8.md names (0.02: every regular one).
+// Tier: engine (it runs faceres at every weight setting through models/weight-sensitivity.ts: tens of seconds)
 import { describe, expect, it } from 'vitest';
 import { readSourceManifest } from '../models/model-packages.js';
 import { weightSensitivity } from '../models/weight-sensitivity.js';

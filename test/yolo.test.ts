@@ -6,17 +6,17 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TfjsReference, useTfjsBackend } from '../bench/shared/tfjs-reference.js';
+import { TfjsReference, useTfjsBackend } from '../testkit/tfjs-reference.js';
 import { YOLO_NMS_IOU, YOLO_PAD_VALUE } from '../src/engine/limits.js';
 import { loadNative, type NativeYoloDetectorSpec } from '../src/engine/native.js';
 import { findOnnxRuntimeLibrary } from '../src/engine/onnxruntime-library.js';
 import { Engine, type DetectedObject } from '../src/index.js';
 import { encodeOnnxModel, OnnxDataType, type OnnxTensor } from '../models/convert/onnx-writer.js';
-import { HAS_INT8_DOT_PRODUCT } from '../bench/shared/cpu-int8.js';
-import { photoTensor } from '../bench/shared/photo-tensor.js';
+import { HAS_INT8_DOT_PRODUCT } from '../testkit/cpu-int8.js';
+import { photoTensor } from '../testkit/photo-tensor.js';
 import { httpsRequest, photo, ROOT, useTempDirs } from './helpers.js';
-import { startServerProcess } from '../bench/shared/server-process.js';
-import { iou } from '../bench/shared/boxes.js';
+import { startServerProcess } from '../testkit/server-process.js';
+import { iou } from '../testkit/boxes.js';
 
 const SIZE = 640;
 const THRESHOLD = 0.25;
@@ -91,7 +91,7 @@ describe('YOLOv5s object detector', () => {
   let engine: Engine;
   beforeAll(async () => {
     await useTfjsBackend('cpu');
-    const graph = await TfjsReference.load('dist/src/model_s/model.json', 'input_1', ['Identity'], undefined, 'yolov5');
+    const graph = await TfjsReference.cached('dist/src/model_s/model.json', 'input_1', ['Identity'], undefined, 'yolov5');
     const [rows] = await graph.run(input.nhwc, [1, SIZE, SIZE, 3]);
     graph.dispose();
     reference = decodeReference(rows!, THRESHOLD);

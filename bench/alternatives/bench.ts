@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { agreement, type Box } from './decode.js';
+import { agreement, type Box } from '../../testkit/alternative-decode.js';
 import { ALTERNATIVES, openRunner, ROUTE_MODELS, ROUTES, TFJS_NODE_REASON, type Alternative, type Route, type Runner } from './runners.js';
 
 type Row = Record<string, string | number>;

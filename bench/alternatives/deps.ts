@@ -1,4 +1,4 @@
-// The bench-only packages (opencv4nodejs, sharp), installed by scripts/bench-deps.mjs into .cache/bench-deps,
+// The bench-only packages (opencv4nodejs, sharp), installed by scripts/dev/bench-deps.mjs into .cache/bench-deps,
 // outside node_modules, so `npm ci` and `npm test` never build them. Loaded here through that folder's own
 // require, typed by the small part of their API the bench uses.
 import { existsSync, readFileSync } from 'node:fs';
@@ -81,7 +81,7 @@ function readStatus(root: string): DepsStatus | null {
 /** One bench-only package, or why it is not there (set-up's recorded reason, or the load error). */
 export function loadBenchDep<T>(root: string, name: string, prepare?: (require: NodeJS.Require) => void): Loaded<T> {
   const status = readStatus(root);
-  if (!status) return { ok: false, reason: `bench-only packages not set up (run \`node scripts/bench-deps.mjs\`)` };
+  if (!status) return { ok: false, reason: `bench-only packages not set up (run \`node scripts/dev/bench-deps.mjs\`)` };
   const entry = status.packages[name];
   if (!entry?.ok) return { ok: false, reason: entry?.reason ?? `${name} is not in ${BENCH_DEPS_DIR}` };
   try {

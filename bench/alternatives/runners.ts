@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ConvertedManifest, ConvertedModelEntry } from '../../models/model-manifest.js';
 import { COCO_CLASSES, DETECT_DEFAULTS, Engine, OBJECT_DEFAULTS, POSE_DEFAULTS } from '../../src/index.js';
-import { decodeFaces, decodeMoveNet, decodeYolo, letterbox, toTensor, type Box, type Letterbox } from './decode.js';
+import { decodeFaces, decodeMoveNet, decodeYolo, letterbox, toTensor, type Box, type Letterbox } from '../../testkit/alternative-decode.js';
 import { loadBenchDep, loadOpenCv, type Cv, type CvCascade, type CvMat, type CvNet, type Sharp } from './deps.js';
 
 export const THREADS = 2;
@@ -214,7 +214,7 @@ async function openTfjs(root: string, route: Route): Promise<Opened> {
   const sharp = loadBenchDep<Sharp>(root, 'sharp');
   if (!sharp.ok) return { ok: false, reason: `needs sharp to decode: ${sharp.reason}` };
   const { setThreadsCount } = await import('@tensorflow/tfjs-backend-wasm');
-  const { TfjsReference, useTfjsBackend } = await import('../shared/tfjs-reference.js');
+  const { TfjsReference, useTfjsBackend } = await import('../../testkit/tfjs-reference.js');
   // Asks for 2 threads; in Node the wasm backend runs its single-threaded build anyway (getThreadsCount() is 1).
   setThreadsCount(THREADS);
   await useTfjsBackend('wasm');

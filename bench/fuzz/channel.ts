@@ -1,17 +1,17 @@
 // The Redis part of `npm run fuzz` (bench/fuzz/fuzz.ts, --channel-messages N, 0 skips it): a real redis-server and
 // a real `edgecv serve --gallery redis://...` on 127.0.0.1; one subject enrolled, then N seeded malformed messages
-// published on the gallery's change channel (bench/shared/fuzz/redis-channel.ts). The server must survive, be
+// published on the gallery's change channel (testkit/fuzz/redis-channel.ts). The server must survive, be
 // 'ready' again (it resyncs from Redis after a bad message) and still recognize the subject.
 
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadJohns } from '../shared/face-verification.js';
-import { sendRaw } from '../shared/fuzz/raw-client.js';
-import type { ChannelEmbedder } from '../shared/fuzz/redis-channel.js';
-import { runChannelFuzz, type ChannelFuzzReport } from '../shared/fuzz/run-channel-fuzz.js';
-import { startRedis } from '../shared/redis-server.js';
-import { eventually, REPO_ROOT, withTempServer } from '../shared/server-process.js';
+import { loadJohns } from '../../testkit/face-verification.js';
+import { sendRaw } from '../../testkit/fuzz/raw-client.js';
+import type { ChannelEmbedder } from '../../testkit/fuzz/redis-channel.js';
+import { runChannelFuzz, type ChannelFuzzReport } from '../../testkit/fuzz/run-channel-fuzz.js';
+import { startRedis } from '../../testkit/redis-server.js';
+import { eventually, REPO_ROOT, withTempServer } from '../../testkit/server-process.js';
 
 export interface ChannelPhaseReport extends ChannelFuzzReport {
   alive: boolean;

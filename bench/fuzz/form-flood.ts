@@ -11,7 +11,7 @@
 import https from 'node:https';
 import tls from 'node:tls';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { withTempServer, writeResult } from '../shared/server-process.js';
+import { withTempServer, writeResult } from '../../testkit/server-process.js';
 import { numericFlags } from './cli-args.js';
 import { percentile } from '../../src/metrics/percentiles.js';
 

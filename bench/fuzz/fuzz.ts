@@ -1,12 +1,12 @@
 // `npm run fuzz -- --cases 10000 --seed 1 --concurrency 4`: starts a real `edgecv serve` on 127.0.0.1 (temporary
-// data folder, self-signed certificate), sends the seeded hostile requests of bench/shared/fuzz/cases.ts, prints
+// data folder, self-signed certificate), sends the seeded hostile requests of testkit/fuzz/cases.ts, prints
 // statuses and time per class, peak RSS and whether the server survived, and writes bench/results/fuzz.json.
 // The same server then gets --ws-cases (default 2000; 0 skips them) seeded hostile WebSocket cases
-// (bench/shared/fuzz/websocket-fuzz.ts; bench/results/fuzz-websocket.json).
+// (testkit/fuzz/websocket-fuzz.ts; bench/results/fuzz-websocket.json).
 // Then (--channel-messages, default 2000; 0 skips it) a Redis fleet server gets seeded malformed messages on its
 // gallery change channel (bench/fuzz/channel.ts). Exit code 1 when a server died, answered 5xx (other than 503),
 // answered something that is not JSON, or did not recover from the channel messages.
-// Then the fleet metrics surfaces (bench/shared/fuzz/influx-fuzz.ts): --influx-cases (default 2000; 0 skips them)
+// Then the fleet metrics surfaces (testkit/fuzz/influx-fuzz.ts): --influx-cases (default 2000; 0 skips them)
 // hostile console query bodies against a real influxd, and --sink-answers (default 500; 0 skips them) seeded
 // faulty InfluxDB answers to a metrics sink (bench/results/fuzz-influx.json). Exit code 1 also when a console
 // query got a 5xx or no JSON, a refused batch was sent again, or the sink did not catch up afterwards.
@@ -14,13 +14,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT, withTempServer, writeResult } from '../shared/server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../../testkit/server-process.js';
 import { fuzzChangeChannel, type ChannelPhaseReport } from './channel.js';
 import { numericFlags } from './cli-args.js';
-import { fuzzPhotos, runFuzz } from '../shared/fuzz/run-fuzz.js';
-import { runWebSocketFuzz } from '../shared/fuzz/websocket-fuzz.js';
-import { fuzzConsoleQueries, fuzzSinkAnswers } from '../shared/fuzz/influx-fuzz.js';
-import { startInfluxd } from '../shared/influxd.js';
+import { fuzzPhotos, runFuzz } from '../../testkit/fuzz/run-fuzz.js';
+import { runWebSocketFuzz } from '../../testkit/fuzz/websocket-fuzz.js';
+import { fuzzConsoleQueries, fuzzSinkAnswers } from '../../testkit/fuzz/influx-fuzz.js';
+import { startInfluxd } from '../../testkit/influxd.js';
 
 const ADMIN_KEY = 'fuzz-admin-key-0123456789';
 // the DeepStack routes are keyed: every case sends them the key, but the deepstack-keys cases

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { percentile } from '../../src/metrics/percentiles.js';
-import { REPO_ROOT, withTempServer, writeResult } from '../shared/server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../../testkit/server-process.js';
 import { numericFlags } from './cli-args.js';
 
 async function main(): Promise<number> {

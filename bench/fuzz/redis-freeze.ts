@@ -7,10 +7,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadJohns } from '../shared/face-verification.js';
-import { sendRaw } from '../shared/fuzz/raw-client.js';
-import { startRedis } from '../shared/redis-server.js';
-import { eventually, REPO_ROOT, startServerProcess, writeResult } from '../shared/server-process.js';
+import { loadJohns } from '../../testkit/face-verification.js';
+import { sendRaw } from '../../testkit/fuzz/raw-client.js';
+import { startRedis } from '../../testkit/redis-server.js';
+import { eventually, REPO_ROOT, startServerProcess, writeResult } from '../../testkit/server-process.js';
 import { numericFlags } from './cli-args.js';
 
 const KEY = 'freeze-admin-key-0123456789';

@@ -9,13 +9,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { loadJohns } from '../shared/face-verification.js';
+import { loadJohns } from '../../testkit/face-verification.js';
 import { loadRow } from '../load-row.js';
-import { REPO_ROOT, withTempServer, writeResult } from '../shared/server-process.js';
+import { REPO_ROOT, withTempServer, writeResult } from '../../testkit/server-process.js';
 import { numericFlags } from './cli-args.js';
 import { webSocketLoad } from './websocket-load.js';
-import { sendRaw } from '../shared/fuzz/raw-client.js';
-import { sampleRss } from '../shared/fuzz/rss.js';
+import { sendRaw } from '../../testkit/fuzz/raw-client.js';
+import { sampleRss } from '../../testkit/fuzz/rss.js';
 
 const ADMIN_KEY = 'soak-admin-key-0123456789';
 const MB = 1024 * 1024;

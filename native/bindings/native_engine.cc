@@ -103,7 +103,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_, coldRuns_, gpuSessions_};
     contexts = LoadWorkerContexts(specs, runtime, pool.workers);
     if (specs.faceEmbedder) embeddingSize_ = contexts.front()->faceEmbedder->dim();
-    coldRuns_->SetWarmUpMs(WarmUpAll(contexts));
+    if (pool.warmUp) coldRuns_->SetWarmUpMs(WarmUpAll(contexts));
   } catch (const std::exception& e) {  // includes cv::Exception
     throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }

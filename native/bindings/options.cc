@@ -270,6 +270,8 @@ PoolOptions ReadPoolOptions(Napi::Object options) {
   const std::string idleCores = ReadString(options, "idleCores", "options");
   if (idleCores != "lend" && idleCores != "keep") ThrowInvalid(options.Env(), "options.idleCores must be \"lend\" or \"keep\"");
   pool.lendIdleCores = idleCores == "lend";
+  // Optional (true when left out): only tests and tools turn it off.
+  pool.warmUp = IsMissing(options.Get("warmUp")) || ReadBool(options, "warmUp", "options");
   return pool;
 }
 

@@ -34,6 +34,7 @@ struct PoolOptions {
   int threadsPerWorker = 0;
   size_t queueLimit = 0;
   bool lendIdleCores = false;  // idleCores: "lend" | "keep" (runtime/idle_cores.h)
+  bool warmUp = true;          // false: no WarmUpAll at open (jobs/warm_up.h)
 };
 PoolOptions ReadPoolOptions(Napi::Object options);
 

@@ -11,8 +11,8 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include "jobs/image.h"
-#include "jobs/jpeg_encoder.h"
+#include "image/image.h"
+#include "image/jpeg_encoder.h"
 #include "runtime/error_code.h"
 
 namespace {

@@ -4,7 +4,7 @@
 // of cv::imdecode(IMREAD_COLOR) pixel for pixel the same, and a PNG one refuses the other must refuse too (the same
 // libpng, the same transforms). With damaged JPEG data they may differ: at a premature end, libjpeg's memory source
 // goes on as if the file ended there (the rest comes out flat grey), while OpenCV's source suspends and leaves the
-// undecoded rows black. Built and run by scripts/fuzz-native.mjs with
+// undecoded rows black. Built and run by scripts/dev/fuzz-native.mjs with
 // clang's -fsanitize=fuzzer,address,undefined; a crash, a sanitizer report, a hang or an allocation over
 // the limit is a finding. Expected failures (JobError: not an image) are not.
 #include <cstdint>
@@ -14,9 +14,9 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "jobs/image.h"
-#include "jobs/jpeg_decoder.h"
-#include "jobs/png_decoder.h"
+#include "image/image.h"
+#include "image/jpeg_decoder.h"
+#include "image/png_decoder.h"
 #include "models/letterbox.h"
 #include "runtime/error_code.h"
 

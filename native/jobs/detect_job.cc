@@ -1,6 +1,6 @@
 #include "jobs/detect_job.h"
 
-#include "jobs/detect_poses.h"
+#include "pipelines/detect_poses.h"
 #include "pool/worker_context.h"
 
 namespace edgecv {

@@ -7,12 +7,12 @@
 #include <opencv2/imgproc.hpp>
 
 #include "jobs/gallery_match_js.h"
-#include "jobs/jpeg_encoder.h"
+#include "image/jpeg_encoder.h"
 #include "jobs/js_values.h"
 #include "jobs/detect_job.h"  // FaceToJs
-#include "jobs/rotated_face_pass.h"
+#include "pipelines/rotated_face_pass.h"
 #include "models/box.h"
-#include "models/area_resize.h"
+#include "image/area_resize.h"
 #include "models/face_sharpness.h"
 #include "pool/worker_context.h"
 
@@ -22,7 +22,7 @@ namespace {
 
 // The whole-image detection pass sees the photo at the detector's input size: halve it (an exact 2x area filter,
 // OpenCV's fast path) while the longer side stays at least `minLongerSide`, as detectFaces decodes a JPEG smaller
-// (jobs/jpeg_decoder.h). The embedder still crops from the full image. Timing: docs/int8.md, "Route latency".
+// (image/jpeg_decoder.h). The embedder still crops from the full image. Timing: docs/int8.md, "Route latency".
 cv::Mat HalvedFor(const cv::Mat& bgr, int minLongerSide) {
   cv::Mat out = bgr;
   while (std::max(out.cols, out.rows) / 2 >= minLongerSide && std::min(out.cols, out.rows) >= 2) {
@@ -104,7 +104,7 @@ std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& ima
   detectTimings_.preprocessMs += MillisBetween(t0, Clock::now());
   std::vector<Face> faces = ctx.faceDetector->Detect(detectOn, request_.detect, &detectTimings_, image.size());
   const double turnedMaxSide = TurnedPassMaxSide(*ctx.faceDetector);
-  // A second pass's faces pass the bar of jobs/rotated_face_pass.h, or none counts: it must not make one up.
+  // A second pass's faces pass the bar of pipelines/rotated_face_pass.h, or none counts: it must not make one up.
   const auto seenAgain = [&](std::vector<Face> found) {
     found.erase(std::remove_if(found.begin(), found.end(), [&](const Face& face) {
                   return !SeenAgainUpright(*ctx.faceDetector, image, face, request_.detect, turnedMaxSide, &detectTimings_);

@@ -59,10 +59,10 @@ class FaceEmbedJob : public ImageJob {
   static std::vector<Face> DetectInPadded(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
                                           StageTimings* timings);
   // The detector finds faces up to about this far from upright: a photo with none is searched again turned this
-  // far each way, so faces up to twice as far are found (jobs/rotated_face_pass.h).
+  // far each way, so faces up to twice as far are found (pipelines/rotated_face_pass.h).
   static constexpr double kRotatedPassDegrees = 45;
   // A face tilted more than kUprightWithinDegrees (by its landmarks) is looked at again turned upright, at most this
-  // many times, for truer landmarks (jobs/rotated_face_pass.h).
+  // many times, for truer landmarks (pipelines/rotated_face_pass.h).
   static constexpr int kUprightRounds = 2;
   // A face whose landmarks are looked up for a given rect: the detected face overlapping it at least this much.
   static constexpr float kLandmarkMinIou = 0.3f;

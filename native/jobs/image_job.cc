@@ -1,12 +1,12 @@
 #include "jobs/image_job.h"
 
-#include "jobs/image.h"
+#include "image/image.h"
 
 #include <algorithm>
 
 #include <opencv2/imgproc.hpp>
 
-#include "jobs/jpeg_decoder.h"
+#include "image/jpeg_decoder.h"
 
 namespace edgecv {
 

@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "jobs/image.h"
-#include "jobs/jpeg_encoder.h"
+#include "image/image.h"
+#include "image/jpeg_encoder.h"
 #include "runtime/stage_timings.h"
 
 namespace edgecv {

@@ -5,7 +5,7 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "models/area_resize.h"
+#include "image/area_resize.h"
 
 namespace edgecv {
 

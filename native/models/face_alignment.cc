@@ -7,7 +7,7 @@
 #include <opencv2/calib3d.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "models/area_resize.h"
+#include "image/area_resize.h"
 #include "models/crop.h"
 
 namespace edgecv {

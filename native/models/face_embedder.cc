@@ -7,7 +7,7 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "models/area_resize.h"
+#include "image/area_resize.h"
 #include "runtime/error_code.h"
 #include "runtime/recycled_buffers.h"
 #include "runtime/inference_model.h"

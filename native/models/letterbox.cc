@@ -6,7 +6,7 @@
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "models/area_resize.h"
+#include "image/area_resize.h"
 #include "runtime/recycled_buffers.h"
 
 namespace edgecv {

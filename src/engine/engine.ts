@@ -116,7 +116,7 @@ export class Engine {
   /** Loads the models (one copy per worker) and starts the workers. */
   static async open(opts: EngineOptions = {}): Promise<Engine> {
     const checked = checkEngineOptions(opts);
-    const { workers, threadsPerWorker, queueLimit, idleCores, limits, poseModel, faceEmbedder, faceAlignment, modelDir, precision, backend, library } = checked;
+    const { workers, threadsPerWorker, queueLimit, idleCores, warmUp, limits, poseModel, faceEmbedder, faceAlignment, modelDir, precision, backend, library } = checked;
     const manifest = await readManifest(modelDir);
     const binding = loadNative();
     const onnxRuntimeLibrary = library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {};
@@ -139,6 +139,7 @@ export class Engine {
       threadsPerWorker,
       queueLimit,
       idleCores,
+      warmUp,
       backend,
       ...onnxRuntimeLibrary,
       faceDetector: spec,

@@ -12,7 +12,7 @@ import path from 'node:path';
 /** What was verified, beside the model files. */
 export const INTEGRITY_CACHE_FILE = '.verified-sha256.json';
 
-const FIX = 'run `npm run setup` (node scripts/setup.mjs) to convert the models again';
+const FIX = 'run `npm run setup` (node scripts/setup/setup.mjs) to convert the models again';
 
 interface Verified {
   size: number;

@@ -191,6 +191,8 @@ export interface NativeEngineOptions {
   queueLimit: number;
   /** 'lend': a job alone in the engine runs its onnxruntime models on a wide session, a thread per CPU. */
   idleCores: 'lend' | 'keep';
+  /** false: no warm-up run at open (native/jobs/warm_up.cc); left out: true. */
+  warmUp?: boolean;
   faceDetector?: NativeFaceDetectorSpec;
   poseEstimator?: NativePoseEstimatorSpec;
   objectDetector?: NativeObjectDetectorSpec;

@@ -133,6 +133,7 @@ export interface CheckedEngineOptions {
   threadsPerWorker: number;
   queueLimit: number;
   idleCores: IdleCoresChoice;
+  warmUp: boolean;
   limits: ImageLimits;
   faceDetector: FaceDetectorModel;
   poseModel: PoseModel | null;
@@ -156,6 +157,8 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   const threadsPerWorker = intOption(opts.threadsPerWorker, 'threadsPerWorker', ENGINE_DEFAULTS.threadsPerWorker, ENGINE_RANGES.threadsPerWorker);
   const queueLimit = intOption(opts.queueLimit, 'queueLimit', ENGINE_DEFAULTS.queueLimit, ENGINE_RANGES.queueLimit);
   const idleCores = choiceOption(opts.idleCores, 'idleCores', IDLE_CORES, ENGINE_DEFAULTS.idleCores);
+  if (opts.warmUp !== undefined && typeof opts.warmUp !== 'boolean') throw invalidArgument('warmUp must be a boolean');
+  const warmUp = opts.warmUp ?? true;
   const limits: ImageLimits = {
     maxPixels: intOption(opts.maxPixels, 'maxPixels', ENGINE_DEFAULTS.maxPixels, ENGINE_RANGES.maxPixels),
     maxAspectRatio: intOption(opts.maxAspectRatio, 'maxAspectRatio', ENGINE_DEFAULTS.maxAspectRatio, ENGINE_RANGES.maxAspectRatio),
@@ -179,5 +182,5 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
     throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
   }
-  return { workers, threadsPerWorker, queueLimit, idleCores, limits, faceDetector, poseModel, faceEmbedder, faceAlignment, modelDir, runtime, precision, backend, netDevices, library };
+  return { workers, threadsPerWorker, queueLimit, idleCores, warmUp, limits, faceDetector, poseModel, faceEmbedder, faceAlignment, modelDir, runtime, precision, backend, netDevices, library };
 }

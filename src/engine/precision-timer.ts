@@ -31,7 +31,7 @@ export async function timeModelForms(
   limits: PrecisionChoiceLimits = PRECISION_CHOICE_LIMITS,
 ): Promise<Record<string, PrecisionTiming>> {
   if (models.length === 0) return {};
-  const native = binding.createEngine({ ...engine, workers: 1, queueLimit: 4, idleCores: 'keep' });
+  const native = binding.createEngine({ ...engine, workers: 1, queueLimit: 4, idleCores: 'keep', warmUp: false }); // no model loaded: nothing to warm
   const inputs = new Map<string, Float32Array>();
   const timeRun: FormTimer = async (model: string, precision: Precision) => {
     const spec = rawModelSpec(manifest, modelDir, model, 'onnxruntime', precision);

@@ -123,6 +123,12 @@ export interface EngineOptions {
    * every CPU.
    */
   idleCores?: IdleCoresChoice;
+  /**
+   * false: open() skips running every model at every input shape a camera gives it, and a made-up photo through
+   * every route (so the first calls pay that, counted in stats().coldRuns). For tests and tools that do not measure
+   * the first request; a server keeps the default, true.
+   */
+  warmUp?: boolean;
   /** Jobs allowed to wait for a worker; beyond that calls reject at once with OVERLOADED. Default 64. */
   queueLimit?: number;
   /** Images with more pixels (from the header) are rejected with IMAGE_TOO_LARGE. Default 40,000,000. */

@@ -1,6 +1,6 @@
 // What recognition will not put a name to: a face too small or too blurred to judge. Such a face is answered with
 // the reason instead of its nearest subject (REST: success "false" and `reason`; DeepStack: "unknown" and `reason`).
-// The thresholds are measured on degraded copies of the test photos (bench/sample-quality.ts, docs/gallery.md,
+// The thresholds are measured on degraded copies of the test photos (tools/sample-quality.ts, docs/gallery.md,
 // "Recognition: a face too poor to judge").
 
 import { calibratedDistance, type EmbeddedFace, type GalleryMatch } from '../engine/face-embedding.js';

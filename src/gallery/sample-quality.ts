@@ -15,7 +15,7 @@ import type { Rect } from './types.js';
 export const SHARPNESS_SIDE = 112;
 
 /**
- * Enrolment thresholds, measured on the test photos and degraded copies of them (bench/sample-quality.ts,
+ * Enrolment thresholds, measured on the test photos and degraded copies of them (tools/sample-quality.ts,
  * docs/gallery.md "Enrolment quality"): a face box under MIN_FACE_SIDE pixels in the photo, or sharper than
  * nothing under MIN_SHARPNESS, makes a poor sample.
  */

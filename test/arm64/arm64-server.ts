@@ -1,4 +1,4 @@
-// The linux/arm64 image (scripts/test-arm64.mjs builds it) started as a container runtime starts it, on this x64
+// The linux/arm64 image (scripts/arm64/test-arm64.mjs builds it) started as a container runtime starts it, on this x64
 // host: `buildah run --isolation chroot` (test/support/container-image.ts), its arm64 programs run by qemu through
 // binfmt_misc, the server on loopback. Emulated: for checks of answers, never of speed.
 
@@ -8,7 +8,7 @@ import { startImageServer, type ImageServer } from '../support/container-image.j
 
 export function arm64Image(): string {
   const image = process.env['EDGECV_ARM64_IMAGE'];
-  if (!image) throw new Error('EDGECV_ARM64_IMAGE is not set: run `npm run test:arm64` (scripts/test-arm64.mjs), which builds the arm64 image');
+  if (!image) throw new Error('EDGECV_ARM64_IMAGE is not set: run `npm run test:arm64` (scripts/arm64/test-arm64.mjs), which builds the arm64 image');
   return image;
 }
 
@@ -18,7 +18,7 @@ const ONE_WORKER = ['--workers', '1'];
 /**
  * qemu's user mode (7.2) passes this x86 host's /proc/cpuinfo and CPU topology through, on which onnxruntime's CPU
  * probe (cpuinfo) crashes the arm64 process. The server sees an arm64 CPU's instead, as an arm64 board shows its
- * own: two Cortex-A76 cores with dot-product instructions (a Raspberry Pi 5), the description scripts/arm64-user.mjs
+ * own: two Cortex-A76 cores with dot-product instructions (a Raspberry Pi 5), the description scripts/arm64/arm64-user.mjs
  * gives its sysroot. qemu opens a path under QEMU_LD_PREFIX first where one exists there (binfmt_misc starts it
  * with the process's environment), so a folder holding only those files, mounted in the container, stands in.
  */

@@ -1,7 +1,7 @@
 // The built image (deploy/Dockerfile), started as a container runtime starts it and checked from outside on
 // loopback: its answers on real photos are the checkout's own server's, it is ready and live, it drains on SIGTERM
 // and exits 0, its data volume outlives it, it runs as its non-root user and carries no build tools.
-// Run by `npm run test:image` (scripts/test-image.mjs builds the image and names it in EDGECV_TEST_IMAGE).
+// Run by `npm run test:image` (scripts/image/test-image.mjs builds the image and names it in EDGECV_TEST_IMAGE).
 
 import fs from 'node:fs';
 import https from 'node:https';
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpsRequest, photo, useTempDirs } from '../helpers.js';
 import { differences as differencesWithin, johns, post as postWith, typeOf } from './answers.js';
 import { Container, imageConfig, startImageServer, uidIn, type ImageServer } from '../support/container-image.js';
-import { freePort, startServerProcess, type ServerProcess } from '../../bench/shared/server-process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../../testkit/server-process.js';
 
 const IMAGE = process.env['EDGECV_TEST_IMAGE'] ?? 'localhost/edgecv:test';
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });

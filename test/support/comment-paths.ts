@@ -5,9 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /** Top-level folders of the project whose files comments name. */
-const ROOTS = ['src', 'native', 'test', 'bench', 'scripts', 'models', 'web', 'docs', 'deploy'];
+const ROOTS = ['src', 'native', 'test', 'testkit', 'bench', 'tools', 'scripts', 'models', 'web', 'docs', 'deploy'];
 /** Folders searched for comments, and the source file endings read. */
-const SEARCHED = ['src', 'native', 'test', 'bench', 'scripts', 'models', 'web'];
+const SEARCHED = ['src', 'native', 'test', 'testkit', 'bench', 'tools', 'scripts', 'models', 'web'];
 const SOURCE = /\.(ts|mts|mjs|js|cc|h|cpp)$/;
 const SKIPPED_DIRS = new Set(['node_modules', 'data', 'onnx', 'dist', 'build']);
 

@@ -22,8 +22,9 @@ export const TS_LAYERS: readonly Layer[] = [
 /** The addon's C++ under native/, top to bottom (fuzz/ is its own program, over jobs and models). */
 export const NATIVE_LAYERS: readonly Layer[] = [
   { name: 'bindings', paths: ['native/bindings/', 'native/gallery/gallery_object.', 'native/checks/', 'native/fuzz/'] },
-  { name: 'jobs and pool', paths: ['native/jobs/', 'native/pool/', 'native/gallery/'] },
+  { name: 'jobs and pool', paths: ['native/jobs/', 'native/pipelines/', 'native/pool/', 'native/gallery/'] },
   { name: 'models', paths: ['native/models/'] },
+  { name: 'image', paths: ['native/image/'] },
   { name: 'runtimes and ops', paths: ['native/runtime/', 'native/ops/'] },
 ];
 

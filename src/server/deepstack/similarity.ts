@@ -7,7 +7,7 @@
 //   every match accepted at 0.67 today (d <= 105) still is;
 // - w is the width of the overlap of the two distance distributions on the calibration set (dlib's johns, the
 //   set that fixed the distance scale): pooled variance / (impostor mean - genuine mean) of the pair distances,
-//   the slope of the log-likelihood ratio of two equal-variance normal fits. bench/deepstack-confidence.ts
+//   the slope of the log-likelihood ratio of two equal-variance normal fits. tools/deepstack-confidence.ts
 //   derives it and measures the curve on people outside that set.
 // Both constants are calibrated distances, so a new embedder calibrated to the same scale (105 = EER) keeps them.
 // It replaced a straight line through (0, 1) and (105, 0.67), under which strangers were named at 0.45 (docs/clients.md).
@@ -19,7 +19,7 @@ export { EER_DISTANCE };
 /** DeepStack's default recognition threshold: the confidence at EER_DISTANCE. */
 export const DEEPSTACK_RECOGNITION_THRESHOLD = 0.67;
 
-/** w: calibrated-distance width of the confidence curve (bench/deepstack-confidence.ts derives it: 3.3). */
+/** w: calibrated-distance width of the confidence curve (tools/deepstack-confidence.ts derives it: 3.3). */
 export const CONFIDENCE_WIDTH = 3.3;
 
 /** The DeepStack confidence of a match at calibrated distance `distance`: 0.67 at EER_DISTANCE, falling with d. */

@@ -1,0 +1,16 @@
+// The native check programs are built once per input (test/support/check-program.ts): the same sources and flags
+// give the cached binary back without building it again, and any change to the flags gives another one.
+import fs from 'node:fs';
+import { expect, it } from 'vitest';
+import { checkProgram } from './support/check-program.js';
+
+it('reuses a check program built from the same inputs, and builds another for other flags', () => {
+  const sources = ['checks/uint8_lookup_check.cc', 'ops/uint8_lookup.cc'];
+  const first = checkProgram('uint8_lookup_check', sources, ['-O2']);
+  const built = fs.statSync(first).mtimeMs;
+  expect(checkProgram('uint8_lookup_check', sources, ['-O2'])).toBe(first);
+  expect(fs.statSync(first).mtimeMs).toBe(built);
+  const other = checkProgram('uint8_lookup_check', sources, ['-O1']);
+  expect(other).not.toBe(first);
+  expect(fs.existsSync(other)).toBe(true);
+}, 120_000);
