@@ -46,7 +46,7 @@ function iou(a: Rect, b: Rect): number {
 
 describe('faceless photos', () => {
   it('get no face from the padded or turned passes: recognition finds only what the whole-image pass does', async () => {
-    // The desktop wallpapers (2-24 megapixels) are left to the bench (bench/rotated-recognition.ts): they cost minutes.
+    // The desktop wallpapers (2-24 megapixels) are left to the bench (tools/rotated-recognition.ts): they cost minutes.
     const names = facelessPhotos(ROOT).filter((n) => !/^(mate|ukui|lomiri)\//.test(n));
     expect(names.length).toBeGreaterThanOrEqual(300); // the set is there (set-up fetched it)
     const fromSecondPasses: string[] = [];

@@ -1,7 +1,7 @@
 // The faceless photos (no human face in any of them; each looked at): animals, plants, food, objects, vehicles,
 // road signs, planets, flowers, buildings, landscapes, textures and abstract wallpapers, from Debian packages.
 // scripts/setup/test-data.mjs fetches them into test/data/<id>/ with the other test photos, sha256-checked by
-// test/data.manifest.json. Used by test/faceless-photos.test.ts and bench/rotated-recognition.ts: the face routes must
+// test/data.manifest.json. Used by test/faceless-photos.test.ts and tools/rotated-recognition.ts: the face routes must
 // find no face on any of them (issue 48).
 //
 // Left out on purpose: Tux Paint's people, cartoon, symbols, medical, military, sports, seasonal and house stamps
