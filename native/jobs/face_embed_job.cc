@@ -134,7 +134,7 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
   const bool detects = !request_.useRect || (request_.align && !request_.hasKeypoints);
   if (detects && !ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
   const cv::Mat view = detects ? DecodeImage(ctx.faceDetector->NeededSide(request_.detect)) : cv::Mat();
-  const cv::Mat image = view.cols == width() && view.rows == height() ? view : DecodeImage();
+  const cv::Mat image = !view.empty() && view.cols == width() && view.rows == height() ? view : DecodeImage();
 
   if (request_.useRect) {
     PixelRect r = request_.rect;
