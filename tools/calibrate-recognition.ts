@@ -106,6 +106,7 @@ async function facelessReport(): Promise<void> {
   console.log(`| /detector/detect/ (detectFaces) | ${listed(r.detector)} |`);
   console.log(`| recognition and enrolment (embedFace) | ${listed(r.recognition)} |`);
   console.log(`| embedFace without the turned passes | ${listed(r.withoutTurnedPasses)} |`);
+  console.log(`| of recognition's, not a face the detector route reports (box and score) | ${listed(r.notTheDetectors)} |`);
   console.log('\n| cut | turned (both ways) | queries | no face found | rank-1 | named right under 105 |');
   console.log('|---|---|---|---|---|---|');
   for (const row of await rotatedRecognition(engine, dataDir, ALIGNMENT_MODES[2]!)) {

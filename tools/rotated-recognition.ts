@@ -129,15 +129,20 @@ export interface FacelessRow {
   recognition: string[];
   /** embedFace without the turned passes: the whole-image pass and the padded one. */
   withoutTurnedPasses: string[];
+  /** embedFace's face is none of detectFaces' (another box or score): enrolment would store what the detector does not report. */
+  notTheDetectors: string[];
 }
 
 /** Runs every faceless photo (testkit/faceless-photos.ts) through the face routes' engine calls. */
 export async function facelessFaces(engine: Engine, dataDir: string, names: readonly string[]): Promise<FacelessRow> {
-  const row: FacelessRow = { photos: names.length, detector: [], recognition: [], withoutTurnedPasses: [] };
+  const row: FacelessRow = { photos: names.length, detector: [], recognition: [], withoutTurnedPasses: [], notTheDetectors: [] };
   for (const name of names) {
     const bytes = readFileSync(join(dataDir, name));
-    if ((await engine.detectFaces(bytes)).faces.length > 0) row.detector.push(name);
-    if ((await engine.embedFace(bytes)).face) row.recognition.push(name);
+    const detected = (await engine.detectFaces(bytes)).faces;
+    if (detected.length > 0) row.detector.push(name);
+    const face = (await engine.embedFace(bytes)).face;
+    if (face) row.recognition.push(name);
+    if (face && !detected.some((f) => f.score === face.score && f.rect.every((v, i) => v === face.rect[i]))) row.notTheDetectors.push(name);
     if ((await engine.embedFace(bytes, { rotatedPasses: false })).face) row.withoutTurnedPasses.push(name);
   }
   return row;

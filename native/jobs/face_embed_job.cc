@@ -20,19 +20,6 @@ namespace edgecv {
 
 namespace {
 
-// The whole-image detection pass sees the photo at the detector's input size: halve it (an exact 2x area filter,
-// OpenCV's fast path) while the longer side stays at least `minLongerSide`, as detectFaces decodes a JPEG smaller
-// (image/jpeg_decoder.h). The embedder still crops from the full image. Timing: docs/int8.md, "Route latency".
-cv::Mat HalvedFor(const cv::Mat& bgr, int minLongerSide) {
-  cv::Mat out = bgr;
-  while (std::max(out.cols, out.rows) / 2 >= minLongerSide && std::min(out.cols, out.rows) >= 2) {
-    cv::Mat half;
-    cv::resize(out, half, cv::Size(out.cols / 2, out.rows / 2), 0, 0, cv::INTER_AREA);
-    out = half;
-  }
-  return out;
-}
-
 // The turned passes see the turned copy letterboxed to the detector's input: a copy this many times larger keeps
 // what that shrink needs, and warping a larger one would only cost time.
 constexpr double kTurnedPassInputs = 2;
@@ -96,13 +83,9 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
   return crop;
 }
 
-std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& image) {
+std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image) {
   if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
-  const auto t0 = Clock::now();
-  const int side = ctx.faceDetector->NeededSide(request_.detect);
-  const cv::Mat detectOn = side > 0 ? HalvedFor(image, side) : image;
-  detectTimings_.preprocessMs += MillisBetween(t0, Clock::now());
-  std::vector<Face> faces = ctx.faceDetector->Detect(detectOn, request_.detect, &detectTimings_, image.size());
+  std::vector<Face> faces = ctx.faceDetector->Detect(view, request_.detect, &detectTimings_, image.size());
   const double turnedMaxSide = TurnedPassMaxSide(*ctx.faceDetector);
   // A second pass's faces pass the bar of pipelines/rotated_face_pass.h, or none counts: it must not make one up.
   const auto seenAgain = [&](std::vector<Face> found) {
@@ -126,11 +109,12 @@ std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& ima
   return faces;
 }
 
-bool FaceEmbedJob::LandmarksAt(WorkerContext& ctx, const cv::Mat& image, const PixelRect& rect, FaceKeypoints* out) {
+bool FaceEmbedJob::LandmarksAt(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image, const PixelRect& rect,
+                               FaceKeypoints* out) {
   const auto box = [](const PixelRect& r) { return Box{float(r[0]), float(r[1]), float(r[2]), float(r[3])}; };
   float best = kLandmarkMinIou;
   bool found = false;
-  for (const Face& face : FindFaces(ctx, image)) {
+  for (const Face& face : FindFaces(ctx, view, image)) {
     const float overlap = Iou(box(face.rect), box(rect));
     if (overlap < best) continue;
     best = overlap;
@@ -142,7 +126,15 @@ bool FaceEmbedJob::LandmarksAt(WorkerContext& ctx, const cv::Mat& image, const P
 
 void FaceEmbedJob::Execute(WorkerContext& ctx) {
   if (!ctx.faceEmbedder) throw JobError(ErrorCode::kInternal, "engine has no face embedding model");
-  const cv::Mat image = DecodeImage();
+  // The whole-image pass sees what detectFaces sees: the photo decoded as that route decodes it (a JPEG smaller, by
+  // libjpeg's DCT scaling) and letterboxed from there in one step. A face it reports is then one the detector route
+  // reports, with the same score; halving the decoded photo instead once scored a 0.32 "face" 0.68 (docs/models.md,
+  // "No face where there is none"). The embedder and the second passes cut from the whole photo, decoded once more
+  // only where the detector's view is smaller.
+  const bool detects = !request_.useRect || (request_.align && !request_.hasKeypoints);
+  if (detects && !ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
+  const cv::Mat view = detects ? DecodeImage(ctx.faceDetector->NeededSide(request_.detect)) : cv::Mat();
+  const cv::Mat image = !view.empty() && view.cols == width() && view.rows == height() ? view : DecodeImage();
 
   if (request_.useRect) {
     PixelRect r = request_.rect;
@@ -157,10 +149,10 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
       chosenKeypoints_ = request_.keypoints;
       aligned_ = true;
     } else if (request_.align) {
-      aligned_ = LandmarksAt(ctx, image, r, &chosenKeypoints_);  // none found: the box crop
+      aligned_ = LandmarksAt(ctx, view, image, r, &chosenKeypoints_);  // none found: the box crop
     }
   } else {
-    faces_ = FindFaces(ctx, image);
+    faces_ = FindFaces(ctx, view, image);
     if (faces_.empty()) return;  // nothing to embed: a result, not an error
     chosen_ = faces_.front().rect;
     chosenScore_ = faces_.front().score;

@@ -66,10 +66,12 @@ class FaceEmbedJob : public ImageJob {
   static constexpr int kUprightRounds = 2;
   // A face whose landmarks are looked up for a given rect: the detected face overlapping it at least this much.
   static constexpr float kLandmarkMinIou = 0.3f;
-  // Every face of the photo: the whole-image pass, then (none found) the padded and the turned passes.
-  std::vector<Face> FindFaces(WorkerContext& ctx, const cv::Mat& image);
+  // Every face of the photo `image`: the whole-image pass on `view` (the photo as detectFaces decodes it, maybe
+  // smaller), then (none found) the padded and the turned passes on `image`.
+  std::vector<Face> FindFaces(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image);
   // The landmarks of the detected face that best overlaps `rect`; false when none does.
-  bool LandmarksAt(WorkerContext& ctx, const cv::Mat& image, const PixelRect& rect, FaceKeypoints* out);
+  bool LandmarksAt(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image, const PixelRect& rect,
+                   FaceKeypoints* out);
   static StoredCrop MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face);
 
   FaceEmbedRequest request_;
