@@ -3,16 +3,17 @@
 // --backend cpu, on a 640x480 photo. The route times include every host copy the route really makes (decode,
 // letterbox, upload, download, decode of the outputs): they are the engine's own calls.
 //
-//   node dist/bench/gpu.js [--runs N] [--clients 1,4,16] [--json FILE]
+//   node dist/bench/gpu.js [--runs N] [--clients 1,4,16] [--json FILE]; also a section of `npm run bench` (--gpu)
 //
-// On a software Vulkan device (VK_ICD_FILENAMES at lavapipe) it runs, slowly, and says nothing about speed.
+// Without a Vulkan GPU it says so and skips. On a software one (VK_ICD_FILENAMES at lavapipe) it runs, slowly, and
+// says nothing about speed.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { Engine } from '../src/index.js';
-import type { NetKey } from '../src/engine/types.js';
+import type { BackendInfo, NetKey } from '../src/engine/types.js';
 import { rawModelSpec, readManifest } from '../src/engine/manifest.js';
-import { loadNative } from '../src/engine/native.js';
+import { loadNative, type NativeGpuAdapter } from '../src/engine/native.js';
 import { findOnnxRuntimeLibrary } from '../src/engine/onnxruntime-library.js';
 import { madeUpInput } from '../src/engine/precision-timer.js';
 import { percentile } from '../src/metrics/percentiles.js';
@@ -20,11 +21,6 @@ import { argValue } from '../testkit/args.js';
 import { REPO_ROOT } from '../testkit/server-process.js';
 import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
 import { table } from '../testkit/table.js';
-
-const args = process.argv.slice(2);
-const RUNS = Number(argValue(args, '--runs') ?? 30);
-const CLIENTS = (argValue(args, '--clients') ?? '1,4,16').split(',').map(Number);
-const jsonFile = argValue(args, '--json');
 
 type Row = Record<string, string | number>;
 const stats = (ms: number[]) => {
@@ -43,7 +39,7 @@ async function timed(runs: number, fn: () => Promise<unknown>): Promise<number[]
 }
 
 /** Each net of the default engine: fp32 on the GPU, fp32 and its default file (int8 where it has one) on the CPU. */
-async function netRows(gpuEngine: Engine): Promise<Row[]> {
+async function netRows(gpuEngine: Engine, runs: number): Promise<Row[]> {
   const modelDir = path.join(REPO_ROOT, 'models', 'onnx');
   const manifest = await readManifest(modelDir);
   const library = findOnnxRuntimeLibrary();
@@ -65,7 +61,7 @@ async function netRows(gpuEngine: Engine): Promise<Row[]> {
       const ms: Record<string, number[]> = {};
       for (const [side, s] of Object.entries(sides)) {
         await timed(3, () => native.runModel(input, s));
-        ms[side] = await timed(RUNS, () => native.runModel(input, s));
+        ms[side] = await timed(runs, () => native.runModel(input, s));
       }
       const g = stats(ms['gpu']!);
       const c = stats(ms['cpuFp32']!);
@@ -86,7 +82,7 @@ async function load(clients: number, perClient: number, call: () => Promise<unkn
   return { ms, perSecond: (ms.length * 1000) / (performance.now() - t0) };
 }
 
-async function routeRows(engines: Record<'gpu' | 'cpu', Engine>): Promise<Row[]> {
+async function routeRows(engines: Record<'gpu' | 'cpu', Engine>, runs: number, clientCounts: readonly number[]): Promise<Row[]> {
   const face = vgaJpeg(path.join(REPO_ROOT, 'test', 'data'), VGA_FACE_PHOTO);
   const scene = vgaJpeg(path.join(REPO_ROOT, 'test', 'data'), VGA_SCENE_PHOTO);
   const rows: Row[] = [];
@@ -96,11 +92,11 @@ async function routeRows(engines: Record<'gpu' | 'cpu', Engine>): Promise<Row[]>
     '/pose/detect/': (e: Engine) => e.detectPoses(scene),
     '/object/detect/': (e: Engine) => e.detectObjects(scene),
   })) {
-    for (const clients of CLIENTS) {
+    for (const clients of clientCounts) {
       const row: Row = { route, clients };
       for (const [device, engine] of Object.entries(engines)) {
         await call(engine);
-        const { ms, perSecond } = await load(clients, Math.max(2, Math.ceil(RUNS / clients)), () => call(engine));
+        const { ms, perSecond } = await load(clients, Math.max(2, Math.ceil(runs / clients)), () => call(engine));
         const s = stats(ms);
         Object.assign(row, { [`${device} p50`]: s.p50, [`${device} p99`]: s.p99, [`${device} /s`]: perSecond });
       }
@@ -110,18 +106,49 @@ async function routeRows(engines: Record<'gpu' | 'cpu', Engine>): Promise<Row[]>
   return rows;
 }
 
-const cpuName = fs.readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1] ?? 'unknown CPU';
-const gpu = await Engine.open({ backend: 'gpu' });
-const cpu = await Engine.open({ backend: 'cpu' });
-try {
-  const adapter = gpu.backend().gpu;
-  console.log(`# GPU: ${adapter?.vendor} ${adapter?.device} (${adapter?.type}; ${adapter?.api}; driver ${adapter?.driver}); CPU: ${cpuName}`);
-  const nets = await netRows(gpu);
-  table('Each net: one forward pass, ms', nets);
-  const routes = await routeRows({ gpu, cpu });
-  table('Each route on a 640x480 photo: engine time per call, ms, and calls per second', routes);
-  if (jsonFile) fs.writeFileSync(jsonFile, JSON.stringify({ adapter, cpu: cpuName, checks: gpu.backend().gpuChecks, nets, routes }, null, 1));
-} finally {
-  await gpu.close();
-  await cpu.close();
+export interface GpuBench {
+  adapter: NativeGpuAdapter | null;
+  cpu: string;
+  checks: BackendInfo['gpuChecks'];
+  nets: Row[];
+  routes: Row[];
+}
+
+/** The GPU table, or why there is none (no Vulkan GPU the WebGPU provider can use: `--backend gpu` refuses). */
+export async function benchGpu(opts: { runs: number; clients: readonly number[] }): Promise<GpuBench | { skipped: string }> {
+  let gpu: Engine;
+  try {
+    gpu = await Engine.open({ backend: 'gpu' });
+  } catch (e) {
+    return { skipped: (e as Error).message };
+  }
+  const cpu = await Engine.open({ backend: 'cpu' });
+  try {
+    const cpuName = fs.readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1] ?? 'unknown CPU';
+    const nets = await netRows(gpu, opts.runs);
+    const routes = await routeRows({ gpu, cpu }, opts.runs, opts.clients);
+    return { adapter: gpu.backend().gpu, cpu: cpuName, checks: gpu.backend().gpuChecks, nets, routes };
+  } finally {
+    await gpu.close();
+    await cpu.close();
+  }
+}
+
+export function printGpu(result: GpuBench | { skipped: string }): void {
+  if ('skipped' in result) {
+    console.log(`\n## GPU: skipped (${result.skipped})`);
+    return;
+  }
+  const a = result.adapter;
+  console.log(`\n# GPU: ${a?.vendor} ${a?.device} (${a?.type}; ${a?.api}; driver ${a?.driver}); CPU: ${result.cpu}`);
+  table('GPU: each net, one forward pass, ms (fp32 on the GPU; the CPU at fp32 and at its default file)', result.nets);
+  table('GPU: each route on a 640x480 photo, engine time per call (ms) and calls per second, --backend gpu against cpu', result.routes);
+}
+
+if (process.argv[1]?.endsWith('gpu.js')) {
+  const args = process.argv.slice(2);
+  const result = await benchGpu({ runs: Number(argValue(args, '--runs') ?? 30), clients: (argValue(args, '--clients') ?? '1,4,16').split(',').map(Number) });
+  printGpu(result);
+  const jsonFile = argValue(args, '--json');
+  if (jsonFile) fs.writeFileSync(jsonFile, JSON.stringify(result, null, 1));
 }

@@ -2,7 +2,7 @@
 // scaling, route latency over HTTPS, face-detector accuracy and latency per worker/thread layout, pose, objects,
 // recognition, metrics, and edgecv against the Node alternatives (opencv4nodejs, onnxruntime-node, TF.js; last).
 // Prints tables; writes bench/results/*.json.
-//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives | --int8]   (one group of sections only:
+//   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives | --int8 | --gpu]   (one group of sections only:
 //   SECTIONS below says which sections each group holds)
 //   --metrics-platform: only the fleet metrics section (1,000 instances into a real influxd, console queries)
 //   --balancer: only haproxy in front of 1, 2, 3 servers (bench/balancer.ts, runnable alone too)
@@ -36,6 +36,7 @@ import { MIN_KEYPOINTS } from '../testkit/pose-scoring.js';
 import { benchAlternatives } from './alternatives/bench.js';
 import { table } from '../testkit/table.js';
 import { benchBalancer, printBalancer } from './balancer.js';
+import { benchGpu, printGpu } from './gpu.js';
 import { benchRouteLatencyServers, printRouteLatency } from './route-latency.js';
 import { writeResult } from '../testkit/server-process.js';
 import { percentile } from '../src/metrics/percentiles.js';
@@ -50,7 +51,7 @@ const data = (p: string) => readFileSync(join(root, 'test', 'data', p));
 const quick = process.argv.includes('--quick');
 const ITER = quick ? 8 : 40;
 /** The groups one flag selects (`node dist/bench/run.js --int8`, ...); no flag runs every section. */
-const GROUPS = ['engine-speed', 'pose-objects', 'alternatives', 'int8'] as const;
+const GROUPS = ['engine-speed', 'pose-objects', 'alternatives', 'int8', 'gpu'] as const;
 type Group = (typeof GROUPS)[number];
 const onlyGroup: Group | undefined = GROUPS.find((g) => process.argv.includes(`--${g}`));
 
@@ -231,6 +232,7 @@ function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
         routes &&
         table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.keep.toFixed(2)}x keeping idle cores, ${routes.httpScaling.lend.toFixed(2)}x lending them)`, routes.rows),
     }),
+    section({ key: 'gpu', groups: ['gpu'], empty: null, run: () => benchGpu({ runs: quick ? 8 : 30, clients: [1, 4, 16] }), print: (r) => r && printGpu(r) }),
     rowsSection('accuracy', [], 'Face detector accuracy (dlib examples/faces: 43 annotated faces, IoU >= 0.5; 10 faceless photos)', benchAccuracy),
     rowsSection('layouts', [], 'Face detection per image, by worker/thread layout (default detector and options)', benchLayouts),
     rowsSection('http', [], 'HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', benchHttp),
