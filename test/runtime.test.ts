@@ -1,7 +1,9 @@
 // The two runtimes inside the addon: onnxruntime (dlopen'ed from onnxruntime-node's library) and OpenCV DNN.
 // Which one runs each model, how a missing or wrong library is reported, and that both give the same answers
 // on real photos. The first tests run before any onnxruntime is loaded in this process (one library per
-// process, vitest runs each file in its own), so they see the failures a user without it would see.
+// process), so they see the failures a user without it would see. Hence the system tier: its files each run in a
+// process of their own, where the engine tier's share one (vitest.config.ts).
+// Tier: system
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
