@@ -134,8 +134,16 @@ function systemPackages() {
   // Their recommends (node-exporter, ipmitool, ...) are not needed. Chromium (/usr/bin/chromium) is the real
   // browser test/demo-page.test.ts drives with playwright-core.
   // InfluxDB 1.x (influxd) is the fleet metrics platform's database (test/metrics-platform.test.ts); HAProxy is the
-  // load balancer in front of several servers (test/fleet-balancer.test.ts). Each: the command, and its package.
-  const testToolPackages = { prometheus: 'prometheus', 'redis-server': 'redis-server', chromium: 'chromium', influxd: 'influxdb', haproxy: 'haproxy' };
+  // load balancer in front of several servers (test/fleet-balancer.test.ts). clang-format checks the C++ layout
+  // (test/formatting.test.ts). Each: the command, and its package.
+  const testToolPackages = {
+    prometheus: 'prometheus',
+    'redis-server': 'redis-server',
+    chromium: 'chromium',
+    influxd: 'influxdb',
+    haproxy: 'haproxy',
+    'clang-format': 'clang-format',
+  };
   const testTools = Object.keys(testToolPackages);
   const missingTestTools = WANT_TEST ? testTools.filter((t) => !has(t)).map((t) => testToolPackages[t]) : [];
   // The native fuzz target (native/fuzz/) is built with clang and linked with its libFuzzer runtime.
