@@ -88,6 +88,8 @@ function rangeHelp(range: IntRange, fallback: number): string {
 }
 
 /** Every server option: flag, environment variable, how it is parsed. The order is the --help order. */
+// Kept as a table, one option a row, as the README's options table (test/readme-options.test.ts) is.
+// prettier-ignore
 export const SERVER_OPTIONS = {
   port: { flag: 'port', env: 'EDGECV_PORT', default: DEFAULT_PORT, engine: null, kind: 'port', help: `TCP port (default ${DEFAULT_PORT})` },
   host: { flag: 'host', env: 'EDGECV_HOST', default: DEFAULT_HOST, engine: null, kind: 'string', help: `address to listen on (default ${DEFAULT_HOST})` },

@@ -63,6 +63,11 @@ export type AnnBuildReport =
   | { how: 'built'; rows: number; ms: number; reason: string }
   | { how: 'loaded'; rows: number; ms: number; patched: number };
 
+/** The gallery log's note on the graph: ", HNSW graph loaded (N rows patched)" or ", HNSW graph built (why)". */
+export function annBuildNote(ann: AnnBuildReport): string {
+  return ann.how === 'loaded' ? `, HNSW graph loaded (${ann.patched} rows patched)` : `, HNSW graph built (${ann.reason})`;
+}
+
 type QueuedChange = { op: 'add'; ids: Float64Array; embeddings: Float32Array } | { op: 'remove'; ids: Float64Array };
 
 export class AnnIndex {
