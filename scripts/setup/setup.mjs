@@ -23,7 +23,8 @@ const argv = process.argv.slice(2);
 const unknown = argv.filter((a) => !KNOWN.has(a));
 if (unknown.length || argv.includes('--help')) {
   (unknown.length ? console.error : console.log)(
-    'usage: node scripts/setup/setup.mjs [--test] [--bench] [--fuzz] [--force-build]' + (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
+    'usage: node scripts/setup/setup.mjs [--test] [--bench] [--fuzz] [--force-build]' +
+      (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
   );
   process.exit(unknown.length ? 2 : 0);
 }
@@ -41,9 +42,18 @@ function fail(message) {
 
 /** Runs a command in the repo root with inherited stdio; exits non-zero with the exact command on failure. */
 function run(cmd, args, env) {
-  const envPrefix = env ? Object.entries(env).map(([k, v]) => `${k}=${quote(v)} `).join('') : '';
+  const envPrefix = env
+    ? Object.entries(env)
+        .map(([k, v]) => `${k}=${quote(v)} `)
+        .join('')
+    : '';
   try {
-    runCommand(cmd, args, { cwd: ROOT, env: env ? { ...process.env, ...env } : process.env, log, label: `${envPrefix}${[cmd, ...args].map(quote).join(' ')}` });
+    runCommand(cmd, args, {
+      cwd: ROOT,
+      env: env ? { ...process.env, ...env } : process.env,
+      log,
+      label: `${envPrefix}${[cmd, ...args].map(quote).join(' ')}`,
+    });
   } catch (e) {
     fail(e.message);
   }
@@ -152,7 +162,9 @@ function systemPackages() {
     missingTestTools.push(...['clang-14', 'libclang-rt-14-dev'].filter((p) => !fuzzInstalled.has(p)));
   }
   if (missing.length === 0 && missingTestTools.length === 0) {
-    log(`system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? `, ${testTools.join(', ')}` : ''}${WANT_FUZZ ? ', clang 14 with libFuzzer' : ''} present`);
+    log(
+      `system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? `, ${testTools.join(', ')}` : ''}${WANT_FUZZ ? ', clang 14 with libFuzzer' : ''} present`,
+    );
     return;
   }
   const installCmds = [
@@ -196,7 +208,9 @@ function nativeAddon(ortInclude) {
     return;
   }
   log(`native addon: ${fs.existsSync(addon) ? 'rebuilding' : 'building'} build/Release/edgecv.node`);
-  const env = process.env.CMAKE_BUILD_PARALLEL_LEVEL ? undefined : { CMAKE_BUILD_PARALLEL_LEVEL: String(os.availableParallelism?.() ?? os.cpus().length) };
+  const env = process.env.CMAKE_BUILD_PARALLEL_LEVEL
+    ? undefined
+    : { CMAKE_BUILD_PARALLEL_LEVEL: String(os.availableParallelism?.() ?? os.cpus().length) };
   run('npx', ['cmake-js', 'compile', '--out', 'build'], env);
   if (!fs.existsSync(addon)) fail(`npx cmake-js compile --out build succeeded but ${rel(addon)} is missing`);
   touch(addon); // cmake may not relink when only non-source files changed
@@ -254,12 +268,20 @@ function modelFilesIntact(manifestFile) {
     const st = fs.statSync(path.join(dir, file));
     const known = verified[file];
     if (known && known.size === st.size && known.mtimeMs === st.mtimeMs && known.sha256 === want) return true;
-    return createHash('sha256').update(fs.readFileSync(path.join(dir, file))).digest('hex') === want;
+    return (
+      createHash('sha256')
+        .update(fs.readFileSync(path.join(dir, file)))
+        .digest('hex') === want
+    );
   };
   try {
     const { models } = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
     return Object.values(models).every(
-      (m) => intact(m.file, m.sha256) && typeof m.ortSha256 === 'string' && intact(m.ortFile, m.ortSha256) && (!m.int8 || intact(m.int8.ortFile, m.int8.sha256)),
+      (m) =>
+        intact(m.file, m.sha256) &&
+        typeof m.ortSha256 === 'string' &&
+        intact(m.ortFile, m.ortSha256) &&
+        (!m.int8 || intact(m.int8.ortFile, m.int8.sha256)),
     );
   } catch {
     return false;
