@@ -16,7 +16,14 @@ export default defineConfig({
     projects: [
       { test: { ...common, name: 'unit', include: testFilesOf('test', 'unit'), sequence: { groupOrder: 0 } } },
       {
-        test: { ...common, name: 'engine', include: testFilesOf('test', 'engine'), fileParallelism: false, isolate: false, sequence: { groupOrder: 1 } },
+        test: {
+          ...common,
+          name: 'engine',
+          include: testFilesOf('test', 'engine'),
+          fileParallelism: false,
+          isolate: false,
+          sequence: { groupOrder: 1 },
+        },
       },
       { test: { ...common, name: 'system', include: testFilesOf('test', 'system'), fileParallelism: false, sequence: { groupOrder: 2 } } },
     ],

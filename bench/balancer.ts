@@ -70,10 +70,14 @@ async function interleaved(urls: string[], body: Buffer, count: number): Promise
       for (const [k, url] of urls.entries()) {
         const t0 = performance.now();
         const status = await new Promise<number>((resolve, reject) => {
-          const req = https.request(url, { method: 'POST', agent: agents[k], rejectUnauthorized: false, headers: { 'content-type': 'image/jpeg' } }, (res) => {
-            res.resume();
-            res.on('end', () => resolve(res.statusCode ?? 0));
-          });
+          const req = https.request(
+            url,
+            { method: 'POST', agent: agents[k], rejectUnauthorized: false, headers: { 'content-type': 'image/jpeg' } },
+            (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode ?? 0));
+            },
+          );
           req.on('error', reject);
           req.end(body);
         });
@@ -115,7 +119,12 @@ async function benchServerMemory(dir: string): Promise<ServerMemoryRow> {
       await post('recognizer/predict/', face);
     }
     const after = memoryOf(pid);
-    return { server: '--workers 2, default models', 'RSS after start MiB': started.rss, 'RSS after every route MiB': after.rss, 'peak RSS MiB': after.peak };
+    return {
+      server: '--workers 2, default models',
+      'RSS after start MiB': started.rss,
+      'RSS after every route MiB': after.rss,
+      'peak RSS MiB': after.peak,
+    };
   } finally {
     await server.stop('SIGKILL');
   }
@@ -169,7 +178,11 @@ export async function benchBalancer(quick: boolean): Promise<BalancerBench> {
             ['haproxy TLS passthrough (mode tcp)', `https://127.0.0.1:${layout.passthroughPort}${route}`],
             ['haproxy TLS termination (mode http)', url],
           ];
-          const latencies = await interleaved(paths.map(([, u]) => u), photo.bytes, n);
+          const latencies = await interleaved(
+            paths.map(([, u]) => u),
+            photo.bytes,
+            n,
+          );
           const direct = latencies[0]!;
           for (const [k, [name]] of paths.entries()) {
             const l = latencies[k]!;

@@ -43,14 +43,22 @@ async function main(): Promise<void> {
   const flags = numericFlags({ mb: 150 });
   const child = fork(new URL(import.meta.url).pathname, ['--serve', String(flags.mb * 1e6)], { stdio: 'inherit' });
   const port = await new Promise<number>((resolve) => child.once('message', (m) => resolve(Number(m))));
-  const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`http://127.0.0.1:${port}/db`), { timeoutMs: 60_000 })]]), { log: () => {}, maxAnswerRows: 1e12 });
+  const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`http://127.0.0.1:${port}/db`), { timeoutMs: 60_000 })]]), {
+    log: () => {},
+    maxAnswerRows: 1e12,
+  });
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
   const rssBefore = process.memoryUsage().rss;
   let peak = rssBefore;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
   const t0 = Date.now();
-  const q = parseMetricsAppQuery({ region: 'eu', appinst: { app_key: { organization: 'acme', name: 'svc', version: '1' } }, selector: 'cpu', last: 1 });
+  const q = parseMetricsAppQuery({
+    region: 'eu',
+    appinst: { app_key: { organization: 'acme', name: 'svc', version: '1' } },
+    selector: 'cpu',
+    last: 1,
+  });
   const outcome = await fleet.answer(q).then(
     (text) => `answered (${(text.length / MIB).toFixed(0)} MiB)`,
     (e: unknown) => (e instanceof HttpError ? `${e.status} ${e.message}` : String(e)),
@@ -58,7 +66,9 @@ async function main(): Promise<void> {
   clearInterval(sampler);
   delay.disable();
   console.log(`${flags.mb} MB answer: ${outcome} after ${Date.now() - t0} ms`);
-  console.log(`RSS ${(rssBefore / MIB).toFixed(0)} -> peak ${(peak / MIB).toFixed(0)} MiB; event loop delay p99 ${(delay.percentile(99) / 1e6).toFixed(0)} ms, max ${(delay.max / 1e6).toFixed(0)} ms`);
+  console.log(
+    `RSS ${(rssBefore / MIB).toFixed(0)} -> peak ${(peak / MIB).toFixed(0)} MiB; event loop delay p99 ${(delay.percentile(99) / 1e6).toFixed(0)} ms, max ${(delay.max / 1e6).toFixed(0)} ms`,
+  );
   fleet.close();
   child.kill();
 }

@@ -70,7 +70,14 @@ export async function timeInterleaved<K extends string>(
 export async function benchForwardVsOnnxRuntime(ctx: BenchContext, manifest: ConvertedManifest): Promise<{ rows: Row[]; summary: Row }> {
   const threads = 2;
   // fp32: the same file on both sides (the int8 files have their own section, int8-speed.ts)
-  const engine = await Engine.open({ workers: 1, threadsPerWorker: threads, precision: 'fp32', poseModel: null, objectDetector: null, faceEmbedder: null });
+  const engine = await Engine.open({
+    workers: 1,
+    threadsPerWorker: threads,
+    precision: 'fp32',
+    poseModel: null,
+    objectDetector: null,
+    faceEmbedder: null,
+  });
   const rows: Row[] = [];
   try {
     for (const [name, model] of Object.entries(manifest.models)) {
@@ -168,7 +175,12 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<{ rows: Row
   for (let r = 0; r < rounds; r++) {
     for (const [i, layout] of layouts.entries()) samples[i]!.push(await imagesPerSecond(layout, image, total));
   }
-  const rows: Row[] = layouts.map((layout, i) => ({ workers: layout.workers, threads: layout.threadsPerWorker, 'idle cores': layout.idleCores, 'images/s': median(samples[i]!) }));
+  const rows: Row[] = layouts.map((layout, i) => ({
+    workers: layout.workers,
+    threads: layout.threadsPerWorker,
+    'idle cores': layout.idleCores,
+    'images/s': median(samples[i]!),
+  }));
   const scaling = (rows[1]!['images/s'] as number) / (rows[0]!['images/s'] as number);
   return { rows, scaling };
 }
@@ -225,8 +237,20 @@ export async function benchRouteLatency(ctx: BenchContext): Promise<{ rows: Row[
     try {
       const cases: RouteCase[] = [
         { route: '/detector/detect/', body: face, runtime: runtimes['faceDetector'] ?? '', model: m.faceDetector, connections: [1, 4] },
-        { route: '/recognizer/predict/', body: face, runtime: runtimes['faceEmbedder'] ?? '', model: `${m.faceDetector} + ${m.faceEmbedder}`, connections: [1] },
-        { route: '/pose/detect/', body: scene, runtime: runtimes['poseEstimator'] ?? '', model: `${m.pose} on ${m.persons}'s persons (default)`, connections: [1, 4] },
+        {
+          route: '/recognizer/predict/',
+          body: face,
+          runtime: runtimes['faceEmbedder'] ?? '',
+          model: `${m.faceDetector} + ${m.faceEmbedder}`,
+          connections: [1],
+        },
+        {
+          route: '/pose/detect/',
+          body: scene,
+          runtime: runtimes['poseEstimator'] ?? '',
+          model: `${m.pose} on ${m.persons}'s persons (default)`,
+          connections: [1, 4],
+        },
         { route: '/object/detect/', body: scene, runtime: runtimes['objectDetector'] ?? '', model: `${m.objects} (default)`, connections: [1, 4] },
       ];
       // Keeping idle cores changes nothing for recognition's point: the face route and the scene routes show it.
@@ -246,7 +270,13 @@ export async function benchRouteLatency(ctx: BenchContext): Promise<{ rows: Row[
     const { runtimes } = engine.backend();
     try {
       const measured = await measureRoutes(ctx, server.port, [
-        { route: '/pose/detect/', body: scene, runtime: runtimes['poseEstimator'] ?? '', model: `${engine.models.pose}, --pose-mode whole`, connections: [1] },
+        {
+          route: '/pose/detect/',
+          body: scene,
+          runtime: runtimes['poseEstimator'] ?? '',
+          model: `${engine.models.pose}, --pose-mode whole`,
+          connections: [1],
+        },
         { route: '/object/detect/', body: scene, runtime: runtimes['objectDetector'] ?? '', model: 'centernet-384', connections: [1] },
       ]);
       rows.push(...measured.map((r) => ({ 'idle cores': 'lend', ...r })));

@@ -22,10 +22,20 @@ const MAX_REQUESTS = 5000;
 function post(url: string, agent: https.Agent, body: Buffer): Promise<{ ms: number; status: number }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const req = https.request(url, { method: 'POST', agent, rejectUnauthorized: false, timeout: 120_000, headers: { 'content-type': 'image/jpeg', 'content-length': body.length } }, (res: http.IncomingMessage) => {
-      res.resume();
-      res.on('end', () => resolve({ ms: performance.now() - t0, status: res.statusCode ?? 0 }));
-    });
+    const req = https.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        rejectUnauthorized: false,
+        timeout: 120_000,
+        headers: { 'content-type': 'image/jpeg', 'content-length': body.length },
+      },
+      (res: http.IncomingMessage) => {
+        res.resume();
+        res.on('end', () => resolve({ ms: performance.now() - t0, status: res.statusCode ?? 0 }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('no answer in 120 s')));
     req.on('error', reject);
     req.end(body);
@@ -56,7 +66,14 @@ function loop(url: string, agent: https.Agent, body: Buffer, connections: number
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { workers: { type: 'string', default: '2' }, heavy: { type: 'string', default: '8' }, seconds: { type: 'string', default: '20' }, cli: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      workers: { type: 'string', default: '2' },
+      heavy: { type: 'string', default: '8' },
+      seconds: { type: 'string', default: '20' },
+      cli: { type: 'string' },
+    },
+  });
   const seconds = Math.min(120, Number(values.seconds));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-fair-shares-'));
   const server = await startServerProcess(['--workers', values.workers!, '--data-dir', dataDir], 120_000, [], values.cli ?? undefined);
@@ -87,12 +104,23 @@ async function main(): Promise<void> {
       'light p99 ms': percentile(t, 99).toFixed(0),
       statuses: JSON.stringify(statuses),
     });
-    table(`640x480 client beside ${values.heavy} connections of 4000x3000 photos, --workers ${values.workers}, ${seconds} s${values.cli ? ` (${values.cli})` : ''}`, [
-      row('quiet', quiet.times, quiet.statuses),
-      row('flood', light.times, light.statuses),
-      { phase: 'heavy client', 'light n': heavy.times.length, 'light p50 ms': median(heavy.times).toFixed(0), 'light p99 ms': percentile(heavy.times, 99).toFixed(0), statuses: JSON.stringify(heavy.statuses) },
-    ]);
-    console.log(`light p99 during the flood / quiet p99: ${(percentile(light.times, 99) / percentile(quiet.times, 99)).toFixed(1)}x; heavy images/s: ${(heavy.times.length / (seconds + 3)).toFixed(2)}`);
+    table(
+      `640x480 client beside ${values.heavy} connections of 4000x3000 photos, --workers ${values.workers}, ${seconds} s${values.cli ? ` (${values.cli})` : ''}`,
+      [
+        row('quiet', quiet.times, quiet.statuses),
+        row('flood', light.times, light.statuses),
+        {
+          phase: 'heavy client',
+          'light n': heavy.times.length,
+          'light p50 ms': median(heavy.times).toFixed(0),
+          'light p99 ms': percentile(heavy.times, 99).toFixed(0),
+          statuses: JSON.stringify(heavy.statuses),
+        },
+      ],
+    );
+    console.log(
+      `light p99 during the flood / quiet p99: ${(percentile(light.times, 99) / percentile(quiet.times, 99)).toFixed(1)}x; heavy images/s: ${(heavy.times.length / (seconds + 3)).toFixed(2)}`,
+    );
   } finally {
     await server.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

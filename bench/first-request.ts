@@ -22,14 +22,29 @@ const NEXT = 10;
 const READY_TIMEOUT_MS = 120_000;
 
 type Timed = { serverMs: number; roundTripMs: number };
-type RouteRow = { build: string; route: string; rounds: number; 'cold runs (all routes)': string; 'first ms (server)': string; 'p50 next ms (server)': string; 'first / p50 (server)': string; 'first / p50 (round trip)': string };
+type RouteRow = {
+  build: string;
+  route: string;
+  rounds: number;
+  'cold runs (all routes)': string;
+  'first ms (server)': string;
+  'p50 next ms (server)': string;
+  'first / p50 (server)': string;
+  'first / p50 (round trip)': string;
+};
 
 function request(agent: https.Agent, url: URL, method: 'GET' | 'POST', body?: Buffer): Promise<{ status: number; text: string; ms: number }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const req = https.request(
       url,
-      { method, agent, rejectUnauthorized: false, timeout: 30_000, headers: body ? { 'content-type': 'image/jpeg', 'content-length': body.length } : {} },
+      {
+        method,
+        agent,
+        rejectUnauthorized: false,
+        timeout: 30_000,
+        headers: body ? { 'content-type': 'image/jpeg', 'content-length': body.length } : {},
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (d: Buffer) => chunks.push(d));
@@ -169,8 +184,16 @@ async function main(): Promise<void> {
   const machine = { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, loadavgBefore: loadBefore, loadavgAfter: os.loadavg() };
   table(`First request after start against the next ${NEXT} (fresh server per round; ranges over rounds)`, rows);
   console.log(`\n${warmUpLines.join('\n')}`);
-  console.log(`${machine.cpu}, ${machine.cores} cores, load ${loadBefore.map(fixed).join(' ')} before, ${machine.loadavgAfter.map(fixed).join(' ')} after`);
-  writeResult('first-request', { date: new Date().toISOString(), command: `node dist/bench/first-request.js ${args.join(' ')}`.trim(), machine, warmUpLines, rows });
+  console.log(
+    `${machine.cpu}, ${machine.cores} cores, load ${loadBefore.map(fixed).join(' ')} before, ${machine.loadavgAfter.map(fixed).join(' ')} after`,
+  );
+  writeResult('first-request', {
+    date: new Date().toISOString(),
+    command: `node dist/bench/first-request.js ${args.join(' ')}`.trim(),
+    machine,
+    warmUpLines,
+    rows,
+  });
 }
 
 await main();

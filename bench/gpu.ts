@@ -44,11 +44,24 @@ async function netRows(gpuEngine: Engine, runs: number): Promise<Row[]> {
   const manifest = await readManifest(modelDir);
   const library = findOnnxRuntimeLibrary();
   if (!('path' in library)) throw new Error(library.missing);
-  const native = loadNative().createEngine({ workers: 1, threadsPerWorker: 2, queueLimit: 4, idleCores: 'keep', backend: 'gpu', onnxRuntimeLibrary: library.path });
+  const native = loadNative().createEngine({
+    workers: 1,
+    threadsPerWorker: 2,
+    queueLimit: 4,
+    idleCores: 'keep',
+    backend: 'gpu',
+    onnxRuntimeLibrary: library.path,
+  });
   const rows: Row[] = [];
   try {
     const models = gpuEngine.models;
-    const names: Record<NetKey, string | null> = { faceDetector: models.faceDetector, faceEmbedder: models.faceEmbedder, poseEstimator: models.pose, objectDetector: models.objects, personDetector: models.persons };
+    const names: Record<NetKey, string | null> = {
+      faceDetector: models.faceDetector,
+      faceEmbedder: models.faceEmbedder,
+      poseEstimator: models.pose,
+      objectDetector: models.objects,
+      personDetector: models.persons,
+    };
     for (const [key, name] of Object.entries(names) as [NetKey, string | null][]) {
       if (name === null || (key === 'personDetector' && name === models.objects)) continue;
       const spec = rawModelSpec(manifest, modelDir, name, 'onnxruntime', 'fp32');
@@ -66,7 +79,16 @@ async function netRows(gpuEngine: Engine, runs: number): Promise<Row[]> {
       const g = stats(ms['gpu']!);
       const c = stats(ms['cpuFp32']!);
       const i = stats(ms['cpuInt8']!);
-      rows.push({ net: name, input: spec.inputShape.join('x'), 'GPU p50': g.p50, 'GPU p99': g.p99, 'CPU fp32 p50': c.p50, 'CPU default p50': i.p50, 'CPU fp32 / GPU': c.p50 / g.p50, 'CPU default / GPU': i.p50 / g.p50 });
+      rows.push({
+        net: name,
+        input: spec.inputShape.join('x'),
+        'GPU p50': g.p50,
+        'GPU p99': g.p99,
+        'CPU fp32 p50': c.p50,
+        'CPU default p50': i.p50,
+        'CPU fp32 / GPU': c.p50 / g.p50,
+        'CPU default / GPU': i.p50 / g.p50,
+      });
     }
   } finally {
     await native.close();
@@ -147,7 +169,10 @@ export function printGpu(result: GpuBench | { skipped: string }): void {
 
 if (process.argv[1]?.endsWith('gpu.js')) {
   const args = process.argv.slice(2);
-  const result = await benchGpu({ runs: Number(argValue(args, '--runs') ?? 30), clients: (argValue(args, '--clients') ?? '1,4,16').split(',').map(Number) });
+  const result = await benchGpu({
+    runs: Number(argValue(args, '--runs') ?? 30),
+    clients: (argValue(args, '--clients') ?? '1,4,16').split(',').map(Number),
+  });
   printGpu(result);
   const jsonFile = argValue(args, '--json');
   if (jsonFile) fs.writeFileSync(jsonFile, JSON.stringify(result, null, 1));

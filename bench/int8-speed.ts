@@ -23,7 +23,14 @@ const WARMUP_RUNS = 5;
  */
 export async function benchInt8Forward(ctx: BenchContext, manifest: ConvertedManifest, only?: readonly string[]): Promise<Row[]> {
   const threads = 2;
-  const engine = await Engine.open({ workers: 1, threadsPerWorker: threads, precision: 'int8', poseModel: null, objectDetector: null, faceEmbedder: null });
+  const engine = await Engine.open({
+    workers: 1,
+    threadsPerWorker: threads,
+    precision: 'int8',
+    poseModel: null,
+    objectDetector: null,
+    faceEmbedder: null,
+  });
   const rows: Row[] = [];
   try {
     for (const [name, model] of Object.entries(manifest.models)) {
@@ -84,7 +91,15 @@ export async function benchInt8Accuracy(root: string, options: Int8AccuracyOptio
   for (const model of sets.has('objects') ? (['yolov5s'] as const) : []) {
     const row: Row = { set: `objects (${labelsSummary(labels)})`, model };
     for (const precision of ['fp32', 'int8'] as const) {
-      const engine = await Engine.open({ ...modelDir, workers: 1, threadsPerWorker: 2, precision, objectDetector: model, poseModel: null, faceEmbedder: null });
+      const engine = await Engine.open({
+        ...modelDir,
+        workers: 1,
+        threadsPerWorker: 2,
+        precision,
+        objectDetector: model,
+        poseModel: null,
+        faceEmbedder: null,
+      });
       try {
         const scores = [];
         for (const p of photos) scores.push(scorePhoto(p.photo, (await engine.detectObjects(p.bytes, { maxObjects: 1000 })).objects, 0));
@@ -99,10 +114,19 @@ export async function benchInt8Accuracy(root: string, options: Int8AccuracyOptio
   const posePhotos = photos.filter((p) => p.photo.personsComplete);
   const pose: Row = { set: 'pose (persons mode, photos with every person boxed)', model: 'movenet-multipose + yolov5s-320' };
   for (const precision of sets.has('pose') ? (['fp32', 'int8'] as const) : []) {
-    const engine = await Engine.open({ ...modelDir, workers: 1, threadsPerWorker: 2, precision, objectDetector: null, personDetector: 'yolov5s-320', faceEmbedder: null });
+    const engine = await Engine.open({
+      ...modelDir,
+      workers: 1,
+      threadsPerWorker: 2,
+      precision,
+      objectDetector: null,
+      personDetector: 'yolov5s-320',
+      faceEmbedder: null,
+    });
     try {
       const scores = [];
-      for (const p of posePhotos) scores.push(scorePoses(p.photo, (await engine.detectPoses(p.bytes, { mode: 'persons' })).poses, POSE_DEFAULTS.maxPosesPersons));
+      for (const p of posePhotos)
+        scores.push(scorePoses(p.photo, (await engine.detectPoses(p.bytes, { mode: 'persons' })).poses, POSE_DEFAULTS.maxPosesPersons));
       const posed = scores.reduce((n, s) => n + s.posed, 0);
       const persons = scores.reduce((n, s) => n + s.persons, 0);
       pose[precision] = `posed ${posed}/${persons}, extra poses ${scores.reduce((n, s) => n + s.extra, 0)}`;
@@ -113,7 +137,7 @@ export async function benchInt8Accuracy(root: string, options: Int8AccuracyOptio
   if (sets.has('pose')) rows.push(pose);
   if (!sets.has('recognition')) return rows;
   const johns = loadJohns(join(root, 'test', 'data'));
-  const recognition: Row = { set: "recognition (dlib johns, 5 people x 11 photos)", model: 'faceres' };
+  const recognition: Row = { set: 'recognition (dlib johns, 5 people x 11 photos)', model: 'faceres' };
   for (const precision of ['fp32', 'int8'] as const) {
     const engine = await Engine.open({ ...modelDir, workers: 1, threadsPerWorker: 2, precision, poseModel: null, objectDetector: null });
     try {

@@ -32,12 +32,15 @@ async function fillGallery(dir: string, samples: number): Promise<void> {
   const made: { crop: Buffer; rect: string; embedding: Buffer }[] = [];
   for (const p of loadJohns(DATA).slice(0, 8)) {
     const r = await engine.embedFace(p.bytes, { keepCrop: true });
-    if (r.crop && r.embedding) made.push({ crop: Buffer.from(r.crop.jpeg), rect: JSON.stringify(r.crop.rect), embedding: embeddingToBytes(r.embedding) });
+    if (r.crop && r.embedding)
+      made.push({ crop: Buffer.from(r.crop.jpeg), rect: JSON.stringify(r.crop.rect), embedding: embeddingToBytes(r.embedding) });
   }
   await engine.close();
   await SqliteGalleryStore.open(dir).close();
   const db = new Database(path.join(dir, 'gallery.db'));
-  const insert = db.prepare('INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
   db.transaction(() => {
     for (let i = 0; i < samples; i++) {
       const m = made[i % made.length]!;
@@ -89,8 +92,23 @@ async function main(): Promise<void> {
       const quietRun = other();
       await new Promise((r) => setTimeout(r, 5000));
       const quiet = await quietRun.stop();
-      const rows: Record<string, string | number>[] = [{ phase: 'quiet', pages: '-', 'page p50 ms': '-', 'page max ms': '-', 'answer max KB': '-', 'server RSS MiB': ms(rss()), 'other p50 ms': ms(median(quiet)), 'other p99 ms': ms(percentile(quiet, 99)), 'other n': quiet.length }];
-      for (const [phase, walks] of [['first walk (qualities measured)', 1], [`${flags.walks} more walks (known)`, flags.walks]] as const) {
+      const rows: Record<string, string | number>[] = [
+        {
+          phase: 'quiet',
+          pages: '-',
+          'page p50 ms': '-',
+          'page max ms': '-',
+          'answer max KB': '-',
+          'server RSS MiB': ms(rss()),
+          'other p50 ms': ms(median(quiet)),
+          'other p99 ms': ms(percentile(quiet, 99)),
+          'other n': quiet.length,
+        },
+      ];
+      for (const [phase, walks] of [
+        ['first walk (qualities measured)', 1],
+        [`${flags.walks} more walks (known)`, flags.walks],
+      ] as const) {
         const during = other();
         const pages: number[] = [];
         let maxBytes = 0;
@@ -109,7 +127,17 @@ async function main(): Promise<void> {
         }
         const times = await during.stop();
         pages.sort((a, b) => a - b);
-        rows.push({ phase, pages: pages.length, 'page p50 ms': ms(median(pages)), 'page max ms': ms(pages.at(-1)!), 'answer max KB': ms(maxBytes / 1024), 'server RSS MiB': ms(rss()), 'other p50 ms': ms(median(times)), 'other p99 ms': ms(percentile(times, 99)), 'other n': times.length });
+        rows.push({
+          phase,
+          pages: pages.length,
+          'page p50 ms': ms(median(pages)),
+          'page max ms': ms(pages.at(-1)!),
+          'answer max KB': ms(maxBytes / 1024),
+          'server RSS MiB': ms(rss()),
+          'other p50 ms': ms(median(times)),
+          'other p99 ms': ms(percentile(times, 99)),
+          'other n': times.length,
+        });
       }
       agent.destroy();
       table(`GET /trainer/samples/ of ${flags.samples} samples, pages of ${flags.limit}; the other client: 640x480 POST /v1/vision/face/`, rows);

@@ -42,7 +42,17 @@ function syntheticSample(time: bigint, i: number): MetricsSample {
     disk: 40_000_000,
     sendBytes: i * 12_345,
     recvBytes: i * 54_321,
-    connections: [{ port: 8008, active: 2, handled: i, accepts: i, bytesSent: i * 12_345, bytesRecvd: i * 54_321, latencyPercentiles: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] }],
+    connections: [
+      {
+        port: 8008,
+        active: 2,
+        handled: i,
+        accepts: i,
+        bytesSent: i * 12_345,
+        bytesRecvd: i * 54_321,
+        latencyPercentiles: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+      },
+    ],
   };
 }
 
@@ -51,11 +61,15 @@ async function post(url: string, ca: string, body: unknown, token?: string): Pro
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const data = JSON.stringify(body);
-    const req = https.request(url, { method: 'POST', ca, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (d: Buffer) => chunks.push(d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - t0 }));
-    });
+    const req = https.request(
+      url,
+      { method: 'POST', ca, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - t0 }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -73,7 +87,17 @@ function startInstances(root: string, url: string, stores: MetricsStore[], lags:
   return Array.from({ length: INSTANCES }, (_, k) => {
     const store = MetricsStore.open(path.join(root, `i${k}`));
     stores.push(store);
-    const id = store.instanceId({ region: 'eu', appOrg: APP.organization, appname: APP.name, appvers: APP.version, cluster: 'k1', clusterorg: 'bench', cloudlet: `cl-${k % 20}`, cloudletorg: 'op', pod: `pod-${k}` });
+    const id = store.instanceId({
+      region: 'eu',
+      appOrg: APP.organization,
+      appname: APP.name,
+      appvers: APP.version,
+      cluster: 'k1',
+      clusterorg: 'bench',
+      cloudlet: `cl-${k % 20}`,
+      cloudletorg: 'op',
+      pod: `pod-${k}`,
+    });
     const sink = new InfluxSink({
       store,
       target: parseInfluxUrl(url),
@@ -93,15 +117,18 @@ async function sampleFor(instances: Instance[], seconds: number, intervalMs: num
   let samples = 0;
   await new Promise<void>((done) => {
     instances.forEach((inst, k) => {
-      const first = setTimeout(() => {
-        const tick = () => {
-          inst.store.insert(inst.id, syntheticSample(nowNs(), inst.n++));
-          samples++;
-          inst.sink.kick();
-        };
-        tick();
-        timers.push(setInterval(tick, intervalMs));
-      }, (k * intervalMs) / INSTANCES);
+      const first = setTimeout(
+        () => {
+          const tick = () => {
+            inst.store.insert(inst.id, syntheticSample(nowNs(), inst.n++));
+            samples++;
+            inst.sink.kick();
+          };
+          tick();
+          timers.push(setInterval(tick, intervalMs));
+        },
+        (k * intervalMs) / INSTANCES,
+      );
       timers.push(first);
     });
     setTimeout(done, seconds * 1000);
@@ -135,9 +162,17 @@ async function benchIngest(root: string, url: string, influxPid: number, seconds
   return [
     { measure: `samples stored and sent (${INSTANCES} instances, ${intervalMs / 1000} s interval, ${seconds} s)`, value: samples, unit: 'samples' },
     { measure: 'samples acknowledged by InfluxDB', value: lags.length, unit: 'samples' },
-    { measure: 'lag, stored -> acknowledged: p50 / p99 / max', value: `${percentile(sorted, 50).toFixed(1)} / ${percentile(sorted, 99).toFixed(1)} / ${sorted[sorted.length - 1]!.toFixed(1)}`, unit: 'ms' },
+    {
+      measure: 'lag, stored -> acknowledged: p50 / p99 / max',
+      value: `${percentile(sorted, 50).toFixed(1)} / ${percentile(sorted, 99).toFixed(1)} / ${sorted[sorted.length - 1]!.toFixed(1)}`,
+      unit: 'ms',
+    },
     { measure: 'influxd CPU while ingesting', value: ((100 * influxCpu) / wall).toFixed(1), unit: '% of one core' },
-    { measure: `the ${INSTANCES} sinks' CPU (one Node process: SQLite reads, line protocol, gzip, HTTP)`, value: ((100 * (own.user + own.system)) / 1e6 / wall).toFixed(1), unit: '% of one core' },
+    {
+      measure: `the ${INSTANCES} sinks' CPU (one Node process: SQLite reads, line protocol, gzip, HTTP)`,
+      value: ((100 * (own.user + own.system)) / 1e6 / wall).toFixed(1),
+      unit: '% of one core',
+    },
     { measure: 'send errors', value: errors, unit: 'count' },
   ];
 }
@@ -156,7 +191,16 @@ async function writeLongWindow(url: string): Promise<LongWindow> {
   const now = nowNs();
   const total = (48 * 3600_000) / intervalMs;
   const start = now - BigInt(total) * BigInt(intervalMs) * 1_000_000n;
-  const tags = { app: 'longsvc', ver: '1.0.0', cluster: 'k1', clusterorg: 'bench', cloudlet: 'cl-0', cloudletorg: 'op', apporg: APP.organization, pod: 'pod-long' };
+  const tags = {
+    app: 'longsvc',
+    ver: '1.0.0',
+    cluster: 'k1',
+    clusterorg: 'bench',
+    cloudlet: 'cl-0',
+    cloudletorg: 'op',
+    apporg: APP.organization,
+    pod: 'pod-long',
+  };
   for (let i = 0; i < total; i += 2000) {
     const lines: string[] = [];
     for (let j = i; j < Math.min(total, i + 2000); j++) {
@@ -166,7 +210,9 @@ async function writeLongWindow(url: string): Promise<LongWindow> {
         lineOf('mem', tags, s.time, [s.mem]),
         lineOf('disk', tags, s.time, [s.disk]),
         lineOf('network', tags, s.time, [s.sendBytes, s.recvBytes]),
-        ...s.connections.map((c) => lineOf('connections', tags, s.time, [c.port, c.active, c.handled, c.accepts, c.bytesSent, c.bytesRecvd, ...c.latencyPercentiles])),
+        ...s.connections.map((c) =>
+          lineOf('connections', tags, s.time, [c.port, c.active, c.handled, c.accepts, c.bytesSent, c.bytesRecvd, ...c.latencyPercentiles]),
+        ),
       );
     }
     await writer.writeGzip(gzipSync(lines.join('\n')));
@@ -179,9 +225,13 @@ async function writeLongWindow(url: string): Promise<LongWindow> {
 async function startConsole(root: string, url: string): Promise<{ base: string; ca: string; token: string; stop: () => void }> {
   const consoleDir = path.join(root, 'console');
   await addUser(consoleDir, 'bench', 'bench-password', [APP.organization]);
-  const consoleProcess = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/src/cli.js'), 'console', '--port', '0', '--host', '127.0.0.1', '--data-dir', consoleDir, '--region', `eu=${url}`], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const consoleProcess = spawn(
+    process.execPath,
+    [path.join(REPO_ROOT, 'dist/src/cli.js'), 'console', '--port', '0', '--host', '127.0.0.1', '--data-dir', consoleDir, '--region', `eu=${url}`],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let consoleOut = '';
   consoleProcess.stdout.on('data', (d) => (consoleOut += d));
   consoleProcess.stderr.on('data', (d) => (consoleOut += d));
@@ -218,7 +268,12 @@ function queryCases({ total, start, now }: LongWindow): [string, Record<string, 
 }
 
 /** One query, a warm-up then `runs` timed: its rows, answer size and p50/p90. */
-async function timeQuery(server: { base: string; ca: string; token: string }, label: string, body: Record<string, unknown>, runs: number): Promise<Row> {
+async function timeQuery(
+  server: { base: string; ca: string; token: string },
+  label: string,
+  body: Record<string, unknown>,
+  runs: number,
+): Promise<Row> {
   const times: number[] = [];
   let rows = 0;
   let bytes = 0;
@@ -262,7 +317,10 @@ export async function benchMetricsPlatform(quick: boolean): Promise<{ ingest: Ro
 
 export function printMetricsPlatform(r: { ingest: Row[]; queries: Row[] }): void {
   table(`Fleet metrics: ${INSTANCES} simulated instances (own SQLite store + InfluxSink each) into one influxd on this machine`, r.ingest);
-  table('Fleet console over HTTPS, answered from InfluxDB (p50 of repeated queries; targets: last=1 over 1,000 instances <= 300 ms, 48 h of one instance <= 500 ms)', r.queries);
+  table(
+    'Fleet console over HTTPS, answered from InfluxDB (p50 of repeated queries; targets: last=1 over 1,000 instances <= 300 ms, 48 h of one instance <= 500 ms)',
+    r.queries,
+  );
 }
 
 // `node dist/bench/metrics-platform.js [--quick]`: this section alone

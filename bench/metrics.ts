@@ -58,7 +58,17 @@ export async function benchMetricsStore(quick: boolean): Promise<Row[]> {
         disk: 50_000_000,
         sendBytes: i * 1000,
         recvBytes: i * 2000,
-        connections: [{ port: 8008, active: 3, handled: i, accepts: i + 3, bytesSent: i * 1000, bytesRecvd: i * 2000, latencyPercentiles: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] }],
+        connections: [
+          {
+            port: 8008,
+            active: 3,
+            handled: i,
+            accepts: i + 3,
+            bytesSent: i * 1000,
+            bytesRecvd: i * 2000,
+            latencyPercentiles: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+          },
+        ],
       };
       store.insert(instance, sample);
     }
@@ -66,7 +76,10 @@ export async function benchMetricsStore(quick: boolean): Promise<Row[]> {
     rows.push({ measure: `insert one sample (all 5 series), mean of ${samples}`, value: (fillMs / samples).toFixed(3), unit: 'ms' });
     rows.push({ measure: 'store size holding 48 h at a 10 s interval', value: folderMiB(dir).toFixed(1), unit: 'MiB' });
 
-    const app = { region: identity.region, appinst: { app_key: { organization: identity.appOrg, name: identity.appname, version: identity.appvers } } };
+    const app = {
+      region: identity.region,
+      appinst: { app_key: { organization: identity.appOrg, name: identity.appname, version: identity.appvers } },
+    };
     const n = quick ? 3 : 10;
     for (const [label, extra] of [
       ['query all 5 series, all 48 h (86400 rows)', {}],
@@ -131,11 +144,19 @@ export async function benchRequestTrace(engine: Engine, quick: boolean): Promise
   const rows: Row[] = [];
   try {
     for (const withAudit of [false, true]) {
-      const ops = withAudit ? { identity: resolveIdentity({}), metrics: new MetricsQueryRunner(store, resolveIdentity({})), auth: new AuthService(dir), audit } : undefined;
+      const ops = withAudit
+        ? { identity: resolveIdentity({}), metrics: new MetricsQueryRunner(store, resolveIdentity({})), auth: new AuthService(dir), audit }
+        : undefined;
       const server = await startServer({ app: createApp({ engine, config: { bodyLimit: 1 << 20 }, ops }), tls, port: 0, host: '127.0.0.1' });
       try {
         const result = await autocannon({ url: `https://127.0.0.1:${server.port}/test/`, connections: 8, duration: quick ? 3 : 8 });
-        rows.push({ server: withAudit ? 'tracid + Prometheus + audit line' : 'tracid + Prometheus only', 'req/s': Math.round(result.requests.average), 'p50 ms': result.latency.p50, 'p99 ms': result.latency.p99, errors: result.errors + result.non2xx });
+        rows.push({
+          server: withAudit ? 'tracid + Prometheus + audit line' : 'tracid + Prometheus only',
+          'req/s': Math.round(result.requests.average),
+          'p50 ms': result.latency.p50,
+          'p99 ms': result.latency.p99,
+          errors: result.errors + result.non2xx,
+        });
       } finally {
         await server.close();
       }

@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const [model, a, b] = args;
   if (!model || !a || !b) throw new Error('usage: node dist/bench/model-ab.js <model> <folder A> <folder B> [--precision int8|fp32] [--blocks 40]');
-  const precision = argValue(args, '--precision') ?? 'int8' as Precision;
+  const precision = argValue(args, '--precision') ?? ('int8' as Precision);
   const blocks = Number(argValue(args, '--blocks') ?? '40');
   if (!Number.isInteger(blocks) || blocks < 1) throw new Error('--blocks must be a whole number of at least 1');
   if (precision !== 'int8' && precision !== 'fp32') throw new Error('--precision must be int8 or fp32');
@@ -26,7 +26,15 @@ async function main(): Promise<void> {
   const shape = manifest.models[model]?.input.shape;
   if (!shape) throw new Error(`no model ${model} in ${a}/manifest.json`);
   const input = new Float32Array(shape.reduce((x, y) => x * y, 1)).map((_, i) => 127 + 120 * Math.sin(i));
-  const only = { workers: 1, threadsPerWorker: 2, idleCores: 'keep', poseModel: null, objectDetector: null, personDetector: null, faceEmbedder: null } as const;
+  const only = {
+    workers: 1,
+    threadsPerWorker: 2,
+    idleCores: 'keep',
+    poseModel: null,
+    objectDetector: null,
+    personDetector: null,
+    faceEmbedder: null,
+  } as const;
   const engines = { A: await Engine.open({ ...only, modelDir: a }), B: await Engine.open({ ...only, modelDir: b }) };
   const samples: Record<'A' | 'B', number[]> = { A: [], B: [] };
   try {
@@ -45,7 +53,12 @@ async function main(): Promise<void> {
   }
   for (const s of Object.values(samples)) s.sort((x, y) => x - y);
   const p50 = (s: number[]) => percentile(s, 50);
-  console.log(`${model} ${precision}, ${samples.A.length} runs each, ${os.cpus()[0]?.model ?? 'cpu'}, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `${model} ${precision}, ${samples.A.length} runs each, ${os.cpus()[0]?.model ?? 'cpu'}, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   console.log(`A ${a}: p50 ${p50(samples.A).toFixed(2)} ms, p90 ${percentile(samples.A, 90).toFixed(2)}`);
   console.log(`B ${b}: p50 ${p50(samples.B).toFixed(2)} ms, p90 ${percentile(samples.B, 90).toFixed(2)}`);
   console.log(`A / B (p50): ${(p50(samples.A) / p50(samples.B)).toFixed(3)}`);

@@ -24,7 +24,13 @@ export async function benchObjectAccuracy(root: string, opts: { quick?: boolean;
   const passes = opts.quick ? 1 : 3;
   const rows: Row[] = [];
   for (const model of OBJECT_DETECTOR_MODELS) {
-    const engine = await Engine.open({ workers: 1, threadsPerWorker: opts.threadsPerWorker ?? 2, objectDetector: model, poseModel: null, faceEmbedder: null });
+    const engine = await Engine.open({
+      workers: 1,
+      threadsPerWorker: opts.threadsPerWorker ?? 2,
+      objectDetector: model,
+      poseModel: null,
+      faceEmbedder: null,
+    });
     try {
       const detections: DetectedObject[][] = [];
       const ms: number[] = [];

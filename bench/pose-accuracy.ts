@@ -21,7 +21,6 @@ import { table } from '../testkit/table.js';
 
 type Row = Record<string, string | number>;
 
-
 const pct = (n: number, d: number) => `${n}/${d} (${d ? ((100 * n) / d).toFixed(0) : '-'}%)`;
 
 /** The configurations compared: whole-image passes of each pose model, and person crops behind each person detector. */
@@ -66,7 +65,10 @@ export async function benchPoseAccuracy(root: string, opts: { quick?: boolean; t
       const sum = (k: keyof PoseScore) => s.reduce((n, x) => n + x[k], 0);
       rows.push({
         'pose model': c.poseModel,
-        mode: c.mode === 'persons' ? `persons (${c.personDetector}${c.personDetector === ENGINE_DEFAULTS.personDetector ? ', the default' : ''})` : 'whole image',
+        mode:
+          c.mode === 'persons'
+            ? `persons (${c.personDetector}${c.personDetector === ENGINE_DEFAULTS.personDetector ? ', the default' : ''})`
+            : 'whole image',
         'max poses': c.maxPoses,
         'persons posed': pct(sum('posed'), sum('persons')),
         [`under ${SMALL_PERSON_PX} px`]: pct(sum('smallPosed'), sum('small')),

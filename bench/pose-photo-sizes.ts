@@ -42,14 +42,21 @@ export async function benchPosePhotoSizes(root: string, precision: PrecisionChoi
       for (const [file, photo] of photos) {
         const src = decode(join(root, 'test', 'data', file));
         const { bytes, scale } = scaledJpeg(root, file, size.side(Math.max(src.width, src.height)));
-        for (const [format, image] of [['jpeg', bytes], ['png', pngOfJpeg(bytes)]] as const) {
+        for (const [format, image] of [
+          ['jpeg', bytes],
+          ['png', pngOfJpeg(bytes)],
+        ] as const) {
           const { poses } = await engine.detectPoses(image, { mode: 'persons' });
           scores[format].push(scorePoses(photo, unscaled(poses, scale), POSE_DEFAULTS.maxPosesPersons));
         }
       }
       const sum = (s: PoseScore[], k: keyof PoseScore) => s.reduce((n, x) => n + x[k], 0);
       const cell = (s: PoseScore[]) => `posed ${sum(s, 'posed')}/${sum(s, 'persons')}, extra ${sum(s, 'extra')}`;
-      rows.push({ 'longer side': size.name, 'JPEG (decoded as small as allowed)': cell(scores.jpeg), 'PNG, same pixels (decoded whole)': cell(scores.png) });
+      rows.push({
+        'longer side': size.name,
+        'JPEG (decoded as small as allowed)': cell(scores.jpeg),
+        'PNG, same pixels (decoded whole)': cell(scores.png),
+      });
     }
   } finally {
     await engine.close();

@@ -33,7 +33,8 @@ interface PoseConfig {
 /** persons (the default mode) or whole, at --precision or at the precision after a colon (persons:fp32). */
 function config(spec: string, precision: PrecisionChoice): PoseConfig {
   const [mode = '', at = precision] = spec.split(':');
-  if (!(POSE_MODES as readonly string[]).includes(mode)) throw new Error(`unknown config ${spec} (${POSE_MODES.join(', ')}, then :int8, :fp32 or :auto)`);
+  if (!(POSE_MODES as readonly string[]).includes(mode))
+    throw new Error(`unknown config ${spec} (${POSE_MODES.join(', ')}, then :int8, :fp32 or :auto)`);
   if (!(PRECISION_CHOICES as readonly string[]).includes(at)) throw new Error(`unknown precision in ${spec}`);
   const engine: EngineOptions = { precision: at as PrecisionChoice, faceEmbedder: null };
   return { name: `mode ${mode}, ${at}`, engine, mode: mode as PoseMode };
@@ -71,7 +72,10 @@ async function oneCall(engine: Engine, photo: Buffer, mode: PoseMode | undefined
 
 function stageRows(samples: Samples): Record<string, string | number>[] {
   const total = samples['total'] ?? [];
-  const totalMedian = percentile([...total].sort((a, b) => a - b), 50);
+  const totalMedian = percentile(
+    [...total].sort((a, b) => a - b),
+    50,
+  );
   return Object.entries(samples).map(([stage, values]) => {
     const sorted = [...values].sort((a, b) => a - b);
     const p50 = percentile(sorted, 50);
@@ -122,7 +126,9 @@ async function main(): Promise<void> {
       const what = `${c.name}, ${frame.width}x${frame.height}${fill < 1 ? `, fill ${fill}` : ''}: ${poses[i]} pose(s), ${samples[i]!['total']!.length} calls, ms`;
       table(`pose route stages, ${what}`, stageRows(samples[i]!));
     }
-    console.log(`\nCPU: ${os.cpus()[0]?.model ?? '?'} x ${os.cpus().length}; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${loadAfter.map((l) => l.toFixed(2)).join(' ')}; ${new Date().toISOString()}`);
+    console.log(
+      `\nCPU: ${os.cpus()[0]?.model ?? '?'} x ${os.cpus().length}; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${loadAfter.map((l) => l.toFixed(2)).join(' ')}; ${new Date().toISOString()}`,
+    );
   } finally {
     for (const e of engines) await e.close();
   }

@@ -27,7 +27,7 @@ function fillUnit(out: Float32Array, dim: number, seed: number): void {
       x ^= x << 13;
       x ^= x >>> 17;
       x ^= x << 5;
-      const v = ((x >>> 0) / 0xffffffff) - 0.5;
+      const v = (x >>> 0) / 0xffffffff - 0.5;
       out[r * dim + i] = v;
       sum += v * v;
     }
@@ -44,7 +44,13 @@ function fillGallery(gallery: GalleryIndex, from: number, count: number): void {
     const n = Math.min(chunk, count - start);
     const vectors = new Float32Array(n * dim);
     fillUnit(vectors, dim, from + start + 1);
-    gallery.add(Array.from({ length: n }, (_, i) => ({ id: from + start + i + 1, subject: `person-${(from + start + i) % 5000}`, embedding: vectors.subarray(i * dim, (i + 1) * dim) })));
+    gallery.add(
+      Array.from({ length: n }, (_, i) => ({
+        id: from + start + i + 1,
+        subject: `person-${(from + start + i) % 5000}`,
+        embedding: vectors.subarray(i * dim, (i + 1) * dim),
+      })),
+    );
   }
 }
 
@@ -98,7 +104,8 @@ export async function benchGallerySearch(root: string, quick: boolean, sizes: nu
     for (const size of sizes) {
       const entries: GalleryEntry[] = enrolled.map((r, i) => ({ id: i + 1, subject: r.face, embedding: r.embedding }));
       const noise = distractors(stats, size - entries.length, size);
-      for (let i = 0; entries.length < size; i++) entries.push({ id: entries.length + 1, subject: `distractor-${i}`, embedding: noise.subarray(i * 1024, (i + 1) * 1024) });
+      for (let i = 0; entries.length < size; i++)
+        entries.push({ id: entries.length + 1, subject: `distractor-${i}`, embedding: noise.subarray(i * 1024, (i + 1) * 1024) });
       const rss0 = rssMb();
       const file = join(dir, `gallery-${size}.hnsw`);
       const first = engine.createGallery({ ...options, annFile: file });
@@ -126,7 +133,21 @@ export async function benchGallerySearch(root: string, quick: boolean, sizes: nu
       const confirmedMs: number[] = [];
       const otherMs: number[] = [];
       const other = otherBeam(gallery.searchBeam);
-      const agree = { top1: 0, ties: 0, realTop1: 0, realSubject: 0, decision: 0, plainRealTop1: 0, plainDecision: 0, confirmed: 0, accepted: 0, acceptedTop1: 0, otherRealTop1: 0, otherAcceptedTop1: 0, otherDecision: 0 };
+      const agree = {
+        top1: 0,
+        ties: 0,
+        realTop1: 0,
+        realSubject: 0,
+        decision: 0,
+        plainRealTop1: 0,
+        plainDecision: 0,
+        confirmed: 0,
+        accepted: 0,
+        acceptedTop1: 0,
+        otherRealTop1: 0,
+        otherAcceptedTop1: 0,
+        otherDecision: 0,
+      };
       const n = queries.length;
       for (let i = 0; i < n; i++) {
         const q = queries[i]!;
@@ -271,9 +292,12 @@ function print(title: string, rows: Row[]): void {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const root = join(fileURLToPath(import.meta.url), '..', '..', '..');
   const quick = process.argv.includes('--quick');
-  if (!process.argv.includes('--no-recognition')) print('Recognition per face (1 worker x 1 thread, gallery of 1,000)', await benchRecognition(root, quick));
+  if (!process.argv.includes('--no-recognition'))
+    print('Recognition per face (1 worker x 1 thread, gallery of 1,000)', await benchRecognition(root, quick));
   const only = process.argv.find((a) => a.startsWith('--gallery-sizes='));
-  const sizes = only ? only.slice('--gallery-sizes='.length).split(',').map(Number) : [1_000, 10_000, 100_000, ...(process.argv.includes('--gallery-1m') ? [1_000_000] : [])];
+  const sizes = only
+    ? only.slice('--gallery-sizes='.length).split(',').map(Number)
+    : [1_000, 10_000, 100_000, ...(process.argv.includes('--gallery-1m') ? [1_000_000] : [])];
   const quantization = process.argv.includes('--gallery-i8') ? 'i8' : 'f16';
   print(`Gallery search at scale, real embeddings + distractors (${quantization})`, await benchGallerySearch(root, quick, sizes, quantization));
 }

@@ -16,7 +16,9 @@ import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.
 import { table } from '../testkit/table.js';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { base: { type: 'string' }, rounds: { type: 'string', default: '6' }, 'per-round': { type: 'string', default: '15' } } });
+  const { values } = parseArgs({
+    options: { base: { type: 'string' }, rounds: { type: 'string', default: '6' }, 'per-round': { type: 'string', default: '15' } },
+  });
   if (!values.base) throw new Error('--base <other checkout>/dist/src/cli.js is required');
   const rounds = Math.min(50, Number(values.rounds));
   const perRound = Math.min(200, Number(values['per-round']));
@@ -32,7 +34,10 @@ async function main(): Promise<void> {
   ];
   const builds: { name: string; server: ServerProcess; agent: https.Agent; times: number[][] }[] = [];
   try {
-    for (const [name, cli] of [['base', values.base], ['this', path.join(REPO_ROOT, 'dist/src/cli.js')]] as const) {
+    for (const [name, cli] of [
+      ['base', values.base],
+      ['this', path.join(REPO_ROOT, 'dist/src/cli.js')],
+    ] as const) {
       const server = await startServerProcess(['--workers', '1', '--data-dir', path.join(tmp, name)], 120_000, [], cli);
       const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
       builds.push({ name, server, agent, times: cases.map(() => []) });
@@ -46,12 +51,28 @@ async function main(): Promise<void> {
       }
     }
     const [base, self] = builds as [(typeof builds)[0], (typeof builds)[0]];
-    table(`route latency, base (${values.base}) against this build, ${rounds} alternating rounds of ${perRound}, --workers 1`, cases.map(([name], k) => {
-      const a = [...base.times[k]!].sort((x, y) => x - y);
-      const b = [...self.times[k]!].sort((x, y) => x - y);
-      return { route: name, n: a.length, 'base p50 ms': median(a).toFixed(1), 'this p50 ms': median(b).toFixed(1), 'p50 diff ms': (median(b) - median(a)).toFixed(1), 'base p99 ms': percentile(a, 99).toFixed(1), 'this p99 ms': percentile(b, 99).toFixed(1) };
-    }));
-    console.log(`load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    table(
+      `route latency, base (${values.base}) against this build, ${rounds} alternating rounds of ${perRound}, --workers 1`,
+      cases.map(([name], k) => {
+        const a = [...base.times[k]!].sort((x, y) => x - y);
+        const b = [...self.times[k]!].sort((x, y) => x - y);
+        return {
+          route: name,
+          n: a.length,
+          'base p50 ms': median(a).toFixed(1),
+          'this p50 ms': median(b).toFixed(1),
+          'p50 diff ms': (median(b) - median(a)).toFixed(1),
+          'base p99 ms': percentile(a, 99).toFixed(1),
+          'this p99 ms': percentile(b, 99).toFixed(1),
+        };
+      }),
+    );
+    console.log(
+      `load average ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')}`,
+    );
   } finally {
     for (const b of builds) {
       b.agent.destroy();

@@ -54,7 +54,6 @@ export interface RouteLatencyBench {
   rows: RouteLatencyRow[];
 }
 
-
 const round = (x: number) => Math.round(x * 10) / 10;
 
 /**
@@ -85,7 +84,6 @@ function frigateForm(image: Buffer): Request {
   return { path: '/v1/vision/detection', body, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-
 /**
  * `total` requests over `connections` keep-alive connections (each its own agent of one socket, one request in
  * flight each), after WARMUP_REQUESTS per connection that are not counted. `agent: 'fresh'`: no keep-alive, a new
@@ -100,22 +98,30 @@ async function measure(
 ): Promise<{ sorted: number[]; answer: string }> {
   const isHttps = base.startsWith('https:');
   const agents = Array.from({ length: connections }, () =>
-    agent === 'fresh' ? (false as const) : isHttps ? new https.Agent({ keepAlive: true, maxSockets: 1 }) : new http.Agent({ keepAlive: true, maxSockets: 1 }),
+    agent === 'fresh'
+      ? (false as const)
+      : isHttps
+        ? new https.Agent({ keepAlive: true, maxSockets: 1 })
+        : new http.Agent({ keepAlive: true, maxSockets: 1 }),
   );
   const samples: number[] = [];
   let answer = '';
   try {
-    await Promise.all(agents.map(async (a) => {
-      for (let i = 0; i < WARMUP_REQUESTS; i++) await post(base, a, r);
-    }));
+    await Promise.all(
+      agents.map(async (a) => {
+        for (let i = 0; i < WARMUP_REQUESTS; i++) await post(base, a, r);
+      }),
+    );
     let sent = 0;
-    await Promise.all(agents.map(async (a) => {
-      while (sent++ < total) {
-        const { ms, text } = await post(base, a, r);
-        samples.push(ms);
-        answer = text;
-      }
-    }));
+    await Promise.all(
+      agents.map(async (a) => {
+        while (sent++ < total) {
+          const { ms, text } = await post(base, a, r);
+          samples.push(ms);
+          answer = text;
+        }
+      }),
+    );
   } finally {
     for (const a of agents) if (a) a.destroy();
   }
@@ -151,7 +157,12 @@ function row(precision: string, name: string, connections: number, { sorted, ans
 }
 
 /** One server at `precision` (undefined: the default, int8), every case in turn. */
-async function benchServer(tmp: string, precision: 'int8' | 'fp32', requests: number, photos: { face: Buffer; scene: Buffer; region: Buffer }): Promise<RouteLatencyRow[]> {
+async function benchServer(
+  tmp: string,
+  precision: 'int8' | 'fp32',
+  requests: number,
+  photos: { face: Buffer; scene: Buffer; region: Buffer },
+): Promise<RouteLatencyRow[]> {
   const httpPort = await freePort();
   const args = ['--data-dir', path.join(tmp, precision), '--http-port', String(httpPort), ...(precision === 'fp32' ? ['--precision', 'fp32'] : [])];
   const server = await startServerProcess(args);
@@ -172,7 +183,14 @@ async function benchServer(tmp: string, precision: 'int8' | 'fp32', requests: nu
     for (const [name, r] of cases) rows.push(row(label, name, 1, await measure(server.url, r, 1, requests)));
     const frigate = frigateForm(photos.region);
     for (const connections of [1, 2]) {
-      rows.push(row(label, 'Frigate: 320x320 multipart /v1/vision/detection, HTTPS keep-alive', connections, await measure(server.url, frigate, connections, requests)));
+      rows.push(
+        row(
+          label,
+          'Frigate: 320x320 multipart /v1/vision/detection, HTTPS keep-alive',
+          connections,
+          await measure(server.url, frigate, connections, requests),
+        ),
+      );
     }
     // Frigate as it ships: plain HTTP (--http-port), requests.post opens a new connection for every region
     const plain = `http://127.0.0.1:${httpPort}/`;
@@ -249,7 +267,12 @@ export async function benchRouteLatencyServers(quick: boolean): Promise<RouteLat
   return {
     date: new Date().toISOString(),
     stages,
-    machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, loadavgBefore, loadavgAfter: os.loadavg().map((x) => Math.round(x * 100) / 100) },
+    machine: {
+      cpu: os.cpus()[0]?.model ?? 'unknown',
+      cores: os.cpus().length,
+      loadavgBefore,
+      loadavgAfter: os.loadavg().map((x) => Math.round(x * 100) / 100),
+    },
     command: ['node', path.relative(ROOT, process.argv[1] ?? ''), ...process.argv.slice(2)].join(' '),
     photos: {
       face: `${VGA_FACE_PHOTO} fitted into 640x480, JPEG q90 (${photos.face.length} bytes)`,
@@ -266,7 +289,10 @@ export function printRouteLatency(b: RouteLatencyBench): void {
       `${b.machine.cores} cores, load average ${b.machine.loadavgBefore.join(', ')} before, ${b.machine.loadavgAfter.join(', ')} after (${b.date})`,
     b.rows,
   );
-  table('Where the time goes: engine stage medians of one call at a time in the bench process (default engine, int8, 1 worker; each call marked as a lone request; no HTTP)', b.stages);
+  table(
+    'Where the time goes: engine stage medians of one call at a time in the bench process (default engine, int8, 1 worker; each call marked as a lone request; no HTTP)',
+    b.stages,
+  );
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {

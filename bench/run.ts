@@ -193,7 +193,7 @@ interface Section<T = unknown> {
   print: (result: T) => void;
 }
 
-const section = <T,>(s: Section<T>): Section => s as Section;
+const section = <T>(s: Section<T>): Section => s as Section;
 const rowsSection = (key: string, groups: Group[], title: string, run: () => Promise<Rows>, notQuick = false): Section =>
   section<Rows>({ key, groups, notQuick, empty: [], run, print: (rows) => table(title, rows) });
 
@@ -203,8 +203,15 @@ function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
   const gallerySizes = [1_000, 10_000, 100_000, ...(process.argv.includes('--gallery-1m') ? [1_000_000] : [])];
   const galleryStorage = process.argv.includes('--gallery-i8') ? 'i8' : 'f16';
   return [
-    rowsSection('int8', ['engine-speed', 'int8'], `int8 models: edgecv running the int8 file vs onnxruntime-node running the fp32 and the int8 file, same input, 2 threads, interleaved; ${int8Cpu} (docs/int8.md)`, () => benchInt8Forward(ctx, manifest)),
-    rowsSection('int8Accuracy', ['int8'], 'int8 and fp32 accuracy from the same run (each precision at its default thresholds; docs/int8.md)', () => benchInt8Accuracy(root)),
+    rowsSection(
+      'int8',
+      ['engine-speed', 'int8'],
+      `int8 models: edgecv running the int8 file vs onnxruntime-node running the fp32 and the int8 file, same input, 2 threads, interleaved; ${int8Cpu} (docs/int8.md)`,
+      () => benchInt8Forward(ctx, manifest),
+    ),
+    rowsSection('int8Accuracy', ['int8'], 'int8 and fp32 accuracy from the same run (each precision at its default thresholds; docs/int8.md)', () =>
+      benchInt8Accuracy(root),
+    ),
     section({
       key: 'forward',
       groups: ['engine-speed'],
@@ -212,7 +219,10 @@ function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
       run: () => benchForwardVsOnnxRuntime(ctx, manifest),
       print: (forward) => {
         if (!forward) return;
-        table('Forward pass, every manifest model: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same file, interleaved', forward.rows);
+        table(
+          'Forward pass, every manifest model: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same file, interleaved',
+          forward.rows,
+        );
         table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
       },
     }),
@@ -221,7 +231,8 @@ function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
       groups: ['engine-speed'],
       empty: null,
       run: () => benchWorkerScaling(ctx),
-      print: (scaling) => scaling && table(`Face detection throughput by layout, 640x480 JPEG (2 workers / 1 worker = ${scaling.scaling.toFixed(2)}x)`, scaling.rows),
+      print: (scaling) =>
+        scaling && table(`Face detection throughput by layout, 640x480 JPEG (2 workers / 1 worker = ${scaling.scaling.toFixed(2)}x)`, scaling.rows),
     }),
     section({
       key: 'routes',
@@ -230,18 +241,52 @@ function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
       run: () => benchRouteLatency(ctx),
       print: (routes) =>
         routes &&
-        table(`Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.keep.toFixed(2)}x keeping idle cores, ${routes.httpScaling.lend.toFixed(2)}x lending them)`, routes.rows),
+        table(
+          `Routes over HTTPS on loopback, 640x480 JPEG, default server (detector 4 / 1 connections = ${routes.httpScaling.keep.toFixed(2)}x keeping idle cores, ${routes.httpScaling.lend.toFixed(2)}x lending them)`,
+          routes.rows,
+        ),
     }),
-    section({ key: 'gpu', groups: ['gpu'], empty: null, run: () => benchGpu({ runs: quick ? 8 : 30, clients: [1, 4, 16] }), print: (r) => r && printGpu(r) }),
+    section({
+      key: 'gpu',
+      groups: ['gpu'],
+      empty: null,
+      run: () => benchGpu({ runs: quick ? 8 : 30, clients: [1, 4, 16] }),
+      print: (r) => r && printGpu(r),
+    }),
     rowsSection('accuracy', [], 'Face detector accuracy (dlib examples/faces: 43 annotated faces, IoU >= 0.5; 10 faceless photos)', benchAccuracy),
     rowsSection('layouts', [], 'Face detection per image, by worker/thread layout (default detector and options)', benchLayouts),
     rowsSection('http', [], 'HTTPS POST /detector/detect/ (500x375 JPEG, loopback, autocannon)', benchHttp),
-    rowsSection('objectSizes', ['pose-objects'], 'Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos', () => benchObjectSizes(ctx)),
-    rowsSection('objectAccuracy', ['pose-objects'], `Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`, () => benchObjectAccuracy(root, { quick })),
-    rowsSection('poseAccuracy', ['pose-objects'], `Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`, () => benchPoseAccuracy(root, { quick })),
-    rowsSection('poseSizes', ['pose-objects'], 'The labelled persons at camera sizes, JPEG against PNG of the same pixels (persons mode, int8; the pose route decodes a JPEG as small as its models allow)', () => benchPosePhotoSizes(root), true),
-    rowsSection('poseObjects', ['pose-objects'], 'Pose and object detection per image (default models and options)', () => benchPoseObjectLatency(ctx)),
-    rowsSection('poseObjectHttp', ['pose-objects'], 'HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', () => benchPoseObjectHttp(ctx)),
+    rowsSection(
+      'objectSizes',
+      ['pose-objects'],
+      'Object detector input size: latency on dog.jpg 768x576, expected objects found in 4 darknet photos',
+      () => benchObjectSizes(ctx),
+    ),
+    rowsSection(
+      'objectAccuracy',
+      ['pose-objects'],
+      `Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`,
+      () => benchObjectAccuracy(root, { quick }),
+    ),
+    rowsSection(
+      'poseAccuracy',
+      ['pose-objects'],
+      `Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`,
+      () => benchPoseAccuracy(root, { quick }),
+    ),
+    rowsSection(
+      'poseSizes',
+      ['pose-objects'],
+      'The labelled persons at camera sizes, JPEG against PNG of the same pixels (persons mode, int8; the pose route decodes a JPEG as small as its models allow)',
+      () => benchPosePhotoSizes(root),
+      true,
+    ),
+    rowsSection('poseObjects', ['pose-objects'], 'Pose and object detection per image (default models and options)', () =>
+      benchPoseObjectLatency(ctx),
+    ),
+    rowsSection('poseObjectHttp', ['pose-objects'], 'HTTPS POST /pose/detect/ and /object/detect/ (640x424 JPEG, loopback, autocannon)', () =>
+      benchPoseObjectHttp(ctx),
+    ),
     rowsSection('metricsStore', [], 'Metrics store: 48 h of 10 s samples in SQLite', () => benchMetricsStore(quick)),
     section({ key: 'metricsPlatform', groups: [], empty: null, run: () => benchMetricsPlatform(quick), print: (r) => r && printMetricsPlatform(r) }),
     section({ key: 'balancer', groups: [], empty: null, run: () => benchBalancer(quick), print: (r) => r && printBalancer(r) }),
@@ -260,7 +305,9 @@ function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
       const engine = await Engine.open({ workers: 1 });
       return benchRequestTrace(engine, quick).finally(() => engine.close());
     }),
-    rowsSection('recognition', [], 'Recognition per face: decode, detect, embed, search a gallery of 1,000 (1 worker x 1 thread)', () => benchRecognition(root, quick)),
+    rowsSection('recognition', [], 'Recognition per face: decode, detect, embed, search a gallery of 1,000 (1 worker x 1 thread)', () =>
+      benchRecognition(root, quick),
+    ),
     rowsSection(
       'gallerySearch',
       [],

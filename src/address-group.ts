@@ -15,5 +15,8 @@ export function addressGroup(address: string | undefined): string {
   // An IPv4 tail (::ffff:0:1.2.3.4, 64:ff9b::1.2.3.4) stands for two groups.
   if (tailGroups.at(-1)?.includes('.')) tailGroups.push('0');
   const full = a.includes('::') ? [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups] : headGroups;
-  return `${full.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return `${full
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }

@@ -21,7 +21,11 @@ export function decodeBase64(text: string, where: string): Buffer {
   const data = /^data:[^,]*?;base64,/i.exec(s);
   if (data) s = s.slice(data[0].length);
   else if (/^data:/i.test(s)) throw new Base64Error(`${where}: a data: URL must be base64 encoded (data:<type>;base64,...)`);
-  s = s.replace(/[\r\n\t]/g, '').replace(/ /g, '+').replace(/-/g, '+').replace(/_/g, '/');
+  s = s
+    .replace(/[\r\n\t]/g, '')
+    .replace(/ /g, '+')
+    .replace(/-/g, '+')
+    .replace(/_/g, '/');
   s = s.replace(/=+$/, '');
   if (s.length === 0) throw new Base64Error(`${where} is empty`, true);
   if (!/^[A-Za-z0-9+/]+$/.test(s) || s.length % 4 === 1) throw new Base64Error(`${where} is not valid base64`);

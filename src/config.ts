@@ -66,7 +66,11 @@ export function durationText(ms: number): string {
 
 /** A byte count for --help, as --body-limit takes it: 8K, 20M. */
 export function bytesText(n: number): string {
-  for (const [unit, size] of [['G', 1024 ** 3], ['M', 1024 ** 2], ['K', 1024]] as const) {
+  for (const [unit, size] of [
+    ['G', 1024 ** 3],
+    ['M', 1024 ** 2],
+    ['K', 1024],
+  ] as const) {
     if (n % size === 0) return `${n / size}${unit}`;
   }
   return String(n);
@@ -75,7 +79,10 @@ export function bytesText(n: number): string {
 /** --net-devices faceEmbedder=cpu,objectDetector=gpu as the engine's netDevices (which checks names and devices). */
 function netDevicesValue(v: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const item of v.split(',').map((x) => x.trim()).filter(Boolean)) {
+  for (const item of v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
     const [net = '', device = ''] = item.split('=').map((x) => x.trim());
     out[net] = device;
   }
@@ -88,6 +95,8 @@ function rangeHelp(range: IntRange, fallback: number): string {
 }
 
 /** Every server option: flag, environment variable, how it is parsed. The order is the --help order. */
+// Kept as a table, one option a row, as the README's options table (test/readme-options.test.ts) is.
+// prettier-ignore
 export const SERVER_OPTIONS = {
   port: { flag: 'port', env: 'EDGECV_PORT', default: DEFAULT_PORT, engine: null, kind: 'port', help: `TCP port (default ${DEFAULT_PORT})` },
   host: { flag: 'host', env: 'EDGECV_HOST', default: DEFAULT_HOST, engine: null, kind: 'string', help: `address to listen on (default ${DEFAULT_HOST})` },
@@ -180,7 +189,6 @@ export function optionTableProblems(table: Readonly<Record<string, Partial<Optio
   return problems;
 }
 
-
 function parseValue(spec: OptionSpec, raw: string, origin: string): string | number | boolean {
   const bad = (what: string): never => {
     throw new ConfigError(`invalid ${origin}: ${JSON.stringify(raw)} (${what})`);
@@ -244,11 +252,7 @@ function parseValue(spec: OptionSpec, raw: string, origin: string): string | num
  * Parses `serve` flags and EDGECV_* environment variables. Throws ConfigError on anything invalid.
  * `cwd` resolves relative paths (data dir, certificate files, model dir).
  */
-export function parseServerConfig(
-  args: readonly string[],
-  env: NodeJS.ProcessEnv = process.env,
-  cwd: string = process.cwd(),
-): ServerConfig {
+export function parseServerConfig(args: readonly string[], env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): ServerConfig {
   const options = Object.fromEntries(
     Object.values(SERVER_OPTIONS).map((s: OptionSpec) => [s.flag, { type: s.kind === 'flag' ? ('boolean' as const) : ('string' as const) }]),
   );

@@ -64,10 +64,4 @@ export {
 } from './engine/face-embedding.js';
 export { GalleryIndex, type GalleryEntry } from './engine/gallery/gallery-index.js';
 export { ENGINE_ERROR_CODES, EngineError, isEngineErrorCode, toEngineError, type EngineErrorCode } from './engine/errors.js';
-export {
-  readImageHeader,
-  sniffImageFormat,
-  tryReadImageHeader,
-  type ImageFormat,
-  type ImageHeader,
-} from './engine/image-header.js';
+export { readImageHeader, sniffImageFormat, tryReadImageHeader, type ImageFormat, type ImageHeader } from './engine/image-header.js';

@@ -7,7 +7,17 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agreement, decodeFaces, decodeMoveNet, decodeYolo, letterbox, nms, toTensor, type Box, type Letterbox } from '../testkit/alternative-decode.js';
+import {
+  agreement,
+  decodeFaces,
+  decodeMoveNet,
+  decodeYolo,
+  letterbox,
+  nms,
+  toTensor,
+  type Box,
+  type Letterbox,
+} from '../testkit/alternative-decode.js';
 import { resizeNearestRgb } from '../testkit/photo-tensor.js';
 import { decode } from '../testkit/vga-photos.js';
 import type { ConvertedManifest } from '../models/model-manifest.js';
@@ -52,7 +62,15 @@ describe('bench/alternatives JS decoding agrees with the addon', () => {
   let engine: Engine;
   beforeAll(async () => {
     // fp32: the JS decoders below run the fp32 files in onnxruntime-node (int8 is checked in int8-models.test.ts)
-    engine = await Engine.open({ workers: 1, threadsPerWorker: 1, precision: 'fp32', faceDetector: 'facemesh-detection-full', poseModel: 'movenet-multipose', objectDetector: 'yolov5s', faceEmbedder: null });
+    engine = await Engine.open({
+      workers: 1,
+      threadsPerWorker: 1,
+      precision: 'fp32',
+      faceDetector: 'facemesh-detection-full',
+      poseModel: 'movenet-multipose',
+      objectDetector: 'yolov5s',
+      faceEmbedder: null,
+    });
   });
   afterAll(async () => {
     await engine.close();
@@ -70,7 +88,11 @@ describe('bench/alternatives JS decoding agrees with the addon', () => {
       { rect: [1, 1, 11, 11], score: 0.8, label: 'cat' },
       { rect: [50, 50, 60, 60], score: 0.4, label: 'dog' },
     ];
-    expect(nms(boxes, 0.45).map((b) => [b.label, b.score])).toEqual([['dog', 0.9], ['cat', 0.8], ['dog', 0.4]]);
+    expect(nms(boxes, 0.45).map((b) => [b.label, b.score])).toEqual([
+      ['dog', 0.9],
+      ['cat', 0.8],
+      ['dog', 0.4],
+    ]);
     expect(nms(boxes, 0.45, Infinity, false).map((b) => b.score)).toEqual([0.9, 0.4]);
   });
 
@@ -84,8 +106,21 @@ describe('bench/alternatives JS decoding agrees with the addon', () => {
     });
     // edgecv's onnxruntime file runs a 640x480 photo on 640x480 (open-input-size.test.ts); the square letterbox the
     // JS side does is what its OpenCV file runs, same fp32 weights
-    const square = await Engine.open({ workers: 1, threadsPerWorker: 1, precision: 'fp32', runtime: 'opencv', objectDetector: 'yolov5s', poseModel: null, personDetector: null, faceEmbedder: null });
-    const edgecv = (await square.detectObjects(png).finally(() => square.close())).objects.map((o) => ({ rect: o.rect, score: o.score, label: o.className }));
+    const square = await Engine.open({
+      workers: 1,
+      threadsPerWorker: 1,
+      precision: 'fp32',
+      runtime: 'opencv',
+      objectDetector: 'yolov5s',
+      poseModel: null,
+      personDetector: null,
+      faceEmbedder: null,
+    });
+    const edgecv = (await square.detectObjects(png).finally(() => square.close())).objects.map((o) => ({
+      rect: o.rect,
+      score: o.score,
+      label: o.className,
+    }));
     expect(js.map((b) => b.label)).toContain('dog');
     expectSameBoxes(edgecv, js, 0.98);
   });
@@ -93,12 +128,22 @@ describe('bench/alternatives JS decoding agrees with the addon', () => {
   it('movenet-multipose: the same person in darknet/person.jpg (256x170)', async () => {
     const { png, rgb } = scaled('darknet/person.jpg', 256, 170);
     const box = letterbox(256, 170, 256);
-    const js = decodeMoveNet(((o) => ({ centre: o[0]!, boxScale: o[1]!, boxOffset: o[2]!, heatmap: o[3]!, regress: o[4]!, offset: o[5]! }))(await run('movenet-multipose', rgb, box, 0)), box, {
-      scoreThreshold: POSE_DEFAULTS.scoreThreshold,
-      maxPoses: POSE_DEFAULTS.maxPoses,
-    });
+    const js = decodeMoveNet(
+      ((o) => ({ centre: o[0]!, boxScale: o[1]!, boxOffset: o[2]!, heatmap: o[3]!, regress: o[4]!, offset: o[5]! }))(
+        await run('movenet-multipose', rgb, box, 0),
+      ),
+      box,
+      {
+        scoreThreshold: POSE_DEFAULTS.scoreThreshold,
+        maxPoses: POSE_DEFAULTS.maxPoses,
+      },
+    );
     const edgecv = (await engine.detectPoses(png, { mode: 'whole' })).poses;
-    expectSameBoxes(edgecv.map((p) => ({ rect: p.box, score: p.score, label: 'person' })), js, 0.98);
+    expectSameBoxes(
+      edgecv.map((p) => ({ rect: p.box, score: p.score, label: 'person' })),
+      js,
+      0.98,
+    );
     // The keypoints too: the nose of the best person within a pixel.
     const nose = edgecv[0]!.keypoints[0]!;
     expect(Math.hypot(js[0]!.keypoints[0]![0] - nose.x, js[0]!.keypoints[0]![1] - nose.y)).toBeLessThan(1);
@@ -110,7 +155,10 @@ describe('bench/alternatives JS decoding agrees with the addon', () => {
     const e = manifest.models['facemesh-detection-full']!;
     const [scores, boxes] = await run('facemesh-detection-full', rgb, box, 0);
     const layers = (e['detector'] as { anchorLayers: { stride: number; anchors: number }[] }).anchorLayers;
-    const js = decodeFaces(scores!, boxes!, layers, box, { scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold });
+    const js = decodeFaces(scores!, boxes!, layers, box, {
+      scoreThreshold: DETECT_DEFAULTS.scoreThreshold,
+      iouThreshold: DETECT_DEFAULTS.iouThreshold,
+    });
     const edgecv = (await engine.detectFaces(png, { tiles: 0 })).faces.map((f) => ({ rect: f.rect, score: f.score, label: 'face' }));
     // The addon merges overlapping candidates by weighted NMS and rounds to whole pixels; JS keeps the best one.
     expectSameBoxes(edgecv, js, 0.9);

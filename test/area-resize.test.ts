@@ -13,7 +13,11 @@ const PHOTOS = ['darknet/person.jpg', 'darknet/kite.jpg', 'darknet/horses.jpg', 
 it('shrinks 8-bit colour images exactly as OpenCV INTER_AREA does', () => {
   const opencv = execFileSync('pkg-config', ['--cflags', '--libs', 'opencv4'], { encoding: 'utf8' }).trim().split(/\s+/);
   const binary = checkProgram('area_resize_check', ['checks/area_resize_check.cc', 'image/area_resize.cc'], ['-O2'], opencv);
-  const run = spawnSync(binary, PHOTOS.map((p) => path.join(DATA_DIR, p)), { encoding: 'utf8' });
+  const run = spawnSync(
+    binary,
+    PHOTOS.map((p) => path.join(DATA_DIR, p)),
+    { encoding: 'utf8' },
+  );
   expect(run.stderr.replace(/libpng warning[^\n]*\n?/g, '')).toBe('');
   expect(run.status).toBe(0);
   const result = JSON.parse(run.stdout) as { cases: number; mismatches: number };

@@ -65,7 +65,10 @@ function expectSane(r: BenchReport) {
   expect(r.errors).toEqual({});
   expect(r.fps.perClient).toHaveLength(r.clients);
   for (const f of r.fps.perClient) expect(f).toBeGreaterThan(0);
-  expect(r.fps.total).toBeCloseTo(r.fps.perClient.reduce((a, b) => a + b, 0), 1);
+  expect(r.fps.total).toBeCloseTo(
+    r.fps.perClient.reduce((a, b) => a + b, 0),
+    1,
+  );
   expect(r.roundTrip.samples).toBe(r.frames);
   expect(r.serverTime.samples).toBe(r.frames);
   expect(r.roundTrip.p50).toBeLessThanOrEqual(r.roundTrip.p90);
@@ -82,8 +85,22 @@ function expectSane(r: BenchReport) {
 describe('edgecv bench', () => {
   it.each(['rest', 'ws'] as const)('measures detection over %s with 2 clients (CLI, --json)', async (transport) => {
     const { code, out, err } = await cli([
-      'bench', '--addr', addr, '--cacert', certFile, '--route', 'detector', '--transport', transport,
-      '--clients', '2', '--duration', '2s', '--images', FACES, '--json',
+      'bench',
+      '--addr',
+      addr,
+      '--cacert',
+      certFile,
+      '--route',
+      'detector',
+      '--transport',
+      transport,
+      '--clients',
+      '2',
+      '--duration',
+      '2s',
+      '--images',
+      FACES,
+      '--json',
     ]);
     expect(err).toBe('');
     expect(code).toBe(0);
@@ -96,8 +113,20 @@ describe('edgecv bench', () => {
 
   it('prints a readable report, and --resize sends smaller images', async () => {
     const { code, out } = await cli([
-      'bench', '--addr', addr, '--insecure', '--route', 'object', '--transport', 'ws', '--duration', '1s',
-      '--images', path.join(DATA_DIR, 'darknet', 'dog.jpg'), '--resize', '240',
+      'bench',
+      '--addr',
+      addr,
+      '--insecure',
+      '--route',
+      'object',
+      '--transport',
+      'ws',
+      '--duration',
+      '1s',
+      '--images',
+      path.join(DATA_DIR, 'darknet', 'dog.jpg'),
+      '--resize',
+      '240',
     ]);
     expect(code).toBe(0);
     expect(out).toMatch(/over WebSocket, 1 client/);

@@ -33,7 +33,16 @@ const johns = new Map<string, LabelledPhoto[]>();
 beforeAll(async () => {
   for (const p of loadJohns(DATA_DIR)) johns.set(p.subject, [...(johns.get(p.subject) ?? []), p]);
   plainPort = await freePort();
-  server = await startServerProcess(['--data-dir', newTmpDir('edgecv-client-replay-'), '--workers', '1', '--http-port', String(plainPort), '--http-routes', 'all']);
+  server = await startServerProcess([
+    '--data-dir',
+    newTmpDir('edgecv-client-replay-'),
+    '--workers',
+    '1',
+    '--http-port',
+    String(plainPort),
+    '--http-routes',
+    'all',
+  ]);
 }, 180_000);
 afterAll(async () => {
   await server?.stop();
@@ -131,7 +140,13 @@ async function recognize(bytes: Buffer, minConfidence: number): Promise<DsFace[]
 }
 
 /** People in none of the enrolled photos nor in the calibration set: dlib's group photos and skimage's astronaut. */
-const STRANGER_PHOTOS = ['dlib/faces/2008_002506.jpg', 'dlib/faces/2009_004587.jpg', 'dlib/faces/2008_001322.jpg', 'dlib/faces/bald_guys.jpg', 'skimage/astronaut.png'];
+const STRANGER_PHOTOS = [
+  'dlib/faces/2008_002506.jpg',
+  'dlib/faces/2009_004587.jpg',
+  'dlib/faces/2008_001322.jpg',
+  'dlib/faces/bald_guys.jpg',
+  'skimage/astronaut.png',
+];
 const ENROLLED = ['John_Salley', 'John_Savage', 'John_Schneider'];
 
 describe('deepstack-python as Home Assistant runs it (min_confidence 0.45, which it cannot change)', () => {
@@ -207,7 +222,7 @@ describe('node-deepstackai-trigger (src/DeepStack.ts: request.post({ formData: {
 // ------------------------------------------------------------------ list routes with no form (item 7)
 
 describe('the list routes read no form, as DeepStack', () => {
-  it("DeepStack SDK listFaces(): a POST without Content-Type or body gets the list", async () => {
+  it('DeepStack SDK listFaces(): a POST without Content-Type or body gets the list', async () => {
     const r = await send('/v1/vision/face/list', undefined);
     expect(r.status).toBe(200);
     expect(r.json.success).toBe(true);
@@ -287,7 +302,8 @@ describe('--http-routes', () => {
     const url = 'http://localhost:5000/';
     expect(plainListenerNote({ host: '0.0.0.0' }, url)).toEqual({ log: `edgecv: DeepStack API (/v1/vision/*) over plain HTTP on ${url}` });
     for (const host of ['127.0.0.1', '::1', 'localhost']) expect(plainListenerNote({ host, httpRoutes: 'all' }, url).warning).toBeUndefined();
-    for (const host of ['0.0.0.0', '::', '192.0.2.7']) expect(plainListenerNote({ host, httpRoutes: 'all' }, url).warning).toMatch(/^edgecv: WARNING: --http-routes all/);
+    for (const host of ['0.0.0.0', '::', '192.0.2.7'])
+      expect(plainListenerNote({ host, httpRoutes: 'all' }, url).warning).toMatch(/^edgecv: WARNING: --http-routes all/);
     // the real server of this file: loopback, so the note and no warning
     expect(server.output()).toContain(`every route (WebSockets included) over plain HTTP on http://127.0.0.1:${plainPort}/`);
     expect(server.output()).not.toContain('WARNING');
@@ -304,7 +320,11 @@ describe('the original training server: /trainer/add/, /train/, /predict/, /remo
       ['skimage/rocket.jpg', 'No face detected'],
       ['dlib/faces/2008_002506.jpg', 'More than 1 face'],
     ] as const) {
-      const r = await send('/trainer/add/', requestsUrlencoded({ image: photo(file).toString('base64'), subject: 'John_Simm', ...owner }), URLENCODED);
+      const r = await send(
+        '/trainer/add/',
+        requestsUrlencoded({ image: photo(file).toString('base64'), subject: 'John_Simm', ...owner }),
+        URLENCODED,
+      );
       expect(r.status, r.text).toBe(200);
       expect(r.json).toMatchObject({ success: 'false', reason });
       expect(r.json.server_processing_time).toMatch(TIME);
@@ -313,7 +333,11 @@ describe('the original training server: /trainer/add/, /train/, /predict/, /remo
 
   it('add with a face: success "true" and the face as "rects", then train, predict and remove answer 200', async () => {
     const simm = johnsOf('John_Simm');
-    const add = await send('/trainer/add/', requestsUrlencoded({ image: simm[0]!.bytes.toString('base64'), subject: 'John_Simm', ...owner }), URLENCODED);
+    const add = await send(
+      '/trainer/add/',
+      requestsUrlencoded({ image: simm[0]!.bytes.toString('base64'), subject: 'John_Simm', ...owner }),
+      URLENCODED,
+    );
     expect(add.status, add.text).toBe(200);
     expect(add.json.success).toBe('true');
     expect(add.json.rects).toEqual([add.json.rect]);

@@ -103,7 +103,9 @@ describe('code size', () => {
   });
 
   it('names each offender with its file, line and length', () => {
-    expect(describeOffender({ file: 'src/a.ts', line: 2, what: 'long', lines: 81, limit: 80 })).toBe('src/a.ts:2 function long is 81 lines (limit 80)');
+    expect(describeOffender({ file: 'src/a.ts', line: 2, what: 'long', lines: 81, limit: 80 })).toBe(
+      'src/a.ts:2 function long is 81 lines (limit 80)',
+    );
     expect(describeOffender({ file: 'src/b.ts', line: 1, what: 'file', lines: 451, limit: 450 })).toBe('src/b.ts:1 file is 451 lines (limit 450)');
   });
 });

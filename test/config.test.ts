@@ -10,7 +10,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TOKEN_TTL_MS } from '../src/auth/tokens.js';
-import { ConfigError, DEFAULT_BODY_LIMIT, optionTableProblems, parseServerConfig, SERVER_OPTIONS, serverOptionsHelp, type ServerConfig } from '../src/config.js';
+import {
+  ConfigError,
+  DEFAULT_BODY_LIMIT,
+  optionTableProblems,
+  parseServerConfig,
+  SERVER_OPTIONS,
+  serverOptionsHelp,
+  type ServerConfig,
+} from '../src/config.js';
 import { ENGINE_DEFAULTS, ENGINE_RANGES } from '../src/engine/limits.js';
 import { DEFAULT_ANN_THRESHOLD } from '../src/engine/gallery/ann-defaults.js';
 import { DEFAULT_METRICS_INTERVAL_MS, DEFAULT_METRICS_RETENTION_MS } from '../src/metrics/collector.js';
@@ -95,7 +103,8 @@ describe('every server option', () => {
       }
     }
     // The flag wins over the environment variable.
-    if (spec.kind !== 'flag') expect(parseServerConfig([`--${spec.flag}`, raw, ...companion], { [spec.env]: 'not-valid-at-all' }, CWD)[key]).toEqual(expected);
+    if (spec.kind !== 'flag')
+      expect(parseServerConfig([`--${spec.flag}`, raw, ...companion], { [spec.env]: 'not-valid-at-all' }, CWD)[key]).toEqual(expected);
   });
 
   it('has every field in every row, and a row without one is named', () => {
@@ -157,7 +166,14 @@ describe('recognition configuration', () => {
     expect(parseServerConfig([], { EDGECV_NO_STORE_CROPS: '0' }, '/w').noStoreCrops).toBe(false);
     expect(parseServerConfig(['--gallery-ann-beam', '96'], {}, '/w').galleryAnnBeam).toBe(96);
     expect(parseServerConfig([], { EDGECV_GALLERY_ANN_BEAM: '256' }, '/w').galleryAnnBeam).toBe(256);
-    for (const [args, env] of [[['--gallery', 'mysql://x'], {}], [[], { EDGECV_GALLERY: 'redis://' }], [[], { EDGECV_NO_STORE_CROPS: 'maybe' }], [['--admin-key', ''], {}], [['--gallery-ann-beam', '0'], {}], [['--gallery-ann-beam', '5000'], {}]] as const) {
+    for (const [args, env] of [
+      [['--gallery', 'mysql://x'], {}],
+      [[], { EDGECV_GALLERY: 'redis://' }],
+      [[], { EDGECV_NO_STORE_CROPS: 'maybe' }],
+      [['--admin-key', ''], {}],
+      [['--gallery-ann-beam', '0'], {}],
+      [['--gallery-ann-beam', '5000'], {}],
+    ] as const) {
       expect(() => parseServerConfig([...args], { ...env }, '/w')).toThrow(ConfigError);
     }
   });
@@ -227,10 +243,11 @@ describe('the options of each feature', () => {
   });
 
   it('the hostile-input and slow-client options, from flags and EDGECV_* variables', () => {
-    const c = parseServerConfig(
-      ['--max-aspect-ratio', '16', '--headers-timeout', '5s', '--min-body-rate', '2K', '--metrics-access', 'loopback'],
-      { EDGECV_MIN_IMAGE_SIDE: '12', EDGECV_HANDSHAKE_TIMEOUT: '3s', EDGECV_REQUEST_TIMEOUT: '1m' },
-    );
+    const c = parseServerConfig(['--max-aspect-ratio', '16', '--headers-timeout', '5s', '--min-body-rate', '2K', '--metrics-access', 'loopback'], {
+      EDGECV_MIN_IMAGE_SIDE: '12',
+      EDGECV_HANDSHAKE_TIMEOUT: '3s',
+      EDGECV_REQUEST_TIMEOUT: '1m',
+    });
     expect(c).toMatchObject({
       maxAspectRatio: 16,
       minImageSide: 12,
@@ -246,13 +263,56 @@ describe('the options of each feature', () => {
 
   it('the instance identity, metrics interval and retention and token TTL: documented defaults, flags and environment', () => {
     const d = resolveIdentity(parseServerConfig([], {}, '/w'));
-    expect(d).toEqual({ region: 'local', appOrg: 'local', appname: 'edgecv', appvers: '0.1.0', cluster: '', clusterorg: '', cloudlet: '', cloudletorg: '', pod: os.hostname() });
+    expect(d).toEqual({
+      region: 'local',
+      appOrg: 'local',
+      appname: 'edgecv',
+      appvers: '0.1.0',
+      cluster: '',
+      clusterorg: '',
+      cloudlet: '',
+      cloudletorg: '',
+      pod: os.hostname(),
+    });
     const c = parseServerConfig(
-      ['--region', 'eu', '--app-org', 'acme', '--appname', 'facesvc', '--cluster', 'c1', '--clusterorg', 'co', '--cloudlet', 'cl', '--cloudletorg', 'clo', '--pod', 'p1', '--metrics-interval', '500ms', '--metrics-retention', '2h', '--token-ttl', '30m'],
+      [
+        '--region',
+        'eu',
+        '--app-org',
+        'acme',
+        '--appname',
+        'facesvc',
+        '--cluster',
+        'c1',
+        '--clusterorg',
+        'co',
+        '--cloudlet',
+        'cl',
+        '--cloudletorg',
+        'clo',
+        '--pod',
+        'p1',
+        '--metrics-interval',
+        '500ms',
+        '--metrics-retention',
+        '2h',
+        '--token-ttl',
+        '30m',
+      ],
       { EDGECV_APPVERS: '3.1.4', EDGECV_REGION: 'us' },
       '/w',
     );
-    expect(resolveIdentity(c)).toEqual({ region: 'eu', appOrg: 'acme', appname: 'facesvc', appvers: '3.1.4', cluster: 'c1', clusterorg: 'co', cloudlet: 'cl', cloudletorg: 'clo', pod: 'p1' });
+    expect(resolveIdentity(c)).toEqual({
+      region: 'eu',
+      appOrg: 'acme',
+      appname: 'facesvc',
+      appvers: '3.1.4',
+      cluster: 'c1',
+      clusterorg: 'co',
+      cloudlet: 'cl',
+      cloudletorg: 'clo',
+      pod: 'p1',
+    });
     expect([c.metricsInterval, c.metricsRetention, c.tokenTtl]).toEqual([500, 2 * 3600_000, 30 * 60_000]);
     expect(parseServerConfig([], { EDGECV_METRICS_INTERVAL: '10' }, '/w').metricsInterval).toBe(10_000);
     expect(() => parseServerConfig(['--metrics-interval', 'soon'], {}, '/w')).toThrow(/--metrics-interval/);
@@ -289,9 +349,28 @@ describe('defaults, precedence, errors and the CLI', () => {
     expect(parseServerConfig([], env, '/w').port).toBe(9000);
     const c = parseServerConfig(
       [
-        '--port', '9443', '--data-dir', 'state', '--tls-cert', 'c.pem', '--tls-key', '/k.pem', '--body-limit', '5M',
-        '--max-pixels', '1000000', '--threads-per-worker', '2', '--queue-limit', '8', '--model-dir', 'm',
-        '--runtime', 'opencv', '--backend', 'cpu',
+        '--port',
+        '9443',
+        '--data-dir',
+        'state',
+        '--tls-cert',
+        'c.pem',
+        '--tls-key',
+        '/k.pem',
+        '--body-limit',
+        '5M',
+        '--max-pixels',
+        '1000000',
+        '--threads-per-worker',
+        '2',
+        '--queue-limit',
+        '8',
+        '--model-dir',
+        'm',
+        '--runtime',
+        'opencv',
+        '--backend',
+        'cpu',
       ],
       env,
       '/w',

@@ -36,11 +36,14 @@ afterAll(async () => {
 
 function request(method: string, pathname: string, body?: unknown): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: running.port, method, path: pathname, headers: body ? { 'content-type': 'application/json' } : {} }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: running.port, method, path: pathname, headers: body ? { 'content-type': 'application/json' } : {} },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.setTimeout(5000, () => req.destroy(new Error('no answer')));
     req.end(body === undefined ? undefined : JSON.stringify(body));

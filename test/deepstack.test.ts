@@ -195,7 +195,9 @@ describe('Frigate deepstack detector plugin', () => {
 
   it('caps the answer at 20 predictions (Frigate has room for 20), unless a limit is asked for', async () => {
     const frame = frigateFrame('dlib/faces/2008_002079.jpg');
-    const capped = predictionsOf<ObjectPrediction>((await post(app, '/v1/vision/detection', pythonForm({ api_key: '', min_confidence: '0.001' }, { image: frame }))).body);
+    const capped = predictionsOf<ObjectPrediction>(
+      (await post(app, '/v1/vision/detection', pythonForm({ api_key: '', min_confidence: '0.001' }, { image: frame }))).body,
+    );
     expect(capped).toHaveLength(20);
     const more = predictionsOf<ObjectPrediction>(
       (await post(app, '/v1/vision/detection', pythonForm({ api_key: '', min_confidence: '0.001', limit: '40' }, { image: frame }))).body,
@@ -205,7 +207,11 @@ describe('Frigate deepstack detector plugin', () => {
   });
 
   it('uses COCO names in lower case with spaces', async () => {
-    const r = await post(app, '/v1/vision/detection', pythonForm({ api_key: '', min_confidence: '0.05', limit: '100' }, { image: photo('darknet/dog.jpg') }));
+    const r = await post(
+      app,
+      '/v1/vision/detection',
+      pythonForm({ api_key: '', min_confidence: '0.05', limit: '100' }, { image: photo('darknet/dog.jpg') }),
+    );
     const labels = predictionsOf<ObjectPrediction>(r.body).map((p) => p.label);
     expect(labels.length).toBeGreaterThan(1);
     for (const l of labels) expect(l).toMatch(/^[a-z]+( [a-z]+)*$/);
@@ -248,7 +254,11 @@ describe('Agent DVR AI server', () => {
     const viaDetection = await post(app, '/v1/vision/detection', pythonForm({}, { image: photo('darknet/person.jpg') }));
     expect(predictionsOf(custom.body)).toEqual(predictionsOf(viaDetection.body));
 
-    expectDsError(await post(app, '/v1/vision/custom/no-such-model', pythonForm({}, { image: photo('darknet/person.jpg') })), 404, /no custom model 'no-such-model'/);
+    expectDsError(
+      await post(app, '/v1/vision/custom/no-such-model', pythonForm({}, { image: photo('darknet/person.jpg') })),
+      404,
+      /no custom model 'no-such-model'/,
+    );
     expectDsError(await post(app, '/v1/vision/custom/bad%20name', pythonForm({}, { image: photo('darknet/person.jpg') })), 400, 'invalid model name');
   });
 });
@@ -459,17 +469,36 @@ describe('Double Take: register two people, recognize them, a stranger is unknow
   it('two keys: register and delete take the API key, as in DeepStack; --deepstack-enrolment-key admin keeps them to the admin key', async () => {
     const twoKeys = appWith(service, { apiKey: API, adminKey: ADMIN });
     const p = johnsOf('John_Shimkus')[1]!;
-    const sdkRegister = await post(twoKeys, '/v1/vision/face/register', pythonForm({ userid: 'Shimkus_by_api_key', api_key: API }, { image: p.bytes }));
+    const sdkRegister = await post(
+      twoKeys,
+      '/v1/vision/face/register',
+      pythonForm({ userid: 'Shimkus_by_api_key', api_key: API }, { image: p.bytes }),
+    );
     expect(sdkRegister.body).toEqual({ success: true, message: 'face added', duration: 0 });
     expect(service.subjects().map((s) => s.subject)).toContain('Shimkus_by_api_key');
-    expect((await post(twoKeys, '/v1/vision/face/delete', pythonForm({ userid: 'Shimkus_by_api_key', api_key: API }))).body).toEqual({ success: true, duration: 0 });
+    expect((await post(twoKeys, '/v1/vision/face/delete', pythonForm({ userid: 'Shimkus_by_api_key', api_key: API }))).body).toEqual({
+      success: true,
+      duration: 0,
+    });
     expect(service.subjects().map((s) => s.subject)).not.toContain('Shimkus_by_api_key');
     // the API key is still needed
-    expectDsError(await post(twoKeys, '/v1/vision/face/register', pythonForm({ userid: 'x', api_key: 'wrong' }, { image: p.bytes })), 401, 'Incorrect api key');
+    expectDsError(
+      await post(twoKeys, '/v1/vision/face/register', pythonForm({ userid: 'x', api_key: 'wrong' }, { image: p.bytes })),
+      401,
+      'Incorrect api key',
+    );
     expectDsError(await post(twoKeys, '/v1/vision/face/delete', pythonForm({ userid: 'John_Shimkus' })), 401, 'Incorrect api key');
 
-    const adminOnly = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, apiKey: API, adminKey: ADMIN, deepstackEnrolmentKey: 'admin' }, recognition: service });
-    expectDsError(await post(adminOnly, '/v1/vision/face/register', nodeFormData({ userid: 'John_Shimkus', api_key: API }, p)), 401, 'wrong admin key');
+    const adminOnly = createApp({
+      engine,
+      config: { bodyLimit: DEFAULT_BODY_LIMIT, apiKey: API, adminKey: ADMIN, deepstackEnrolmentKey: 'admin' },
+      recognition: service,
+    });
+    expectDsError(
+      await post(adminOnly, '/v1/vision/face/register', nodeFormData({ userid: 'John_Shimkus', api_key: API }, p)),
+      401,
+      'wrong admin key',
+    );
     expectDsError(await post(adminOnly, '/v1/vision/face/delete', pythonForm({ userid: 'John_Shimkus', api_key: API })), 401, 'wrong admin key');
     expect((await post(adminOnly, '/v1/vision/face/list', pythonForm({ api_key: API }))).status).toBe(200);
     expect((await post(adminOnly, '/v1/vision/face/register', nodeFormData({ userid: 'Shimkus_by_admin', api_key: ADMIN }, p))).status).toBe(200);
@@ -536,9 +565,17 @@ describe('DeepStack face match', () => {
     expectDsError(await match(salley[0]!.bytes, photo(NO_FACE)), 400, 'no face found');
     expectDsError(await match(photo(NO_FACE), salley[0]!.bytes), 400, 'no face found');
     expectDsError(await post(app, '/v1/vision/face/match', pythonForm({}, { image1: salley[0]!.bytes })), 400, /^No valid image file found/);
-    expectDsError(await post(app, '/v1/vision/face/match', pythonForm({}, { image: salley[0]!.bytes, image2: salley[1]!.bytes })), 400, /image1 and image2/);
+    expectDsError(
+      await post(app, '/v1/vision/face/match', pythonForm({}, { image: salley[0]!.bytes, image2: salley[1]!.bytes })),
+      400,
+      /image1 and image2/,
+    );
     expectDsError(await match(garbage(), salley[0]!.bytes), 400, 'invalid image file');
-    expectDsError(await post(appWith(undefined), '/v1/vision/face/match', pythonForm({}, { image1: salley[0]!.bytes, image2: salley[1]!.bytes })), 403, /not enabled/);
+    expectDsError(
+      await post(appWith(undefined), '/v1/vision/face/match', pythonForm({}, { image1: salley[0]!.bytes, image2: salley[1]!.bytes })),
+      403,
+      /not enabled/,
+    );
   });
 });
 
@@ -555,28 +592,64 @@ describe('DeepStack errors and register with many files', () => {
   it('register takes any number of files under any part names and keeps each as a sample', async () => {
     // DeepStack's documented call: files={"image1": ..., "image2": ...}, data={"userid": ...}
     const simm = johnsOf('John_Simm');
-    const r = await post(app, '/v1/vision/face/register', pythonForm({ userid: 'simm', api_key: ADMIN }, { image1: simm[0]!.bytes, image2: simm[1]!.bytes, x: simm[2]!.bytes }));
+    const r = await post(
+      app,
+      '/v1/vision/face/register',
+      pythonForm({ userid: 'simm', api_key: ADMIN }, { image1: simm[0]!.bytes, image2: simm[1]!.bytes, x: simm[2]!.bytes }),
+    );
     expect(r.body).toEqual({ success: true, message: 'face added', duration: 0 });
     expect(service.subjects()).toEqual([expect.objectContaining({ subject: 'simm', samples: 3 })]);
     // a photo without a face among good ones is skipped; alone it is refused
-    const mixed = await post(app, '/v1/vision/face/register', pythonForm({ userid: 'simm', api_key: ADMIN }, { a: photo(NO_FACE), b: simm[3]!.bytes }));
+    const mixed = await post(
+      app,
+      '/v1/vision/face/register',
+      pythonForm({ userid: 'simm', api_key: ADMIN }, { a: photo(NO_FACE), b: simm[3]!.bytes }),
+    );
     expect(mixed.status).toBe(200);
     expect(service.subjects()[0]!.samples).toBe(4);
-    expectDsError(await post(app, '/v1/vision/face/register', pythonForm({ userid: 'simm', api_key: ADMIN }, { image: photo(NO_FACE) })), 400, 'no face detected');
-    expectDsError(await post(app, '/v1/vision/face/register', pythonForm({ userid: 'simm', api_key: ADMIN }, { image: garbage() })), 400, 'invalid image file');
+    expectDsError(
+      await post(app, '/v1/vision/face/register', pythonForm({ userid: 'simm', api_key: ADMIN }, { image: photo(NO_FACE) })),
+      400,
+      'no face detected',
+    );
+    expectDsError(
+      await post(app, '/v1/vision/face/register', pythonForm({ userid: 'simm', api_key: ADMIN }, { image: garbage() })),
+      400,
+      'invalid image file',
+    );
   });
 
   it('answers DeepStack error strings with fitting statuses', async () => {
     expectDsError(await post(app, '/v1/vision/face/register', pythonForm({ userid: 'x', api_key: ADMIN })), 400, 'No valid image file found');
-    expectDsError(await post(app, '/v1/vision/face/register', pythonForm({ api_key: ADMIN }, { image: johnsOf('John_Simm')[4]!.bytes })), 400, 'userid not specified');
+    expectDsError(
+      await post(app, '/v1/vision/face/register', pythonForm({ api_key: ADMIN }, { image: johnsOf('John_Simm')[4]!.bytes })),
+      400,
+      'userid not specified',
+    );
     expectDsError(await post(app, '/v1/vision/face/delete', pythonForm({ api_key: ADMIN })), 400, 'userid not specified');
     expectDsError(await post(app, '/v1/vision/detection', pythonForm({ api_key: '' })), 400, 'No valid image file found');
     expectDsError(await post(app, '/v1/vision/face/recognize', pythonForm({ api_key: '' })), 400, 'No valid image file found');
     expectDsError(await post(app, '/v1/vision/detection', pythonForm({ api_key: '' }, { image: garbage() })), 400, 'invalid image file');
-    expectDsError(await post(app, '/v1/vision/face', pythonForm({ api_key: '' }, { image: photo('darknet/dog.jpg').subarray(0, 600) })), 400, 'invalid image file');
-    expectDsError(await post(app, '/v1/vision/detection', pythonForm({ min_confidence: 'high' }, { image: photo('darknet/dog.jpg') })), 400, 'Invalid value for min_confidence');
-    expectDsError(await post(app, '/v1/vision/face/recognize', pythonForm({ min_confidence: '1.5' }, { image: photo(GROUP) })), 400, 'min_confidence cannot be greater than 1');
-    expectDsError(await post(app, '/v1/vision/detection', pythonForm({ limit: '0' }, { image: photo('darknet/dog.jpg') })), 400, /Invalid value for limit/);
+    expectDsError(
+      await post(app, '/v1/vision/face', pythonForm({ api_key: '' }, { image: photo('darknet/dog.jpg').subarray(0, 600) })),
+      400,
+      'invalid image file',
+    );
+    expectDsError(
+      await post(app, '/v1/vision/detection', pythonForm({ min_confidence: 'high' }, { image: photo('darknet/dog.jpg') })),
+      400,
+      'Invalid value for min_confidence',
+    );
+    expectDsError(
+      await post(app, '/v1/vision/face/recognize', pythonForm({ min_confidence: '1.5' }, { image: photo(GROUP) })),
+      400,
+      'min_confidence cannot be greater than 1',
+    );
+    expectDsError(
+      await post(app, '/v1/vision/detection', pythonForm({ limit: '0' }, { image: photo('darknet/dog.jpg') })),
+      400,
+      /Invalid value for limit/,
+    );
     const textBody = await app.request('/v1/vision/detection', { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } });
     expect(textBody.status).toBe(415);
     expect(await textBody.json()).toMatchObject({ success: false, duration: 0 });
@@ -653,12 +726,24 @@ describe('--http-port: the DeepStack routes alone over plain HTTP', () => {
 describe('edgecv serve --http-port --api-key (a real server process)', () => {
   it('serves the DeepStack routes on both ports, the rest on HTTPS only, and checks the key', async () => {
     const httpPort = await freePort();
-    const server = await startServerProcess(['--data-dir', newTmpDir('edgecv-deepstack-serve-'), '--workers', '1', '--http-port', String(httpPort), '--api-key', API]);
+    const server = await startServerProcess([
+      '--data-dir',
+      newTmpDir('edgecv-deepstack-serve-'),
+      '--workers',
+      '1',
+      '--http-port',
+      String(httpPort),
+      '--api-key',
+      API,
+    ]);
     try {
       const plainUrl = `http://127.0.0.1:${httpPort}/`;
       expect(server.output()).toContain(`DeepStack API (/v1/vision/*) over plain HTTP on ${plainUrl}`);
       const frame = frigateFrame('darknet/dog.jpg');
-      for (const [key, status] of [[API, 200], ['', 401]] as const) {
+      for (const [key, status] of [
+        [API, 200],
+        ['', 401],
+      ] as const) {
         const { body, type } = await encoded(pythonForm({ api_key: key }, { image: frame }));
         const r = await httpPost(`${plainUrl}v1/vision/detection`, body, { 'content-type': type });
         expect(r.status).toBe(status);

@@ -27,7 +27,11 @@ interface PageCanvas {
   getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } | null;
 }
 declare const window: object;
-declare const document: { getElementById(id: string): unknown; body: { appendChild(n: object): void }; createElement(tag: 'script'): { textContent: string } };
+declare const document: {
+  getElementById(id: string): unknown;
+  body: { appendChild(n: object): void };
+  createElement(tag: 'script'): { textContent: string };
+};
 declare function getComputedStyle(e: object): { backgroundColor: string };
 
 const OUT = path.join(ROOT, 'test-output', 'demo');
@@ -49,7 +53,8 @@ const cspViolations: string[] = [];
 type Json = Record<string, unknown>;
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`node scripts/setup/setup.mjs --test\`, which installs Debian's chromium`);
+  if (!fs.existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: run \`node scripts/setup/setup.mjs --test\`, which installs Debian's chromium`);
   engine = await openEngine({ workers: 2 });
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-demo-')), { log: () => {} });
   await service.ready;
@@ -110,7 +115,12 @@ function pixel(x: number, y: number): Promise<string> {
 }
 
 async function rest(route: string, name: string): Promise<Json> {
-  const r = await httpsRequest(`${running.url}${route.slice(1)}`, { method: 'POST', body: fs.readFileSync(path.join(DATA_DIR, name)), headers: { 'content-type': 'image/jpeg' }, ca });
+  const r = await httpsRequest(`${running.url}${route.slice(1)}`, {
+    method: 'POST',
+    body: fs.readFileSync(path.join(DATA_DIR, name)),
+    headers: { 'content-type': 'image/jpeg' },
+    ca,
+  });
   return JSON.parse(r.text) as Json;
 }
 
@@ -144,20 +154,23 @@ describe('demo page in chromium', () => {
     expect(await page.textContent('#stats')).toMatch(/server [0-9.]+ ms · round trip [0-9.]+ ms/);
   });
 
-  it.each(['rest', 'ws'] as const)('recognition over %s: the name box turns Unknown when the threshold goes below the distance', async (transport) => {
-    const json = await show('recognizer', transport, JOHN);
-    expect(json['success']).toBe('true');
-    expect(json['subject']).toBe('John_Savage');
-    const distance = Number(json['confidence']);
-    const { known, unknown } = await colors();
-    const at = leftBorder(json['rect'] as Rect);
-    expect(await pixel(...at)).toBe(distance <= 105 ? known : unknown);
-    await page.fill('#threshold', String(Math.max(0, Math.floor(distance) - 1)));
-    expect(await pixel(...at)).toBe(unknown);
-    await page.fill('#threshold', String(Math.ceil(distance) + 1));
-    expect(await pixel(...at)).toBe(known);
-    await page.fill('#threshold', '105');
-  });
+  it.each(['rest', 'ws'] as const)(
+    'recognition over %s: the name box turns Unknown when the threshold goes below the distance',
+    async (transport) => {
+      const json = await show('recognizer', transport, JOHN);
+      expect(json['success']).toBe('true');
+      expect(json['subject']).toBe('John_Savage');
+      const distance = Number(json['confidence']);
+      const { known, unknown } = await colors();
+      const at = leftBorder(json['rect'] as Rect);
+      expect(await pixel(...at)).toBe(distance <= 105 ? known : unknown);
+      await page.fill('#threshold', String(Math.max(0, Math.floor(distance) - 1)));
+      expect(await pixel(...at)).toBe(unknown);
+      await page.fill('#threshold', String(Math.ceil(distance) + 1));
+      expect(await pixel(...at)).toBe(known);
+      await page.fill('#threshold', '105');
+    },
+  );
 
   it.each(['rest', 'ws'] as const)('pose over %s: the bones of the returned poses are drawn in their BODY_25 colours', async (transport) => {
     const json = await show('pose', transport, PEOPLE);
@@ -165,13 +178,19 @@ describe('demo page in chromium', () => {
     expect(poses.length).toBeGreaterThan(0);
     // bones are drawn in BODY_25_BONES order, pose after pose: the last one drawn is on top everywhere
     const drawn = poses.flatMap((pose) =>
-      BODY_25_BONES.filter(({ pair }) => pose[pair[0]]![2] > 0 && pose[pair[1]]![2] > 0).map((bone) => ({ bone, a: pose[bone.pair[0]]!, b: pose[bone.pair[1]]! })),
+      BODY_25_BONES.filter(({ pair }) => pose[pair[0]]![2] > 0 && pose[pair[1]]![2] > 0).map((bone) => ({
+        bone,
+        a: pose[bone.pair[0]]!,
+        b: pose[bone.pair[1]]!,
+      })),
     );
     expect(drawn.length).toBeGreaterThan(4);
     const last = drawn.at(-1)!;
     expect(await pixel((last.a[0] + last.b[0]) / 2, (last.a[1] + last.b[1]) / 2)).toBe(`#${last.bone.color}`);
     // the longest bone of the first pose, unless a later bone crosses it there
-    const first = drawn.filter((d) => poses[0]!.includes(d.a)).sort((x, y) => Math.hypot(y.a[0] - y.b[0], y.a[1] - y.b[1]) - Math.hypot(x.a[0] - x.b[0], x.a[1] - x.b[1]))[0]!;
+    const first = drawn
+      .filter((d) => poses[0]!.includes(d.a))
+      .sort((x, y) => Math.hypot(y.a[0] - y.b[0], y.a[1] - y.b[1]) - Math.hypot(x.a[0] - x.b[0], x.a[1] - x.b[1]))[0]!;
     const mid: [number, number] = [(first.a[0] + first.b[0]) / 2, (first.a[1] + first.b[1]) / 2];
     const colour = await pixel(...mid);
     expect(drawn.some((d) => `#${d.bone.color}` === colour)).toBe(true);
@@ -182,7 +201,10 @@ describe('demo page in chromium', () => {
     const objects = json['objects'] as { rect: Rect; class: string; confidence: string }[];
     expect(objects.map((o) => o.class)).toContain('dog');
     const last = objects.at(-1)!;
-    const colour = await page.evaluate((c) => (window as unknown as { edgecvDemo: { classColor(c: string): string } }).edgecvDemo.classColor(c), last.class);
+    const colour = await page.evaluate(
+      (c) => (window as unknown as { edgecvDemo: { classColor(c: string): string } }).edgecvDemo.classColor(c),
+      last.class,
+    );
     const size = await page.evaluate(() => (document.getElementById('view') as PageCanvas).width);
     const [l, t, r, b] = last.rect;
     const x = l >= 0 ? l : r < size ? r : size - 1;
@@ -190,7 +212,12 @@ describe('demo page in chromium', () => {
     // the HTTP reference's screenshot (docs/demo.jpg is a copy of this one): header and picture, JPEG to stay small
     if (transport === 'ws') {
       const box = (await page.locator('#drop').boundingBox())!;
-      await page.screenshot({ path: path.join(OUT, 'readme.jpg'), type: 'jpeg', quality: 80, clip: { x: 0, y: 0, width: 900, height: box.y + box.height + 8 } });
+      await page.screenshot({
+        path: path.join(OUT, 'readme.jpg'),
+        type: 'jpeg',
+        quality: 80,
+        clip: { x: 0, y: 0, width: 900, height: box.y + box.height + 8 },
+      });
     }
   });
 
@@ -223,7 +250,9 @@ describe('demo page in chromium', () => {
 
   // The face library: a subject's samples with their crops; one deleted and one moved from the page.
   it('shows a subject samples with their crops, deletes one and moves one', async () => {
-    const photos = loadJohns(DATA_DIR).filter((p) => p.subject === 'John_Simm').slice(5, 8);
+    const photos = loadJohns(DATA_DIR)
+      .filter((p) => p.subject === 'John_Simm')
+      .slice(5, 8);
     for (const p of photos) await service.enrol('library demo', p.bytes);
     const ids = service.subjects().find((s) => s.subject === 'library demo')!.ids;
     const cards = page.locator('#librarySamples .sample');
@@ -239,7 +268,8 @@ describe('demo page in chromium', () => {
     await expect.poll(() => page.locator('#libraryMore').isHidden()).toBe(true);
     expect(await page.locator('#libraryCount').textContent()).toBe('3 of 3');
     // every crop is a decoded image
-    const widths = () => page.locator('#librarySamples .sample img').evaluateAll((imgs) => imgs.map((i) => (i as unknown as { naturalWidth: number }).naturalWidth));
+    const widths = () =>
+      page.locator('#librarySamples .sample img').evaluateAll((imgs) => imgs.map((i) => (i as unknown as { naturalWidth: number }).naturalWidth));
     await expect.poll(async () => (await widths()).every((w) => w > 0)).toBe(true);
     await expect.poll(async () => (await widths()).length).toBe(3);
     const card = (id: number) => page.locator(`#librarySamples .sample[data-id="${id}"]`);

@@ -82,7 +82,12 @@ const mebibytes = (q: string) => {
   return m ? Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1) : NaN;
 };
 
-async function checkCompose(file: string, text: string, checks: Checks, problems: string[]): Promise<{ httpPorts: Set<number>; drainDelaysMs: number[] }> {
+async function checkCompose(
+  file: string,
+  text: string,
+  checks: Checks,
+  problems: string[],
+): Promise<{ httpPorts: Set<number>; drainDelaysMs: number[] }> {
   const httpPorts = new Set<number>();
   const drainDelaysMs: number[] = [];
   const compose = obj(parseAllDocuments(text, { merge: true })[0]?.toJS());
@@ -102,7 +107,8 @@ async function checkCompose(file: string, text: string, checks: Checks, problems
       } catch (e) {
         problems.push(`${where}: ${(e as Error).message}`);
       }
-      for (const p of strings(service.ports)) if (p.split(':').at(-1) !== String(DEFAULT_CONSOLE_PORT)) problems.push(`${where}: port ${p} is not the console's ${DEFAULT_CONSOLE_PORT}`);
+      for (const p of strings(service.ports))
+        if (p.split(':').at(-1) !== String(DEFAULT_CONSOLE_PORT)) problems.push(`${where}: port ${p} is not the console's ${DEFAULT_CONSOLE_PORT}`);
       continue;
     }
     const config = serveConfig(where, args, env, problems);
@@ -118,7 +124,8 @@ async function checkKubernetes(file: string, text: string, checks: Checks, probl
     const o = obj(doc.toJS());
     if (o.kind === 'Service') {
       for (const p of list(obj(o.spec).ports).map(obj)) {
-        if (p.port !== DEFAULT_PORT && obj(o.metadata).name === 'edgecv') problems.push(`${file}: Service port ${String(p.port)} is not ${DEFAULT_PORT}`);
+        if (p.port !== DEFAULT_PORT && obj(o.metadata).name === 'edgecv')
+          problems.push(`${file}: Service port ${String(p.port)} is not ${DEFAULT_PORT}`);
       }
     }
     if (o.kind !== 'Deployment') continue;
@@ -127,11 +134,16 @@ async function checkKubernetes(file: string, text: string, checks: Checks, probl
       if (!String(c.image).startsWith('edgecv')) continue;
       const where = `${file} container ${String(c.name)}`;
       // values from Secrets and the downward API get a stand-in
-      const env = Object.fromEntries(list(c.env).map(obj).map((e) => [String(e.name), e.value === undefined ? 'stand-in' : String(e.value)]));
+      const env = Object.fromEntries(
+        list(c.env)
+          .map(obj)
+          .map((e) => [String(e.name), e.value === undefined ? 'stand-in' : String(e.value)]),
+      );
       const config = serveConfig(where, strings(c.args), env, problems);
       const ports = list(c.ports).map(obj);
       const port = config?.port ?? DEFAULT_PORT;
-      for (const p of ports) if (p.containerPort !== port) problems.push(`${where}: containerPort ${String(p.containerPort)}, the server listens on ${port}`);
+      for (const p of ports)
+        if (p.containerPort !== port) problems.push(`${where}: containerPort ${String(p.containerPort)}, the server listens on ${port}`);
       const portNames = new Set(ports.map((p) => p.name));
       for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
         const get = obj(obj(c[probe]).httpGet);
@@ -148,10 +160,15 @@ async function checkKubernetes(file: string, text: string, checks: Checks, probl
       const sleep = Number(strings(obj(obj(obj(c.lifecycle).preStop).exec).command).at(-1) ?? 0);
       const drainS = (config?.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS) / 1000;
       const grace = Number(pod.terminationGracePeriodSeconds ?? 30);
-      if (config && !(sleep + drainS < grace)) problems.push(`${where}: preStop ${sleep} s + drain ${drainS} s does not fit terminationGracePeriodSeconds ${grace}`);
+      if (config && !(sleep + drainS < grace))
+        problems.push(`${where}: preStop ${sleep} s + drain ${drainS} s does not fit terminationGracePeriodSeconds ${grace}`);
       // resources: the figures docs/fleet.md gives, the memory request covering the RSS measured there
       const resources = obj(c.resources);
-      for (const [kind, key] of [['requests', 'memory'], ['limits', 'memory'], ['requests', 'cpu']] as const) {
+      for (const [kind, key] of [
+        ['requests', 'memory'],
+        ['limits', 'memory'],
+        ['requests', 'cpu'],
+      ] as const) {
         const here = String(obj(resources[kind])[key]);
         const documented = docsFigure(checks.docs, `${kind}.${key}`);
         if (here !== documented) problems.push(`${where}: resources.${kind}.${key} ${here}, docs/fleet.md says ${documented}`);
@@ -164,12 +181,17 @@ async function checkKubernetes(file: string, text: string, checks: Checks, probl
 
 async function checkDockerfile(file: string, text: string, checks: Checks, problems: string[]): Promise<void> {
   // join continuation lines, drop comments
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   const of = (word: string) => lines.filter((l) => l.split(/\s+/)[0]!.toUpperCase() === word).map((l) => l.slice(word.length).trim());
   const froms = of('FROM');
   if (froms.length < 2) problems.push(`${file}: not multi-stage`);
   for (const f of froms) if (!/bookworm/.test(f)) problems.push(`${file}: FROM ${f} is not Debian bookworm`);
-  if (!of('RUN').some((r) => r.includes('node scripts/setup/setup.mjs'))) problems.push(`${file}: the models are not converted at build time (node scripts/setup/setup.mjs)`);
+  if (!of('RUN').some((r) => r.includes('node scripts/setup/setup.mjs')))
+    problems.push(`${file}: the models are not converted at build time (node scripts/setup/setup.mjs)`);
   const user = of('USER').at(-1);
   if (!user || user === 'root' || user === '0') problems.push(`${file}: runs as root`);
   const env: Record<string, string> = {};
@@ -193,7 +215,13 @@ async function checkDockerfile(file: string, text: string, checks: Checks, probl
   }
 }
 
-async function checkHaproxy(file: string, text: string, checks: Checks, problems: string[], compose: { httpPorts: Set<number>; drainDelaysMs: number[] }): Promise<void> {
+async function checkHaproxy(
+  file: string,
+  text: string,
+  checks: Checks,
+  problems: string[],
+  compose: { httpPorts: Set<number>; drainDelaysMs: number[] },
+): Promise<void> {
   const { httpPorts } = compose;
   let mode = '';
   for (const raw of text.split('\n')) {
@@ -212,7 +240,8 @@ async function checkHaproxy(file: string, text: string, checks: Checks, problems
     if (inter && (words[0] === 'default-server' || words[0] === 'server')) {
       const noticeMs = Number(inter[1]) * (inter[2] === 'ms' ? 1 : 1000) * fall;
       const shortest = Math.min(...compose.drainDelaysMs);
-      if (!(shortest > noticeMs)) problems.push(`${file}: ${line}: a server drains ${shortest} ms before closing, haproxy needs ${noticeMs} ms to see it`);
+      if (!(shortest > noticeMs))
+        problems.push(`${file}: ${line}: a server drains ${shortest} ms before closing, haproxy needs ${noticeMs} ms to see it`);
     }
     if (words[0] === 'server') {
       const port = Number(words[2]!.split(':').at(-1));
@@ -262,7 +291,13 @@ beforeAll(async () => {
 describe('deploy/', () => {
   it('holds the files a fleet starts from', () => {
     expect([...readDeploy().keys()].sort()).toEqual(
-      ['Dockerfile', 'compose.yaml', 'haproxy.cfg', 'prometheus.yml', ...['deployment', 'hpa', 'pdb', 'redis', 'secret.example', 'service'].map((k) => `kubernetes/${k}.yaml`)].sort(),
+      [
+        'Dockerfile',
+        'compose.yaml',
+        'haproxy.cfg',
+        'prometheus.yml',
+        ...['deployment', 'hpa', 'pdb', 'redis', 'secret.example', 'service'].map((k) => `kubernetes/${k}.yaml`),
+      ].sort(),
     );
   });
 
@@ -276,7 +311,13 @@ describe('deploy/', () => {
     const { cert, key } = await generateSelfSigned();
     fs.writeFileSync(pem, `${cert.trim()}\n${key.trim()}\n`);
     const cfg = path.join(dir, 'haproxy.cfg');
-    fs.writeFileSync(cfg, readDeploy().get('haproxy.cfg')!.replaceAll('/etc/haproxy/certs/edgecv.pem', pem).replace(/\bedgecv\d:(\d+)/g, '127.0.0.1:$1'));
+    fs.writeFileSync(
+      cfg,
+      readDeploy()
+        .get('haproxy.cfg')!
+        .replaceAll('/etc/haproxy/certs/edgecv.pem', pem)
+        .replace(/\bedgecv\d:(\d+)/g, '127.0.0.1:$1'),
+    );
     const check = spawnSync('haproxy', ['-c', '-f', cfg], { encoding: 'utf8' });
     expect(`${check.stdout}${check.stderr}`).toMatch(/Configuration file is valid/);
     expect(check.status).toBe(0);
@@ -284,7 +325,10 @@ describe('deploy/', () => {
 
   it('fails on a manifest naming a flag that does not exist, or an environment variable', async () => {
     const files = readDeploy();
-    files.set('kubernetes/deployment.yaml', files.get('kubernetes/deployment.yaml')!.replace('args: ["--workers"', 'args: ["--drain-timout", "20s", "--workers"'));
+    files.set(
+      'kubernetes/deployment.yaml',
+      files.get('kubernetes/deployment.yaml')!.replace('args: ["--workers"', 'args: ["--drain-timout", "20s", "--workers"'),
+    );
     files.set('compose.yaml', files.get('compose.yaml')!.replace('EDGECV_REGION: compose', 'EDGECV_REGOIN: compose'));
     expect(await deployProblems(files, checks)).toEqual([
       // the variable is in the three servers' shared block

@@ -40,9 +40,18 @@ describe('the drain ends within --drain-timeout + 1 s', () => {
     fakes.push(influx);
     const dataDir = tmpDir('edgecv-drain-');
     const server = await startServerProcess([
-      '--data-dir', dataDir, '--workers', '1',
-      '--drain-timeout', '2s', '--handshake-timeout', '20s',
-      '--metrics-sink', `${influx.origin}/edgecv`, '--metrics-interval', '1s',
+      '--data-dir',
+      dataDir,
+      '--workers',
+      '1',
+      '--drain-timeout',
+      '2s',
+      '--handshake-timeout',
+      '20s',
+      '--metrics-sink',
+      `${influx.origin}/edgecv`,
+      '--metrics-interval',
+      '1s',
     ]);
     expect(await eventually(async () => (influx.requests.get('/write') ?? 0) > 0, 20_000)).toBe(true);
     const port = Number(new URL(server.url).port);
@@ -66,8 +75,16 @@ describe('the drain ends within --drain-timeout + 1 s', () => {
     const influx = await startInfluxd(tmpDir('edgecv-drain-influxd-'));
     try {
       const server = await startServerProcess([
-        '--data-dir', tmpDir('edgecv-drain-ok-'), '--workers', '1', '--drain-timeout', '5s',
-        '--metrics-sink', `${influx.origin}/edgecv`, '--metrics-interval', '1h',
+        '--data-dir',
+        tmpDir('edgecv-drain-ok-'),
+        '--workers',
+        '1',
+        '--drain-timeout',
+        '5s',
+        '--metrics-sink',
+        `${influx.origin}/edgecv`,
+        '--metrics-interval',
+        '1h',
       ]);
       // its signal handlers are in place once it has printed its models (the line after "listening on")
       expect(await eventually(async () => /edgecv: models:/.test(server.output()), 10_000)).toBe(true);
@@ -90,9 +107,13 @@ describe('the drain ends within --drain-timeout + 1 s', () => {
     fakes.push(region);
     const dir = tmpDir('edgecv-console-drain-');
     await addUser(dir, 'alice', 'alice-secret-12', ['acme']);
-    const child = spawn(process.execPath, [CLI, 'console', '--port', '0', '--host', '127.0.0.1', '--data-dir', dir, '--region', `eu=${region.origin}/edgecv`, '--drain-timeout', '1s'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [CLI, 'console', '--port', '0', '--host', '127.0.0.1', '--data-dir', dir, '--region', `eu=${region.origin}/edgecv`, '--drain-timeout', '1s'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -101,7 +122,12 @@ describe('the drain ends within --drain-timeout + 1 s', () => {
     const url = /listening on (https:\/\/\S+)/.exec(out)?.[1];
     expect(url, out).toBeDefined();
     const ca = fs.readFileSync(path.join(dir, 'tls', 'cert.pem'), 'utf8');
-    const login = await httpsRequest(new URL('/api/v1/login', url).href, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password: 'alice-secret-12' }), ca });
+    const login = await httpsRequest(new URL('/api/v1/login', url).href, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'alice', password: 'alice-secret-12' }),
+      ca,
+    });
     const token = (JSON.parse(login.text) as { token: string }).token;
     const waiting = httpsRequest(new URL('/api/v1/auth/metrics/app', url).href, {
       method: 'POST',

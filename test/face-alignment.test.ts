@@ -156,7 +156,11 @@ describe('a gallery enrolled before alignment', () => {
     await second.close();
 
     const check = new Database(join(dir, 'gallery.db'), { readonly: true });
-    const stored = check.prepare('SELECT id, model_version, embedding FROM samples').all() as { id: number; model_version: string; embedding: Buffer }[];
+    const stored = check.prepare('SELECT id, model_version, embedding FROM samples').all() as {
+      id: number;
+      model_version: string;
+      embedding: Buffer;
+    }[];
     check.close();
     expect(stored).toHaveLength(enrolled.length);
     for (const s of stored) {

@@ -27,7 +27,11 @@ describe('face detection (default detector and options)', () => {
   it('gives each annotated photo its own face count', async () => {
     for (const image of parseImglabXml(join(DATA_DIR, 'dlib/faces/testing.xml'))) {
       const found = await engine.detectFaces(photo(`dlib/faces/${image.file}`));
-      const m = matchDetections(found.faces.map((f) => f.rect as Rect), image.boxes, 0.5);
+      const m = matchDetections(
+        found.faces.map((f) => f.rect as Rect),
+        image.boxes,
+        0.5,
+      );
       // At most one face missed or extra per photo, and every photo's faces mostly found.
       expect(Math.abs(found.faces.length - image.boxes.length), image.file).toBeLessThanOrEqual(1);
       expect(m.truePositives, image.file).toBeGreaterThanOrEqual(image.boxes.length - 1);
@@ -110,7 +114,11 @@ describe('face detection (default detector and options)', () => {
   });
 
   it('rejects bad input with typed errors and keeps working', async () => {
-    const code = (p: Promise<unknown>) => p.then(() => 'resolved', (e: unknown) => (e instanceof EngineError ? e.code : `untyped ${String(e)}`));
+    const code = (p: Promise<unknown>) =>
+      p.then(
+        () => 'resolved',
+        (e: unknown) => (e instanceof EngineError ? e.code : `untyped ${String(e)}`),
+      );
     expect(await code(engine.detectFaces(garbage(5000)))).toBe('UNSUPPORTED_FORMAT');
     expect(await code(engine.detectFaces(Buffer.alloc(0)))).toBe('INVALID_IMAGE');
     const jpeg = photo('darknet/dog.jpg');

@@ -68,7 +68,11 @@ async function call(app: App, route: string, init: RequestInit = {}): Promise<{ 
 }
 
 async function enrol(app: App, subject: string, bytes: Buffer): Promise<Record<string, unknown>> {
-  const r = await call(app, `/trainer/add/?subject=${encodeURIComponent(subject)}`, { method: 'POST', body: bytes, headers: { 'content-type': 'image/jpeg' } });
+  const r = await call(app, `/trainer/add/?subject=${encodeURIComponent(subject)}`, {
+    method: 'POST',
+    body: bytes,
+    headers: { 'content-type': 'image/jpeg' },
+  });
   expect(r.status).toBe(200);
   return r.body;
 }
@@ -120,7 +124,11 @@ async function eventually(check: () => boolean): Promise<void> {
 // SQLite: searched through the approximate index from the first sample on, its graph saved at close and loaded at
 // the restart below; Redis: exact search here, the approximate index on the peer.
 const STORES = [
-  { kind: 'sqlite', open: () => SqliteGalleryStore.open(path.join(tmp, 'sqlite')), gallery: { annThreshold: 1, annFile: path.join(tmp, 'sqlite', 'ann.usearch') } },
+  {
+    kind: 'sqlite',
+    open: () => SqliteGalleryStore.open(path.join(tmp, 'sqlite')),
+    gallery: { annThreshold: 1, annFile: path.join(tmp, 'sqlite', 'ann.usearch') },
+  },
   { kind: 'redis', open: () => RedisGalleryStore.open(redis.url, () => {}), gallery: {} },
 ] as const;
 
@@ -208,7 +216,11 @@ describe.each(STORES)('the face library over $kind', ({ kind, open: openStore, g
   });
 
   it('deletes one sample by id, and the library survives a restart as it was left', async () => {
-    const r = await call(app, '/trainer/remove/', { method: 'POST', body: JSON.stringify({ subject: 'bob', id: bob }), headers: { 'content-type': 'application/json' } });
+    const r = await call(app, '/trainer/remove/', {
+      method: 'POST',
+      body: JSON.stringify({ subject: 'bob', id: bob }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(r.body).toEqual({ success: 'true', subject: 'bob', removed: [bob] });
     expect((await samplesOf(app, 'bob')).map((s) => s.id)).toEqual([wrong]);
     if (peer) await eventually(() => peer!.subjects().find((s) => s.subject === 'bob')?.samples === 1);
@@ -313,7 +325,10 @@ describe('recognition answers a face too small or too blurred to judge with the 
     expect(Number(named.confidence)).toBeLessThan(105);
 
     // DeepStack (the WebSocket route shares the REST one): "unknown", confidence 0 and the reason, for both.
-    for (const [bytes, reason] of [[small, /^Face too small/], [blurry, /^Face too blurred/]] as const) {
+    for (const [bytes, reason] of [
+      [small, /^Face too small/],
+      [blurry, /^Face too blurred/],
+    ] as const) {
       const [face, ...more] = await recognize(bytes);
       expect(more).toHaveLength(0);
       expect(Object.keys(face!)).toEqual(['userid', 'confidence', 'x_min', 'y_min', 'x_max', 'y_max', 'reason']);

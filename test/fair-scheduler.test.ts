@@ -42,7 +42,7 @@ function harness(slots: number, queueLimit = 64) {
 }
 
 describe('the fair scheduler', () => {
-  it('serves a light client between a heavy client\'s jobs, on the worker kept from large images', async () => {
+  it("serves a light client between a heavy client's jobs, on the worker kept from large images", async () => {
     const h = harness(2);
     for (let i = 0; i < 8; i++) void h.submit('heavy', MP12);
     expect(h.running()).toEqual(['heavy1', 'heavy2']); // alone, it has both workers
@@ -138,12 +138,17 @@ describe('a real server with one worker', () => {
     await server?.stop();
   });
 
-  it('answers a light client before the heavy client\'s photos that came first', async () => {
+  it("answers a light client before the heavy client's photos that came first", async () => {
     const big = fittedJpeg(ROOT, VGA_FACE_PHOTO, 4000, 3000);
     const small = vgaJpeg(ROOT, VGA_FACE_PHOTO);
     const order: string[] = [];
     const send = (name: string, from: string, body: Buffer) =>
-      httpsRequest(`${server.url}v1/vision/face/`, { method: 'POST', agent, body, headers: { 'content-type': 'image/jpeg', 'x-forwarded-for': from } }).then((r) => {
+      httpsRequest(`${server.url}v1/vision/face/`, {
+        method: 'POST',
+        agent,
+        body,
+        headers: { 'content-type': 'image/jpeg', 'x-forwarded-for': from },
+      }).then((r) => {
         expect(r.status, r.text).toBe(200);
         order.push(name);
       });

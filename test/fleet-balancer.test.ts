@@ -46,13 +46,25 @@ const johns = new Map<string, LabelledPhoto[]>();
 let face: Buffer;
 
 const argsOf = (m: FleetMember) => [
-  '--data-dir', path.join(tmp, m.name), '--workers', '1', '--gallery', redis.url, '--admin-key', KEY,
+  '--data-dir',
+  path.join(tmp, m.name),
+  '--workers',
+  '1',
+  '--gallery',
+  redis.url,
+  '--admin-key',
+  KEY,
   // the plain listener (127.0.0.1 only) serves every route: haproxy terminates TLS in front of it
-  '--http-routes', 'all',
+  '--http-routes',
+  'all',
   // readiness fails 1 s before the listener closes: 5 health checks of haproxy
-  '--drain-delay', '1s', '--drain-timeout', '10s',
+  '--drain-delay',
+  '1s',
+  '--drain-timeout',
+  '10s',
   // no periodic sample during the test: the one in metrics.db after a stop is the drain's last sample
-  '--metrics-interval', '1h',
+  '--metrics-interval',
+  '1h',
 ];
 
 async function restart(i: number): Promise<void> {
@@ -89,7 +101,12 @@ function summary(r: LoadResult): string {
 }
 
 async function enrol(url: string, subject: string, bytes: Buffer): Promise<{ status: number; id?: number }> {
-  const res = await httpsRequest(`${url}?subject=${subject}`, { method: 'POST', headers: { 'content-type': 'image/jpeg', 'x-api-key': KEY }, body: bytes, agent });
+  const res = await httpsRequest(`${url}?subject=${subject}`, {
+    method: 'POST',
+    headers: { 'content-type': 'image/jpeg', 'x-api-key': KEY },
+    body: bytes,
+    agent,
+  });
   return res.status === 200 ? { status: 200, id: (JSON.parse(res.text) as { id: number }).id } : { status: res.status };
 }
 
@@ -140,19 +157,30 @@ describe('gallery changes through the balancer', () => {
     expect(b.status).toBe(200);
     const acknowledged = Date.now();
     for (let i = 0; i < 3; i++) {
-      expect(await eventually(async () => (await predict(direct(i, '/recognizer/predict/'), johns.get(alice)![5]!.bytes)) === alice, 2000 - (Date.now() - acknowledged))).toBe(true);
+      expect(
+        await eventually(
+          async () => (await predict(direct(i, '/recognizer/predict/'), johns.get(alice)![5]!.bytes)) === alice,
+          2000 - (Date.now() - acknowledged),
+        ),
+      ).toBe(true);
     }
     const seenByAll = Date.now() - acknowledged;
     for (let i = 0; i < 3; i++) expect(await predict(direct(i, '/recognizer/predict/'), johns.get(bob)![5]!.bytes)).toBe(bob);
 
-    const removed = await httpsRequest(termination(`/trainer/remove/?subject=${bob}&id=${b.id}`), { method: 'POST', headers: { 'x-api-key': KEY }, agent });
+    const removed = await httpsRequest(termination(`/trainer/remove/?subject=${bob}&id=${b.id}`), {
+      method: 'POST',
+      headers: { 'x-api-key': KEY },
+      agent,
+    });
     expect(removed.status).toBe(200);
     const removedAt = Date.now();
     for (let i = 0; i < 3; i++) {
       expect(await eventually(async () => !(await sampleIds(i)).has(bob), 2000 - (Date.now() - removedAt))).toBe(true);
       expect(await predict(direct(i, '/recognizer/predict/'), johns.get(bob)![5]!.bytes)).not.toBe(bob);
     }
-    console.log(`fleet: enrolment recognized by all 3 servers ${seenByAll} ms after its acknowledgement; removal gone from all ${Date.now() - removedAt} ms after`);
+    console.log(
+      `fleet: enrolment recognized by all 3 servers ${seenByAll} ms after its acknowledgement; removal gone from all ${Date.now() - removedAt} ms after`,
+    );
   });
 });
 
@@ -239,7 +267,8 @@ describe('SIGKILL under load', () => {
     const deadline = Date.now() + 10_000;
     while (Object.keys(downAfter).length < 2 && Date.now() < deadline) {
       for (const row of await haproxy.stat()) {
-        if (row.server === 's0' && row.status.startsWith('DOWN') && !(row.backend in downAfter)) downAfter[row.backend] = Math.round(performance.now() - killedAt);
+        if (row.server === 's0' && row.status.startsWith('DOWN') && !(row.backend in downAfter))
+          downAfter[row.backend] = Math.round(performance.now() - killedAt);
       }
       await new Promise((r) => setTimeout(r, 10));
     }

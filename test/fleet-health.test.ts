@@ -75,7 +75,7 @@ describe('readiness and liveness', () => {
     const { model, version, dim } = recognition.embedder;
     let x = 7;
     const unit = () => {
-      const v = new Float32Array(dim).map(() => ((x = (x * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff) - 0.5);
+      const v = new Float32Array(dim).map(() => (x = (x * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff - 0.5);
       const n = Math.hypot(...v);
       return v.map((e) => e / n);
     };
@@ -120,11 +120,15 @@ describe('drain of a listening server', () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const get = (path: string, body?: Buffer) =>
       new Promise<{ status: number; connection: string | undefined; port: number }>((resolve, reject) => {
-        const req = http.request(`${server.url}${path.slice(1)}`, { agent, method: body ? 'POST' : 'GET', headers: body ? { 'content-type': 'image/jpeg' } : {} }, (res) => {
-          const port = (res.socket.address() as AddressInfo).port;
-          res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, port }));
-        });
+        const req = http.request(
+          `${server.url}${path.slice(1)}`,
+          { agent, method: body ? 'POST' : 'GET', headers: body ? { 'content-type': 'image/jpeg' } : {} },
+          (res) => {
+            const port = (res.socket.address() as AddressInfo).port;
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, port }));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
@@ -134,7 +138,9 @@ describe('drain of a listening server', () => {
 
       const ws = new WebSocket(`ws://127.0.0.1:${server.port}/ws/detector/detect`);
       await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-      const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+      const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+        ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+      );
 
       // a face detection in flight when the drain begins
       const inFlight = get('/detector/detect/', photo('dlib/faces/2008_002506.jpg'));
@@ -170,7 +176,12 @@ describe('the audit trail', () => {
     ready = false;
     expect((await app.request('/health/ready')).status).toBe(503);
     expect((await app.request('/test')).status).toBe(200);
-    expect(audit.recent().map((e) => `${e.route} ${e.status}`).sort()).toEqual(['/health/ready 503', '/test 200']);
+    expect(
+      audit
+        .recent()
+        .map((e) => `${e.route} ${e.status}`)
+        .sort(),
+    ).toEqual(['/health/ready 503', '/test 200']);
     audit.close();
   });
 });

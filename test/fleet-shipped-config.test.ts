@@ -60,14 +60,18 @@ function stats(): Promise<StatRow[]> {
           const [header, ...rows] = text.trim().split('\n');
           const names = header!.replace(/^# /, '').split(',');
           const at = (f: string[], name: string) => f[names.indexOf(name)] ?? '';
-          resolve(rows.map((r) => r.split(',')).map((f) => ({ backend: at(f, 'pxname'), server: at(f, 'svname'), status: at(f, 'status'), check: at(f, 'check_status') })));
+          resolve(
+            rows
+              .map((r) => r.split(','))
+              .map((f) => ({ backend: at(f, 'pxname'), server: at(f, 'svname'), status: at(f, 'status'), check: at(f, 'check_status') })),
+          );
         });
       })
       .on('error', reject);
   });
 }
 
-const members = () => (stats().then((rows) => rows.filter((r) => NAMES.includes(r.server))));
+const members = () => stats().then((rows) => rows.filter((r) => NAMES.includes(r.server)));
 
 beforeAll(async () => {
   redis = await startRedis(tmp);
@@ -78,7 +82,24 @@ beforeAll(async () => {
   servers.push(
     ...(await Promise.all(
       memberPorts.map((p, i) =>
-        startServerProcess(['--port', String(p.https), '--http-port', String(p.http), '--http-routes', 'all', '--drain-delay', '3s', '--workers', '1', '--pod', NAMES[i]!, '--gallery', redis.url, '--data-dir', path.join(tmp, NAMES[i]!)]),
+        startServerProcess([
+          '--port',
+          String(p.https),
+          '--http-port',
+          String(p.http),
+          '--http-routes',
+          'all',
+          '--drain-delay',
+          '3s',
+          '--workers',
+          '1',
+          '--pod',
+          NAMES[i]!,
+          '--gallery',
+          redis.url,
+          '--data-dir',
+          path.join(tmp, NAMES[i]!),
+        ]),
       ),
     )),
   );

@@ -56,11 +56,16 @@ it(`survives ${CASES} seeded hostile requests with no 500 and only JSON answers`
   // Every import case carries at least one bad line: each is refused whole, and nothing of it is stored.
   expect(Object.keys(report.byKind['import']!.statuses)).toEqual(['400']);
   const agent = new https.Agent({ rejectUnauthorized: false });
-  const caps = JSON.parse((await httpsRequest(`${server.url}server/capabilities/`, { agent })).text) as { gallery: { state: string; quarantined: number; embedder: { dim: number } } };
+  const caps = JSON.parse((await httpsRequest(`${server.url}server/capabilities/`, { agent })).text) as {
+    gallery: { state: string; quarantined: number; embedder: { dim: number } };
+  };
   expect(caps.gallery).toMatchObject({ state: 'ready', quarantined: 0 });
   const exported = await httpsRequest(`${server.url}trainer/export/`, { headers: { authorization: `Bearer ${KEY}` }, agent });
   expect(exported.status).toBe(200);
-  const rows = exported.text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { subject: string; embedding: string });
+  const rows = exported.text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { subject: string; embedding: string });
   expect(rows.filter((r) => r.subject.startsWith('fuzz-import'))).toEqual([]);
   for (const r of rows) {
     const bytes = Buffer.from(r.embedding, 'base64');

@@ -56,13 +56,20 @@ function enrol(server: ServerProcess, subject: string, bytes: Buffer) {
 }
 
 async function predict(server: ServerProcess, bytes: Buffer): Promise<{ status: number; subject?: string }> {
-  const res = await httpsRequest(`${server.url}recognizer/predict/`, { method: 'POST', headers: { 'content-type': 'image/jpeg' }, body: bytes, agent });
+  const res = await httpsRequest(`${server.url}recognizer/predict/`, {
+    method: 'POST',
+    headers: { 'content-type': 'image/jpeg' },
+    body: bytes,
+    agent,
+  });
   return res.status === 200 ? { status: 200, subject: (JSON.parse(res.text) as { subject: string }).subject } : { status: res.status };
 }
 
 async function subjects(server: ServerProcess): Promise<Record<string, number>> {
   const res = await httpsRequest(`${server.url}trainer/subjects/`, { agent });
-  return Object.fromEntries((JSON.parse(res.text) as { subjects: { subject: string; samples: number }[] }).subjects.map((s) => [s.subject, s.samples]));
+  return Object.fromEntries(
+    (JSON.parse(res.text) as { subjects: { subject: string; samples: number }[] }).subjects.map((s) => [s.subject, s.samples]),
+  );
 }
 
 describe('fleet gallery on Redis', () => {
@@ -116,7 +123,10 @@ async function galleryOf(server: ServerProcess): Promise<GalleryCapabilities> {
 
 /** Subject -> sample count as Redis holds it. */
 function redisSubjects(): Record<string, number> {
-  const lines = redis.cli('HVALS', 'edgecv:gallery:subjects').split('\n').filter((l) => l !== '');
+  const lines = redis
+    .cli('HVALS', 'edgecv:gallery:subjects')
+    .split('\n')
+    .filter((l) => l !== '');
   const out: Record<string, number> = {};
   for (const l of lines) out[l] = (out[l] ?? 0) + 1;
   return out;
@@ -138,7 +148,11 @@ describe('fleet gallery against bad input and a frozen Redis', () => {
   it('warns at start and in capabilities that this Redis does not persist', async () => {
     for (const server of [a, b]) {
       expect(server.output()).toMatch(/WARNING: the gallery's Redis \(redis:\/\/127\.0\.0\.1:\d+\/0\) does not persist/);
-      expect((await galleryOf(server)).store).toMatchObject({ kind: 'redis', persistence: 'none', warning: expect.stringMatching(/lost when Redis restarts/) });
+      expect((await galleryOf(server)).store).toMatchObject({
+        kind: 'redis',
+        persistence: 'none',
+        warning: expect.stringMatching(/lost when Redis restarts/),
+      });
     }
   });
 
@@ -169,10 +183,18 @@ describe('fleet gallery against bad input and a frozen Redis', () => {
     const line = JSON.parse(exported.text.split('\n')[0]!) as Record<string, unknown>;
     const bytes = Buffer.from(String(line['embedding']), 'base64');
     bytes.writeFloatLE(NaN, 8);
-    const body = [JSON.stringify({ ...line, subject: 'Fleet_Newcomer' }), JSON.stringify({ ...line, subject: 'Fleet_Poison', embedding: bytes.toString('base64') })].join('\n');
+    const body = [
+      JSON.stringify({ ...line, subject: 'Fleet_Newcomer' }),
+      JSON.stringify({ ...line, subject: 'Fleet_Poison', embedding: bytes.toString('base64') }),
+    ].join('\n');
     const samplesBefore = redis.cli('HLEN', 'edgecv:gallery:samples');
     const nextIdBefore = redis.cli('GET', 'edgecv:gallery:next-id');
-    const res = await httpsRequest(`${a.url}trainer/import/`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'x-api-key': KEY }, body, agent });
+    const res = await httpsRequest(`${a.url}trainer/import/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson', 'x-api-key': KEY },
+      body,
+      agent,
+    });
     expect(res.status).toBe(400);
     expect(res.text).toMatch(/line 2: .*non-finite/);
     expect(redis.cli('HLEN', 'edgecv:gallery:samples')).toBe(samplesBefore);

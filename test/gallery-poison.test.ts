@@ -92,7 +92,11 @@ describe('import validation', () => {
     for (const [what, poison] of poisons) {
       for (const mode of ['append', 'replace']) {
         const body = [good, typeof poison === 'string' ? poison : JSON.stringify(poison), good].join('\n');
-        const res = await app.request(`/trainer/import/?mode=${mode}`, { method: 'POST', body, headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
+        const res = await app.request(`/trainer/import/?mode=${mode}`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/x-ndjson', ...AUTH },
+        });
         expect(res.status, `${what} (${mode})`).toBe(400);
         expect(((await res.json()) as { error: string }).error, what).toMatch(/^line 2: /);
         expect(rowCount(dir), `${what} (${mode}): the store holds nothing of the refused import`).toBe(before);
@@ -108,7 +112,11 @@ describe('import validation', () => {
     expect(again.size).toBe(6);
     for (const subject of people) expect(await predict(again, johns.get(subject)![7]!.bytes)).toEqual({ status: 200, subject });
     // the good line alone still imports
-    const ok = await appFor(again).request('/trainer/import/', { method: 'POST', body: good, headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
+    const ok = await appFor(again).request('/trainer/import/', {
+      method: 'POST',
+      body: good,
+      headers: { 'content-type': 'application/x-ndjson', ...AUTH },
+    });
     expect(ok.status).toBe(200);
     expect(rowCount(dir)).toBe(7);
     await again.close();
@@ -142,7 +150,9 @@ describe('quarantine at load', () => {
     for (const subject of people) expect(await predict(service, johns.get(subject)![7]!.bytes)).toEqual({ status: 200, subject });
 
     // reported: capabilities, Prometheus
-    const caps = (await (await appFor(service).request('/server/capabilities/')).json()) as { gallery: { state: string; quarantined: number; store: { persistence: string } } };
+    const caps = (await (await appFor(service).request('/server/capabilities/')).json()) as {
+      gallery: { state: string; quarantined: number; store: { persistence: string } };
+    };
     expect(caps.gallery).toMatchObject({ state: 'ready', quarantined: bad.length, store: { kind: 'sqlite', persistence: 'wal-fsync' } });
     watchGallery(service);
     try {

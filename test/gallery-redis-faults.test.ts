@@ -46,7 +46,9 @@ async function redisWith(args: string[]): Promise<RedisServer> {
  * A TCP relay to Redis that, once armed, starts holding Redis's replies when a client sends EXEC: on that
  * connection only, or on every connection (then the subscription's broadcasts are held too). release() lets them go.
  */
-async function replyHoldingRelay(port: number): Promise<{ url: string; arm(scope: 'exec-connection' | 'all'): void; heldBytes(): number; release(): void; close(): void }> {
+async function replyHoldingRelay(
+  port: number,
+): Promise<{ url: string; arm(scope: 'exec-connection' | 'all'): void; heldBytes(): number; release(): void; close(): void }> {
   const relays: { held: Buffer[]; holding: boolean; client: net.Socket }[] = [];
   let armed: 'exec-connection' | 'all' | null = null;
   const server = net.createServer((client) => {

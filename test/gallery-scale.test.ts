@@ -34,7 +34,8 @@ beforeAll(async () => {
   entries = faces.filter((f) => f.variant > 0).map((f, i) => ({ id: i + 1, subject: f.face, embedding: f.embedding }));
   const stats = statistics(faces.map((f) => f.embedding));
   const noise = distractors(stats, DISTRACTORS, 11);
-  for (let i = 0; i < DISTRACTORS; i++) entries.push({ id: 100_000 + i, subject: `distractor-${i}`, embedding: noise.subarray(i * 1024, (i + 1) * 1024) });
+  for (let i = 0; i < DISTRACTORS; i++)
+    entries.push({ id: 100_000 + i, subject: `distractor-${i}`, embedding: noise.subarray(i * 1024, (i + 1) * 1024) });
   queries = faces.filter((f) => f.variant === 0).map((f) => f.embedding);
   realQueries = queries.length;
   const unknown = distractors(stats, 200, 12); // nobody enrolled: mostly rejections
@@ -202,7 +203,15 @@ describe('int8 scan that confirms a would-be rejection', () => {
     await check(entries);
     // Remove every enrolled sample of half the faces (the nearest of their queries) and every 3rd distractor;
     // give the first remaining enrolled ids other faces' embeddings.
-    const gone = new Set(entries.filter((e, i) => (!e.subject.startsWith('distractor-') && faces.findIndex((f) => f.face === e.subject) % 2 === 0) || (e.subject.startsWith('distractor-') && i % 3 === 0)).map((e) => e.id));
+    const gone = new Set(
+      entries
+        .filter(
+          (e, i) =>
+            (!e.subject.startsWith('distractor-') && faces.findIndex((f) => f.face === e.subject) % 2 === 0) ||
+            (e.subject.startsWith('distractor-') && i % 3 === 0),
+        )
+        .map((e) => e.id),
+    );
     rows.delete(Float64Array.from(gone));
     rows.delete(Float64Array.of(123_456_789)); // not there: ignored
     const kept = entries.filter((e) => !gone.has(e.id));
@@ -380,7 +389,14 @@ describe('recognition service with the approximate index', () => {
     // Import real embeddings as JSON lines (export format without crops) plus one photo line.
     const model = first.embedder;
     const lines = entries.slice(0, 600).map((e) =>
-      JSON.stringify({ subject: e.subject, model: model.model, model_version: model.version, embedding: Buffer.from(e.embedding.buffer.slice(e.embedding.byteOffset, e.embedding.byteOffset + 4096)).toString('base64'), crop: null, crop_rect: null }),
+      JSON.stringify({
+        subject: e.subject,
+        model: model.model,
+        model_version: model.version,
+        embedding: Buffer.from(e.embedding.buffer.slice(e.embedding.byteOffset, e.embedding.byteOffset + 4096)).toString('base64'),
+        crop: null,
+        crop_rect: null,
+      }),
     );
     lines.push(JSON.stringify({ subject: 'astronaut', image: photo('skimage/astronaut.png').toString('base64') }));
     const importing = first.import(lines.join('\n'), false);

@@ -75,8 +75,8 @@ describe.each(kinds)('%s store: remove by id is compare-and-set', (_kind, open) 
       // the remove starts a few microtasks after the move, a different number each round, so that some rounds
       // land it between the move's reads and its write
       const [moved, removed] = await Promise.all([store.move(s.id, 'carol', 'dave'), ticks(round).then(() => other.remove('carol', s.id))]);
-      expect((moved !== null) !== (removed.length > 0)).toBe(true); // exactly one succeeded
-      const daves = (await idsOf(store, 'dave'));
+      expect((moved !== null) !== removed.length > 0).toBe(true); // exactly one succeeded
+      const daves = await idsOf(store, 'dave');
       expect(daves.includes(s.id)).toBe(moved !== null);
       expect(await idsOf(store, 'carol')).not.toContain(s.id);
     }

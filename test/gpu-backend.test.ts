@@ -96,7 +96,10 @@ describe('--backend gpu on a software Vulkan device', () => {
       type Obj = { rect: number[]; class: string; confidence: string };
       const go = (g.json['objects'] ?? []) as Obj[];
       const co = (c.json['objects'] ?? []) as Obj[];
-      expect(go.map((o) => o.class), name).toEqual(co.map((o) => o.class));
+      expect(
+        go.map((o) => o.class),
+        name,
+      ).toEqual(co.map((o) => o.class));
       expect(co.length, name).toBeGreaterThan(0);
       go.forEach((o, i) => {
         expectClose(o.rect, co[i]!.rect, PIXELS, `${name} object ${i}`);
@@ -146,11 +149,13 @@ describe('--backend gpu on a software Vulkan device', () => {
 
   it('reports where each net runs to Prometheus, and the GPU runs', async () => {
     const metrics = await new Promise<string>((resolve, reject) => {
-      https.get(new URL('/metrics', gpu.url), { agent }, (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d));
-        res.on('end', () => resolve(text));
-      }).on('error', reject);
+      https
+        .get(new URL('/metrics', gpu.url), { agent }, (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve(text));
+        })
+        .on('error', reject);
     });
     for (const net of ['faceDetector', 'faceEmbedder', 'poseEstimator', 'objectDetector', 'personDetector']) {
       expect(metrics).toContain(`edgecv_net_device{net="${net}",device="gpu",reason="agrees"} 1`);

@@ -37,7 +37,10 @@ function script(icd: string, body: string): Record<string, unknown> {
 /** An ICD manifest naming a library that is not a Vulkan driver. */
 function brokenIcd(): string {
   const file = path.join(tempDir('icd-'), 'broken_icd.json');
-  fs.writeFileSync(file, JSON.stringify({ file_format_version: '1.0.0', ICD: { library_path: '/lib/x86_64-linux-gnu/libc.so.6', api_version: '1.3.0' } }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ file_format_version: '1.0.0', ICD: { library_path: '/lib/x86_64-linux-gnu/libc.so.6', api_version: '1.3.0' } }),
+  );
   return file;
 }
 
@@ -98,7 +101,11 @@ describe('the software Vulkan device', () => {
       }, { minCosine: 1.5, maxRelativeError: 1e-3 });
       out.strict = plan.nets;`,
     );
-    const auto = out['auto'] as { devices: Record<string, string>; precisions: Record<string, string>; checks: Record<string, { device: string; code: string; reason: string }> };
+    const auto = out['auto'] as {
+      devices: Record<string, string>;
+      precisions: Record<string, string>;
+      checks: Record<string, { device: string; code: string; reason: string }>;
+    };
     expect(Object.values(auto.devices).every((d) => d === 'cpu')).toBe(true);
     expect(auto.precisions['objectDetector']).toBe('int8'); // as with --backend cpu: no net moved to fp32
     for (const check of Object.values(auto.checks)) {

@@ -105,25 +105,21 @@ export function httpsRequest(
 ): Promise<HttpsResult> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const req = https.request(
-      url,
-      { method: opts.method ?? 'GET', headers: opts.headers, ca: opts.ca, agent: opts.agent },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (d: Buffer) => chunks.push(d));
-        res.on('end', () => {
-          const doneAt = performance.now();
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            text: Buffer.concat(chunks).toString('utf8'),
-            ms: doneAt - t0,
-            doneAt,
-          });
+    const req = https.request(url, { method: opts.method ?? 'GET', headers: opts.headers, ca: opts.ca, agent: opts.agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => {
+        const doneAt = performance.now();
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          text: Buffer.concat(chunks).toString('utf8'),
+          ms: doneAt - t0,
+          doneAt,
         });
-        res.on('error', reject);
-      },
-    );
+      });
+      res.on('error', reject);
+    });
     req.on('error', reject);
     req.end(opts.body);
   });

@@ -45,14 +45,41 @@ describe('the Host check', () => {
 
   it("the server's own names pass, with or without a port", async () => {
     const port = running.port;
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost', 'app.localhost', `[::1]:${port}`, 'edgecv.example', 'EDGECV.example.:8008', '10.9.8.7', os.hostname()]) {
+    for (const host of [
+      `127.0.0.1:${port}`,
+      `localhost:${port}`,
+      'localhost',
+      'app.localhost',
+      `[::1]:${port}`,
+      'edgecv.example',
+      'EDGECV.example.:8008',
+      '10.9.8.7',
+      os.hostname(),
+    ]) {
       expect([host, (await ask(host)).status]).toEqual([host, 200]);
     }
-    for (const host of ['edgecv.example.evil', 'example.10.9.8.7', 'edgecv', 'localhost.evil']) expect([host, (await ask(host)).status]).toEqual([host, 421]);
+    for (const host of ['edgecv.example.evil', 'example.10.9.8.7', 'edgecv', 'localhost.evil'])
+      expect([host, (await ask(host)).status]).toEqual([host, 421]);
   });
 
   it("any IP address passes (only a DNS name can be rebound; a container is reached by its host's address)", async () => {
-    for (const host of ['127.0.0.2', '10.9.8.70:80', '192.0.2.10:8008', '[2001:db8::1]:8008', '[0:0:0:0:0:0:0:1]', '[0:0:0:0:0:0:0:1]:8008', '[::ffff:127.0.0.1]', '[::ffff:127.0.0.1]:8008', '[::FFFF:7F00:1]', '[::]', '[fe80::1%25eth0]:80', '127.1', '0x7f.1:8008', '2130706433']) expect([host, (await ask(host)).status]).toEqual([host, 200]);
+    for (const host of [
+      '127.0.0.2',
+      '10.9.8.70:80',
+      '192.0.2.10:8008',
+      '[2001:db8::1]:8008',
+      '[0:0:0:0:0:0:0:1]',
+      '[0:0:0:0:0:0:0:1]:8008',
+      '[::ffff:127.0.0.1]',
+      '[::ffff:127.0.0.1]:8008',
+      '[::FFFF:7F00:1]',
+      '[::]',
+      '[fe80::1%25eth0]:80',
+      '127.1',
+      '0x7f.1:8008',
+      '2130706433',
+    ])
+      expect([host, (await ask(host)).status]).toEqual([host, 200]);
     // the WebSocket upgrade's check (no HTTP listener in front of it) takes them alike; a name is still a name
     const check = servedHosts('127.0.0.1', undefined);
     for (const host of ['127.1', '0x7f.1:8008', '[0:0:0:0:0:0:0:1]', '[::ffff:127.0.0.1]:8008']) expect([host, check(host)]).toEqual([host, true]);
@@ -65,7 +92,13 @@ describe('the Host check', () => {
         host: '127.0.0.1',
         port: running.port,
         path: '/ws/detector/detect',
-        headers: { host: 'rebind.example', connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+        headers: {
+          host: 'rebind.example',
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        },
       });
       req.on('response', (res) => {
         res.resume();
@@ -84,7 +117,9 @@ describe('the Host check', () => {
 
   it('listening on every interface, every interface address is a name of the server', () => {
     const check = servedHosts('0.0.0.0', undefined);
-    const addresses = Object.values(os.networkInterfaces()).flatMap((l) => l ?? []).map((a) => (a.family === 'IPv6' ? `[${a.address.replace(/%.*$/, '')}]:8008` : `${a.address}:8008`));
+    const addresses = Object.values(os.networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .map((a) => (a.family === 'IPv6' ? `[${a.address.replace(/%.*$/, '')}]:8008` : `${a.address}:8008`));
     for (const a of addresses) expect([a, check(a)]).toEqual([a, true]);
     expect(check('rebind.example')).toBe(false);
     expect(servedHosts('0.0.0.0', '*')('rebind.example')).toBe(true);

@@ -28,9 +28,24 @@ beforeAll(async () => {
   dataDir = newTmpDir('edgecv-http-hostile-');
   httpPort = await freePort();
   server = await startServerProcess([
-    '--http-port', String(httpPort),
-    '--data-dir', dataDir, '--workers', '1', '--body-limit', String(LIMIT), '--admin-key', KEY,
-    '--headers-timeout', '2s', '--handshake-timeout', '2s', '--request-timeout', '30s', '--min-body-rate', '4K',
+    '--http-port',
+    String(httpPort),
+    '--data-dir',
+    dataDir,
+    '--workers',
+    '1',
+    '--body-limit',
+    String(LIMIT),
+    '--admin-key',
+    KEY,
+    '--headers-timeout',
+    '2s',
+    '--handshake-timeout',
+    '2s',
+    '--request-timeout',
+    '30s',
+    '--min-body-rate',
+    '4K',
   ]);
   port = Number(new URL(server.url).port);
 });
@@ -115,7 +130,12 @@ function expectJsonError(a: ParsedAnswer, status: number, message?: RegExp) {
 function auditLines(): Array<Record<string, unknown>> {
   const file = path.join(dataDir, 'audit', 'audit.log');
   return fs.existsSync(file)
-    ? fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)
+    ? fs
+        .readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
     : [];
 }
 
@@ -137,8 +157,10 @@ async function detectStillWorks() {
   return res;
 }
 
-const post = (pathname: string, headers: string[], body: string | Buffer = '') =>
-  [`POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`, body];
+const post = (pathname: string, headers: string[], body: string | Buffer = '') => [
+  `POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`,
+  body,
+];
 
 describe('requests the HTTP parser refuses', () => {
   it('answer the JSON error shape with a tracid, and are counted and audited', async () => {
@@ -187,14 +209,20 @@ describe('the plain-HTTP DeepStack listener (--http-port)', () => {
       });
     expectJsonError(parse(await ask('POST /v1/vision/detection HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n')), 400);
     const gz = zlib.gzipSync(PNG);
-    const a = parse(await ask(`POST /v1/vision/detection HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: image/png\r\nContent-Encoding: gzip\r\nContent-Length: ${gz.length}\r\n\r\n${gz.toString('latin1')}`));
+    const a = parse(
+      await ask(
+        `POST /v1/vision/detection HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: image/png\r\nContent-Encoding: gzip\r\nContent-Length: ${gz.length}\r\n\r\n${gz.toString('latin1')}`,
+      ),
+    );
     expectJsonError(a, 415, /Content-Encoding/);
   });
 });
 
 describe('bodies over the limit', () => {
   it('are refused before "100 Continue" when the client asks first', async () => {
-    const a = await raw(post('/detector/detect/', ['Content-Type: image/png', `Content-Length: ${LIMIT + 1}`, 'Expect: 100-continue']), { waitMs: 3000 });
+    const a = await raw(post('/detector/detect/', ['Content-Type: image/png', `Content-Length: ${LIMIT + 1}`, 'Expect: 100-continue']), {
+      waitMs: 3000,
+    });
     expect(a.text.startsWith('HTTP/1.1 413')).toBe(true);
     expect(a.text).not.toMatch(/100 Continue/);
     expectJsonError(parse(a.text), 413, /larger than the limit/);
@@ -204,7 +232,9 @@ describe('bodies over the limit', () => {
     const body = Buffer.alloc(3 * LIMIT, 7);
     const pieces = Array.from({ length: 48 }, (_, i) => body.subarray(i * (body.length / 48), (i + 1) * (body.length / 48)));
     const answers = await Promise.all(
-      Array.from({ length: 12 }, () => raw([...post('/detector/detect/', ['Content-Type: image/png', `Content-Length: ${body.length}`]), ...pieces], { gapMs: 5, waitMs: 15_000 })),
+      Array.from({ length: 12 }, () =>
+        raw([...post('/detector/detect/', ['Content-Type: image/png', `Content-Length: ${body.length}`]), ...pieces], { gapMs: 5, waitMs: 15_000 }),
+      ),
     );
     for (const a of answers) {
       expect(a.error).toBeUndefined();
@@ -217,10 +247,18 @@ describe('bodies over the limit', () => {
 describe('aborted uploads', () => {
   it('count as 400, not 500, chunked or not', async () => {
     const before = auditLines().length;
-    await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Transfer-Encoding: chunked']), `1000\r\n${'a'.repeat(4096)}\r\n`], { destroyAfterWrite: true, waitMs: 2000 });
-    await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Content-Length: 50000']), 'a'.repeat(4096)], { destroyAfterWrite: true, waitMs: 2000 });
+    await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Transfer-Encoding: chunked']), `1000\r\n${'a'.repeat(4096)}\r\n`], {
+      destroyAfterWrite: true,
+      waitMs: 2000,
+    });
+    await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Content-Length: 50000']), 'a'.repeat(4096)], {
+      destroyAfterWrite: true,
+      waitMs: 2000,
+    });
     await new Promise((r) => setTimeout(r, 500));
-    const lines = auditLines().slice(before).filter((l) => l.route === '/detector/detect');
+    const lines = auditLines()
+      .slice(before)
+      .filter((l) => l.route === '/detector/detect');
     expect(lines.map((l) => l.status)).toEqual([400, 400]);
     expect(await metrics()).not.toMatch(/edgecv_http_requests_total\{[^}]*status="500"[^}]*\}/);
     expect(server.output()).not.toMatch(/aborted/);
@@ -277,12 +315,19 @@ describe('slow clients', () => {
   it('a body slower than --min-body-rate is answered with a JSON 408, cut, and recorded as 408', async () => {
     const before = auditLines().length;
     const bytes = Array.from({ length: 40 }, () => 'a');
-    const a = await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Content-Length: 100000']), ...bytes], { gapMs: 500, waitMs: 15_000 });
+    const a = await raw([...post('/detector/detect/', ['Content-Type: image/png', 'Content-Length: 100000']), ...bytes], {
+      gapMs: 500,
+      waitMs: 15_000,
+    });
     expect(a.closed).toBe(true);
     const answer = parse(a.text);
     expectJsonError(answer, 408, /slower than/);
     await new Promise((r) => setTimeout(r, 300));
-    expect(auditLines().slice(before).map((l) => [l.status, l.tracid])).toContainEqual([408, answer.headers.tracid]);
+    expect(
+      auditLines()
+        .slice(before)
+        .map((l) => [l.status, l.tracid]),
+    ).toContainEqual([408, answer.headers.tracid]);
     await detectStillWorks();
   });
 });

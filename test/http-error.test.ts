@@ -28,7 +28,7 @@ describe('HttpError', () => {
     expect(await answer(thrower())).toEqual(expected);
   });
 
-  it('gets the same answer from the apps\' error handler', async () => {
+  it("gets the same answer from the apps' error handler", async () => {
     const app = thrower();
     app.onError(onError);
     expect(await answer(app)).toEqual(expected);

@@ -29,8 +29,18 @@ beforeAll(async () => {
   httpPort = await freePort();
   // no --admin-key: loopback clients are the admin, as on an edge machine whose browser uses it
   server = await startServerProcess([
-    '--data-dir', newTmpDir('edgecv-http-forms-'), '--workers', '1', '--body-limit', String(LIMIT),
-    '--api-key', API, '--http-port', String(httpPort), '--allowed-origins', 'https://nvr.example:8443',
+    '--data-dir',
+    newTmpDir('edgecv-http-forms-'),
+    '--workers',
+    '1',
+    '--body-limit',
+    String(LIMIT),
+    '--api-key',
+    API,
+    '--http-port',
+    String(httpPort),
+    '--allowed-origins',
+    'https://nvr.example:8443',
   ]);
   port = Number(new URL(server.url).port);
 });
@@ -52,7 +62,11 @@ type Chunk = string | Buffer;
  * after the previous one was taken by the socket; stops writing once an answer starts arriving (`stopOnAnswer`),
  * and reads until the server closes, `answers` answers came, or waitMs passes.
  */
-function send(head: Chunk, body: Chunk[], opts: { plain?: boolean; waitMs?: number; stopOnAnswer?: boolean; endAfterWrite?: boolean; answers?: number } = {}): Promise<RawAnswer> {
+function send(
+  head: Chunk,
+  body: Chunk[],
+  opts: { plain?: boolean; waitMs?: number; stopOnAnswer?: boolean; endAfterWrite?: boolean; answers?: number } = {},
+): Promise<RawAnswer> {
   return new Promise((resolve) => {
     const socket = opts.plain
       ? net.connect({ host: '127.0.0.1', port: httpPort })
@@ -114,7 +128,13 @@ function manyPartForm(count: number, extra: { before?: string; image?: boolean }
   const tail = `--${boundary}--\r\n`;
   const bytes = Buffer.concat([
     Buffer.from(text),
-    extra.image ? Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`), JPEG, Buffer.from('\r\n')]) : Buffer.alloc(0),
+    extra.image
+      ? Buffer.concat([
+          Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`),
+          JPEG,
+          Buffer.from('\r\n'),
+        ])
+      : Buffer.alloc(0),
     Buffer.from(tail),
   ]);
   const chunks: Buffer[] = [];
@@ -123,12 +143,21 @@ function manyPartForm(count: number, extra: { before?: string; image?: boolean }
 }
 
 function postHead(route: string, type: string, length: number, headers: Record<string, string> = {}): string {
-  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   return `POST ${route} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\n${extra}\r\n`;
 }
 
 /** Sends the first `chunks` of a body and then nothing: the answer must come without the rest. */
-async function answerToPartOfBody(route: string, type: string, form: { chunks: Buffer[]; length: number }, chunks: number, headers: Record<string, string> = {}, plain = false) {
+async function answerToPartOfBody(
+  route: string,
+  type: string,
+  form: { chunks: Buffer[]; length: number },
+  chunks: number,
+  headers: Record<string, string> = {},
+  plain = false,
+) {
   const r = await send(postHead(route, type, form.length, headers), form.chunks.slice(0, chunks), { plain, waitMs: 15_000, answers: 1 });
   const [first] = answers(r.text);
   expect(first, `no answer to ${route} while the body was incomplete (${r.error ?? 'no error'})`).toBeDefined();
@@ -183,7 +212,9 @@ describe('forms of many parts or pairs', () => {
 
   it('a server that keeps answering other clients while four send the 150,000-part form', async () => {
     const type = `multipart/form-data; boundary=${form.boundary}`;
-    const floods = Array.from({ length: 4 }, () => send(postHead('/detector/detect/', type, form.length), form.chunks, { stopOnAnswer: true, answers: 1 }));
+    const floods = Array.from({ length: 4 }, () =>
+      send(postHead('/detector/detect/', type, form.length), form.chunks, { stopOnAnswer: true, answers: 1 }),
+    );
     const t = await call(`${server.url}test/`, {});
     expect(t.status).toBe(200);
     for (const f of await Promise.all(floods)) expect(answers(f.text)[0]?.status).toBe(413);
@@ -195,7 +226,10 @@ describe('malformed forms', () => {
   // report: npm run fuzz once took the server down with one)
   it('a multipart form cut inside a part, or without its closing boundary, is a JSON 400 and the server lives', async () => {
     for (const [label, body] of [
-      ['cut inside the image', Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="image"; filename="a.jpg"\r\n\r\n'), JPEG.subarray(0, 5000)])],
+      [
+        'cut inside the image',
+        Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="image"; filename="a.jpg"\r\n\r\n'), JPEG.subarray(0, 5000)]),
+      ],
       ['cut inside a field', Buffer.from('--b\r\nContent-Disposition: form-data; name="subject"\r\n\r\nalice')],
       ['no closing boundary', Buffer.from('--b\r\nContent-Disposition: form-data; name="subject"\r\n\r\nalice\r\n')],
     ] as const) {
@@ -253,7 +287,11 @@ describe('foreign origins', () => {
   const subject = 'origin-test-subject';
 
   const enrol = async () => {
-    const r = await call(`${server.url}trainer/add/?subject=${subject}`, { method: 'POST', body: photo('dlib/johns/John_Savage/000296_01099007.jpg'), headers: { 'content-type': 'image/jpeg' } });
+    const r = await call(`${server.url}trainer/add/?subject=${subject}`, {
+      method: 'POST',
+      body: photo('dlib/johns/John_Savage/000296_01099007.jpg'),
+      headers: { 'content-type': 'image/jpeg' },
+    });
     expect(r.status).toBe(200);
   };
   const subjects = async () =>
@@ -264,28 +302,59 @@ describe('foreign origins', () => {
     const evil = 'https://evil.example';
     const boundary = 'b0undary';
     const body = `--${boundary}\r\nContent-Disposition: form-data; name="subject"\r\n\r\n${subject}\r\n--${boundary}--\r\n`;
-    const r1 = await call(`${server.url}trainer/remove/`, { method: 'POST', body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, origin: evil } });
+    const r1 = await call(`${server.url}trainer/remove/`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, origin: evil },
+    });
     expect(r1.status).toBe(403);
     expect(JSON.parse(r1.text)).toMatchObject({ success: 'false', error: expect.stringMatching(/evil\.example/) });
-    const r2 = await call(`${server.url}trainer/import/?mode=replace`, { method: 'POST', body: '', headers: { 'content-type': 'text/plain', origin: evil } });
+    const r2 = await call(`${server.url}trainer/import/?mode=replace`, {
+      method: 'POST',
+      body: '',
+      headers: { 'content-type': 'text/plain', origin: evil },
+    });
     expect(r2.status).toBe(403);
-    const r3 = await fetch(`http://127.0.0.1:${httpPort}/v1/vision/face/delete`, { method: 'POST', body: new URLSearchParams({ userid: subject, api_key: API }), headers: { origin: `http://evil.example` } });
+    const r3 = await fetch(`http://127.0.0.1:${httpPort}/v1/vision/face/delete`, {
+      method: 'POST',
+      body: new URLSearchParams({ userid: subject, api_key: API }),
+      headers: { origin: `http://evil.example` },
+    });
     expect(r3.status).toBe(403);
-    const sandboxed = await call(`${server.url}trainer/remove/`, { method: 'POST', body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, origin: 'null' } });
+    const sandboxed = await call(`${server.url}trainer/remove/`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, origin: 'null' },
+    });
     expect(sandboxed.status).toBe(403);
     expect(await subjects()).toContain(subject);
   });
 
-  it('the server\'s own pages, --allowed-origins and clients without Origin keep working', async () => {
-    const own = await fetch(`http://127.0.0.1:${httpPort}/v1/vision/face/list`, { method: 'POST', body: new URLSearchParams({ api_key: API }), headers: { origin: `http://127.0.0.1:${httpPort}` } });
+  it("the server's own pages, --allowed-origins and clients without Origin keep working", async () => {
+    const own = await fetch(`http://127.0.0.1:${httpPort}/v1/vision/face/list`, {
+      method: 'POST',
+      body: new URLSearchParams({ api_key: API }),
+      headers: { origin: `http://127.0.0.1:${httpPort}` },
+    });
     expect(own.status).toBe(200);
-    const allowed = await call(`${server.url}detector/detect/`, { method: 'POST', body: JPEG, headers: { 'content-type': 'image/jpeg', origin: 'https://NVR.example:8443' } });
+    const allowed = await call(`${server.url}detector/detect/`, {
+      method: 'POST',
+      body: JPEG,
+      headers: { 'content-type': 'image/jpeg', origin: 'https://NVR.example:8443' },
+    });
     expect(allowed.status).toBe(200);
-    const ownTls = await call(`${server.url}detector/detect/`, { method: 'POST', body: JPEG, headers: { 'content-type': 'image/jpeg', origin: `https://127.0.0.1:${port}` } });
+    const ownTls = await call(`${server.url}detector/detect/`, {
+      method: 'POST',
+      body: JPEG,
+      headers: { 'content-type': 'image/jpeg', origin: `https://127.0.0.1:${port}` },
+    });
     expect(ownTls.status).toBe(200);
     // a GET from anywhere is a read
     expect((await call(`${server.url}trainer/subjects/`, { headers: { origin: 'https://evil.example' } })).status).toBe(200);
-    const removed = await fetch(`http://127.0.0.1:${httpPort}/v1/vision/face/delete`, { method: 'POST', body: new URLSearchParams({ userid: subject, api_key: API }) });
+    const removed = await fetch(`http://127.0.0.1:${httpPort}/v1/vision/face/delete`, {
+      method: 'POST',
+      body: new URLSearchParams({ userid: subject, api_key: API }),
+    });
     expect(removed.status).toBe(200);
     expect(await subjects()).not.toContain(subject);
   });
@@ -317,7 +386,9 @@ describe('the early 413 and Connection: close', () => {
     for (let round = 0; round < tries / 6; round++) {
       results.push(
         ...(await Promise.all(
-          Array.from({ length: 6 }, () => send(postHead('/detector/detect/', 'image/jpeg', body.length, { Connection: 'close' }), chunks, { waitMs: 20_000 })),
+          Array.from({ length: 6 }, () =>
+            send(postHead('/detector/detect/', 'image/jpeg', body.length, { Connection: 'close' }), chunks, { waitMs: 20_000 }),
+          ),
         )),
       );
     }
@@ -329,9 +400,14 @@ describe('the early 413 and Connection: close', () => {
 describe('bytes the parser refuses after a complete request', () => {
   // deepstack-sdk listFaces() with no api_key: requests sends data={"api_key": None} as a POST without a body or
   // Content-Length, and Debian's urllib3 then writes the chunked terminator on the same connection.
-  const listFaces = 'POST /v1/vision/face/list HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: python-requests/2.28.1\r\nAccept-Encoding: gzip, deflate\r\nAccept: */*\r\nConnection: keep-alive\r\n' + `X-API-Key: ${API}\r\n\r\n`;
+  const listFaces =
+    'POST /v1/vision/face/list HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: python-requests/2.28.1\r\nAccept-Encoding: gzip, deflate\r\nAccept: */*\r\nConnection: keep-alive\r\n' +
+    `X-API-Key: ${API}\r\n\r\n`;
 
-  for (const [name, stray] of [['0\\r\\n\\r\\n', '0\r\n\r\n'], ['GARBAGE\\r\\n\\r\\n', 'GARBAGE\r\n\r\n']] as const) {
+  for (const [name, stray] of [
+    ['0\\r\\n\\r\\n', '0\r\n\r\n'],
+    ['GARBAGE\\r\\n\\r\\n', 'GARBAGE\r\n\r\n'],
+  ] as const) {
     it(`a complete request followed by ${name} gets its answer, then a 400 and a close (TLS and plain)`, async () => {
       for (const plain of [false, true]) {
         for (const split of [false, true]) {

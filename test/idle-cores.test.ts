@@ -111,7 +111,7 @@ describe('idle cores', () => {
     if (after.short) expect(after.lent).toBe(0);
   });
 
-  it('counts each HTTP request in flight: a lone request\'s face detection is lent, and the count ends with it', async () => {
+  it("counts each HTTP request in flight: a lone request's face detection is lent, and the count ends with it", async () => {
     const app = createApp({ engine: lend, config: { bodyLimit: DEFAULT_BODY_LIMIT } });
     const body = photo('skimage/astronaut.png');
     for (let i = 0; i < 2; i++) {
@@ -127,6 +127,9 @@ describe('idle cores', () => {
   });
 
   it("refuses an idleCores that is not 'lend' or 'keep'", async () => {
-    await expect(openEngine({ ...LAYOUT, idleCores: 'share' as 'lend' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/idleCores/) });
+    await expect(openEngine({ ...LAYOUT, idleCores: 'share' as 'lend' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/idleCores/),
+    });
   });
 });

@@ -20,7 +20,11 @@ describe('layers', () => {
 
   it('bench/, tools/ and testkit/ import nothing from test/, and test/ nothing from bench/ or tools/ (what they share lives in testkit/)', () => {
     const reaching = (dir: string, below: string[]) =>
-      [...readSources(ROOT, dir, ['.ts'])].flatMap(([file, text]) => importsOf(file, text).filter((t) => below.some((b) => t.startsWith(b))).map((t) => `${file} -> ${t}`));
+      [...readSources(ROOT, dir, ['.ts'])].flatMap(([file, text]) =>
+        importsOf(file, text)
+          .filter((t) => below.some((b) => t.startsWith(b)))
+          .map((t) => `${file} -> ${t}`),
+      );
     expect([...reaching('bench', ['test/']), ...reaching('tools', ['test/']), ...reaching('testkit', ['test/', 'bench/', 'tools/'])]).toEqual([]);
     expect(reaching('test', ['bench/', 'tools/'])).toEqual([]);
   });

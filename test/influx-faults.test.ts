@@ -29,7 +29,17 @@ import { influxQuery, startInfluxd, type Influxd } from '../testkit/influxd.js';
 const tmpDir = useTempDirs();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SECOND = 1_000_000_000n;
-const IDENTITY = { region: 'eu', appOrg: 'acme', appname: 'svc', appvers: '1', cluster: '', clusterorg: '', cloudlet: 'c1', cloudletorg: 'op', pod: 'p1' };
+const IDENTITY = {
+  region: 'eu',
+  appOrg: 'acme',
+  appname: 'svc',
+  appvers: '1',
+  cluster: '',
+  clusterorg: '',
+  cloudlet: 'c1',
+  cloudletorg: 'op',
+  pod: 'p1',
+};
 const APP_KEY = { organization: 'acme', name: 'svc', version: '1' };
 
 function sample(time: bigint, i: number): MetricsSample {
@@ -40,7 +50,15 @@ function sample(time: bigint, i: number): MetricsSample {
     disk: 77,
     sendBytes: 10 * i,
     recvBytes: 20 * i,
-    connections: [8008, 8443].map((port) => ({ port, active: 1, handled: i, accepts: i, bytesSent: 5, bytesRecvd: 6, latencyPercentiles: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] })),
+    connections: [8008, 8443].map((port) => ({
+      port,
+      active: 1,
+      handled: i,
+      accepts: i,
+      bytesSent: 5,
+      bytesRecvd: 6,
+      latencyPercentiles: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    })),
   };
 }
 /** Points one sample makes in InfluxDB: cpu, mem, disk, network and a connections point per port. */
@@ -65,15 +83,25 @@ async function until(what: string, check: () => boolean, timeoutMs: number): Pro
 async function settlesWithin(p: Promise<unknown>, limitMs: number): Promise<number | null> {
   const started = Date.now();
   let timer: NodeJS.Timeout | undefined;
-  const settled = await Promise.race([p.then(() => true, () => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), limitMs)))]);
+  const settled = await Promise.race([
+    p.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((r) => (timer = setTimeout(() => r(false), limitMs))),
+  ]);
   clearTimeout(timer);
   return settled ? Date.now() - started : null;
 }
 
-const query = (extra: Record<string, unknown> = {}) => parseMetricsAppQuery({ region: 'eu', appinst: { app_key: APP_KEY }, selector: 'cpu', ...extra });
+const query = (extra: Record<string, unknown> = {}) =>
+  parseMetricsAppQuery({ region: 'eu', appinst: { app_key: APP_KEY }, selector: 'cpu', ...extra });
 
 async function answerError(p: Promise<unknown>): Promise<HttpError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(HttpError);
   return e as HttpError;
 }
@@ -231,7 +259,9 @@ describe('an answer that trickles (items 2 and 5)', () => {
       { log: () => {} },
     );
     const slow = answerError(fleet.answer(query({ last: 1 })));
-    const other = JSON.parse(await fleet.answer(parseMetricsAppQuery({ region: 'us', appinst: { app_key: APP_KEY }, selector: 'cpu', last: 1 }))) as unknown;
+    const other = JSON.parse(
+      await fleet.answer(parseMetricsAppQuery({ region: 'us', appinst: { app_key: APP_KEY }, selector: 'cpu', last: 1 })),
+    ) as unknown;
     expect(other).toMatchObject({ data: [{ Series: [{ name: 'appinst-cpu' }] }] });
     expect(await settlesWithin(slow, 5_000)).not.toBeNull();
     expect((await slow).status).toBe(503);
@@ -248,7 +278,10 @@ describe("the console's reading of InfluxDB answers (items 6, 7, 8, 10)", () => 
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(`{"results":[{"statement_id":0,"series":[{"name":"appinst-cpu","tags":{},"columns":["time","cpu"],"values":[${rows}]}]}]}\n`);
     });
-    const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`${server.origin}/db`), { maxAnswerBytes: 1_000_000 })]]), { log: () => {}, maxAnswerRows: 10_000_000 });
+    const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`${server.origin}/db`), { maxAnswerBytes: 1_000_000 })]]), {
+      log: () => {},
+      maxAnswerRows: 10_000_000,
+    });
     const e = await answerError(fleet.answer(query({ last: 1 })));
     expect(e.status).toBe(502);
     expect(e.message).toMatch(/more than 1000000 bytes/);
@@ -273,7 +306,10 @@ describe("the console's reading of InfluxDB answers (items 6, 7, 8, 10)", () => 
     expect([start.status, start.message]).toEqual([400, expect.stringMatching(/^starttime is outside/)]);
     const end = await answerError(fleet.answer(query({ endtime: '2300-01-01T00:00:00Z' })));
     expect([end.status, end.message]).toEqual([400, expect.stringMatching(/^endtime is outside/)]);
-    for (const [name, field] of [[{ ...APP_KEY, name: 'a\u0000b' }, 'app_key.name'], [{ ...APP_KEY, version: 'a\nb' }, 'app_key.version']] as const) {
+    for (const [name, field] of [
+      [{ ...APP_KEY, name: 'a\u0000b' }, 'app_key.name'],
+      [{ ...APP_KEY, version: 'a\nb' }, 'app_key.version'],
+    ] as const) {
       const e = await answerError(fleet.answer(parseMetricsAppQuery({ region: 'eu', appinst: { app_key: name }, selector: 'cpu' })));
       expect([e.status, e.message]).toEqual([400, expect.stringContaining(field)]);
     }
@@ -285,7 +321,10 @@ describe("the console's reading of InfluxDB answers (items 6, 7, 8, 10)", () => 
     const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`${influx.origin}/wide`))]]), { log: () => {} });
     const window = { starttime: '1678-01-01T00:00:00Z', endtime: '2261-12-31T00:00:00Z' };
     // no endtime: the window ends now, and 1678 to now is as long
-    for (const q of [{ ...window, numsamples: 1 }, { starttime: window.starttime, numsamples: 1 }]) {
+    for (const q of [
+      { ...window, numsamples: 1 },
+      { starttime: window.starttime, numsamples: 1 },
+    ]) {
       const e = await answerError(fleet.answer(query(q)));
       expect([e.status, e.message]).toEqual([400, expect.stringMatching(/numsamples.*starttime.*endtime|starttime.*endtime.*numsamples/)]);
     }
@@ -340,7 +379,7 @@ describe('seeded hostile input (the short run of npm run fuzz)', () => {
     expect(report.statuses['200']).toBeGreaterThan(0);
   });
 
-  it("hostile sink answers: no refused batch sent again, caught up once InfluxDB answers well", async () => {
+  it('hostile sink answers: no refused batch sent again, caught up once InfluxDB answers well', async () => {
     const report = await fuzzSinkAnswers({ seed: 37, answers: 120, timeoutMs: 40_000 });
     expect(report).toMatchObject({ resentRefused: 0, caughtUp: true });
     expect(report.pointsRefused).toBeGreaterThan(0);

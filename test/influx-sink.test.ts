@@ -25,7 +25,17 @@ const tmpDir = useTempDirs();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const T0 = 1_790_000_000_000_000_000n; // 2026-09-21
 const SECOND = 1_000_000_000n;
-const IDENTITY = { region: 'eu', appOrg: 'acme', appname: 'face svc', appvers: '1,0', cluster: '', clusterorg: '', cloudlet: 'cl=1', cloudletorg: 'op', pod: 'p1-ü' };
+const IDENTITY = {
+  region: 'eu',
+  appOrg: 'acme',
+  appname: 'face svc',
+  appvers: '1,0',
+  cluster: '',
+  clusterorg: '',
+  cloudlet: 'cl=1',
+  cloudletorg: 'op',
+  pod: 'p1-ü',
+};
 
 function sample(i: number, cpu = 1.25 + i): MetricsSample {
   return {
@@ -35,7 +45,15 @@ function sample(i: number, cpu = 1.25 + i): MetricsSample {
     disk: 77,
     sendBytes: 10 * i,
     recvBytes: 20 * i,
-    connections: [8008, 8443].map((port) => ({ port, active: 1, handled: i, accepts: i, bytesSent: 5, bytesRecvd: 6, latencyPercentiles: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9.5] })),
+    connections: [8008, 8443].map((port) => ({
+      port,
+      active: 1,
+      handled: i,
+      accepts: i,
+      bytesSent: 5,
+      bytesRecvd: 6,
+      latencyPercentiles: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9.5],
+    })),
   };
 }
 
@@ -73,7 +91,9 @@ describe('line protocol', () => {
     expect(lineOf('mem', tags, 123n, [5])).toBe('appinst-mem,app=face\\ svc,apporg=acme,cloudlet=cl\\=1,cloudletorg=op,pod=p1,ver=1\\,0 mem=5i 123');
     expect(lineOf('cpu', tags, 1n, [2])).toMatch(/ cpu=2 1$/);
     // the port is a tag: two ports at one time are two points
-    expect(lineOf('connections', tags, 9n, [8008, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9.5])).toMatch(/,pod=p1,port=8008,ver=1\\,0 active=1i,handled=2i,accepts=3i,bytesSent=4i,bytesRecvd=5i,P0=0,.*P99\.9=8,P100=9\.5 9$/);
+    expect(lineOf('connections', tags, 9n, [8008, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9.5])).toMatch(
+      /,pod=p1,port=8008,ver=1\\,0 active=1i,handled=2i,accepts=3i,bytesSent=4i,bytesRecvd=5i,P0=0,.*P99\.9=8,P100=9\.5 9$/,
+    );
   });
 });
 
@@ -86,12 +106,26 @@ describe('InfluxSink', () => {
     const mem = await influxQuery(influx.origin, db, 'SELECT "mem" FROM "appinst-mem"');
     expect(mem.results[0]!.series![0]!.values.map((v) => v[1])).toEqual([1000, 1001, 1002, 1003, 1004]);
     const conn = await influxQuery(influx.origin, db, 'SELECT count("active") FROM "appinst-connections" GROUP BY "port"');
-    expect(conn.results[0]!.series!.map((s) => [s.tags!['port'], s.values[0]![1]])).toEqual([['8008', 5], ['8443', 5]]);
-    expect(sink.status()).toMatchObject({ backlogSamples: 0, lagSeconds: 0, errors: 0, pointsWritten: 5 * 6, ackedUpTo: formatRfc3339Nano(T0 + 4n * SECOND) });
+    expect(conn.results[0]!.series!.map((s) => [s.tags!['port'], s.values[0]![1]])).toEqual([
+      ['8008', 5],
+      ['8443', 5],
+    ]);
+    expect(sink.status()).toMatchObject({
+      backlogSamples: 0,
+      lagSeconds: 0,
+      errors: 0,
+      pointsWritten: 5 * 6,
+      ackedUpTo: formatRfc3339Nano(T0 + 4n * SECOND),
+    });
 
     // the console's answer: empty tags as "", the port as a number, newest first, 9 fraction digits
     const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`${influx.origin}/${db}`))]]));
-    const q = parseMetricsAppQuery({ region: 'eu', appinst: { app_key: { organization: 'acme', name: 'face svc', version: '1,0' } }, selector: 'cpu,connections', last: 1 });
+    const q = parseMetricsAppQuery({
+      region: 'eu',
+      appinst: { app_key: { organization: 'acme', name: 'face svc', version: '1,0' } },
+      selector: 'cpu,connections',
+      last: 1,
+    });
     const answer = JSON.parse(await fleet.answer(q)) as { data: { Series: { values: unknown[][] }[] }[] };
     const [cpu, connections] = answer.data[0]!.Series;
     expect(cpu!.values).toEqual([[formatRfc3339Nano(T0 + 4n * SECOND), 'face svc', '1,0', '', '', 'cl=1', 'op', 'acme', 'p1-ü', 5.25]]);
@@ -101,7 +135,12 @@ describe('InfluxSink', () => {
     // a row limit: an answer over it is refused with 400 (read in chunks, or cut by SLIMIT), one within it is not
     const small = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`${influx.origin}/${db}`))]]), { maxAnswerRows: 5 });
     const all = (extra: Record<string, unknown>) =>
-      parseMetricsAppQuery({ region: 'eu', appinst: { app_key: { organization: 'acme', name: 'face svc', version: '1,0' } }, starttime: formatRfc3339Nano(T0), ...extra });
+      parseMetricsAppQuery({
+        region: 'eu',
+        appinst: { app_key: { organization: 'acme', name: 'face svc', version: '1,0' } },
+        starttime: formatRfc3339Nano(T0),
+        ...extra,
+      });
     expect(JSON.parse(await small.answer(all({ selector: 'cpu' }))).data[0].Series[0].values).toHaveLength(5);
     await expect(small.answer(all({ selector: 'connections' }))).rejects.toThrow(/more than 5 rows/); // 2 ports x 5
     await expect(small.answer(all({ selector: 'connections', last: 3 }))).rejects.toThrow(/more than 5 rows/); // SLIMIT 2 cuts
@@ -154,7 +193,9 @@ describe('InfluxSink', () => {
     const { cert, key } = await generateSelfSigned();
     fs.writeFileSync(path.join(dir, 'cert.pem'), cert);
     fs.writeFileSync(path.join(dir, 'key.pem'), key);
-    const secure = await startInfluxd(path.join(dir, 'influxd'), { tls: { certFile: path.join(dir, 'cert.pem'), keyFile: path.join(dir, 'key.pem') } });
+    const secure = await startInfluxd(path.join(dir, 'influxd'), {
+      tls: { certFile: path.join(dir, 'cert.pem'), keyFile: path.join(dir, 'key.pem') },
+    });
     try {
       const url = `${secure.origin}/tls`;
       const logs: string[] = [];
@@ -177,9 +218,16 @@ describe('InfluxSink', () => {
     const secured = await startInfluxd(tmpDir('edgecv-influx-auth-'), { auth: true });
     try {
       // the first user of an auth-enabled InfluxDB may be created without credentials
-      await fetch(`${secured.origin}/query`, { method: 'POST', body: new URLSearchParams({ q: "CREATE USER admin WITH PASSWORD 's3cret-pw' WITH ALL PRIVILEGES" }) });
+      await fetch(`${secured.origin}/query`, {
+        method: 'POST',
+        body: new URLSearchParams({ q: "CREATE USER admin WITH PASSWORD 's3cret-pw' WITH ALL PRIVILEGES" }),
+      });
       const logs: string[] = [];
-      const wrong = new InfluxSink({ store: openStore(1).store, target: parseInfluxUrl(`http://admin:not-the-pw@127.0.0.1:${new URL(secured.origin).port}/authdb`), log: (m) => logs.push(m) });
+      const wrong = new InfluxSink({
+        store: openStore(1).store,
+        target: parseInfluxUrl(`http://admin:not-the-pw@127.0.0.1:${new URL(secured.origin).port}/authdb`),
+        log: (m) => logs.push(m),
+      });
       wrong.start();
       await until('a refused write', () => wrong.status().errors > 0);
       await wrong.stop();
@@ -189,7 +237,10 @@ describe('InfluxSink', () => {
       expect(logs.join('\n')).not.toContain('not-the-pw');
       expect(logs.length).toBeGreaterThan(0);
 
-      const byUrl = new InfluxSink({ store: openStore(2).store, target: parseInfluxUrl(`http://admin:s3cret-pw@127.0.0.1:${new URL(secured.origin).port}/authdb`) });
+      const byUrl = new InfluxSink({
+        store: openStore(2).store,
+        target: parseInfluxUrl(`http://admin:s3cret-pw@127.0.0.1:${new URL(secured.origin).port}/authdb`),
+      });
       await drained(byUrl); // and it created the database
       await byUrl.stop();
       const file = path.join(tmpDir('edgecv-creds-'), 'influx.creds');
@@ -213,12 +264,20 @@ describe('flags', () => {
       expect(() => parseServerConfig(['--metrics-sink', bad], {}), bad).toThrow(ConfigError);
     }
     expect(() => parseServerConfig(['--metrics-sink-ca', '/ca.pem'], {})).toThrow(/go with --metrics-sink/);
-    expect(parseInfluxUrl('https://u:p%40ss@h:8086/my%20db')).toMatchObject({ origin: 'https://h:8086', database: 'my db', auth: { username: 'u', password: 'p@ss' }, redacted: 'https://u:***@h:8086/my%20db' });
+    expect(parseInfluxUrl('https://u:p%40ss@h:8086/my%20db')).toMatchObject({
+      origin: 'https://h:8086',
+      database: 'my db',
+      auth: { username: 'u', password: 'p@ss' },
+      redacted: 'https://u:***@h:8086/my%20db',
+    });
   });
 
   it('edgecv console: regions NAME=URL (flag or EDGECV_CONSOLE_REGIONS), at least one, no name twice', () => {
     const config = parseConsoleArgs(['--region', 'eu=http://a:8086/x', '--region', 'us=https://b:8086/y', '--port', '0'], {});
-    expect([...config.regions]).toEqual([['eu', 'http://a:8086/x'], ['us', 'https://b:8086/y']]);
+    expect([...config.regions]).toEqual([
+      ['eu', 'http://a:8086/x'],
+      ['us', 'https://b:8086/y'],
+    ]);
     expect(config.port).toBe(0);
     expect([...parseConsoleArgs([], { EDGECV_CONSOLE_REGIONS: 'eu=http://a:8086/x,us=http://b:8086/y' }).regions.keys()]).toEqual(['eu', 'us']);
     expect(() => parseConsoleArgs([], {})).toThrow(/at least one --region/);

@@ -46,10 +46,23 @@ describe('floatBeforeQuantize', () => {
   it('passes a graph that is integer from its normalized input, and names each float kernel that feeds a quantization', () => {
     expect(floatBeforeQuantize(graph([], 'norm'))).toEqual([]);
     // a float convolution on the input, then a SiLU (a sigmoid kernel and a product of two activations), then concat
-    const stem = [node('conv', 'Conv', ['norm', 'w']), node('sig', 'Sigmoid', ['conv']), node('silu', 'Mul', ['conv', 'sig']), node('cat', 'Concat', ['silu', 'norm'])];
-    expect(floatBeforeQuantize(graph(stem, 'cat')).map((n) => n.name).sort()).toEqual(['conv', 'sig', 'silu']);
+    const stem = [
+      node('conv', 'Conv', ['norm', 'w']),
+      node('sig', 'Sigmoid', ['conv']),
+      node('silu', 'Mul', ['conv', 'sig']),
+      node('cat', 'Concat', ['silu', 'norm']),
+    ];
+    expect(
+      floatBeforeQuantize(graph(stem, 'cat'))
+        .map((n) => n.name)
+        .sort(),
+    ).toEqual(['conv', 'sig', 'silu']);
     // a float convolution on dequantized values is still a float kernel
-    const onDequantized = [node('q0', 'QuantizeLinear', ['norm', 'qs', 'qz']), node('dq0', 'DequantizeLinear', ['q0', 'qs', 'qz']), node('fconv', 'Conv', ['dq0', 'w'])];
+    const onDequantized = [
+      node('q0', 'QuantizeLinear', ['norm', 'qs', 'qz']),
+      node('dq0', 'DequantizeLinear', ['q0', 'qs', 'qz']),
+      node('fconv', 'Conv', ['dq0', 'w']),
+    ];
     expect(floatBeforeQuantize(graph(onDequantized, 'fconv')).map((n) => n.name)).toEqual(['fconv']);
     // data movement and a Relu keep the values exactly
     expect(floatBeforeQuantize(graph([node('t', 'Transpose', ['norm']), node('r', 'Relu', ['t'])], 'r'))).toEqual([]);
@@ -71,7 +84,9 @@ describe('the int8 files', () => {
     });
   };
 
-  const int8Models = Object.entries(source.models).filter(([, m]) => m.int8).map(([name]) => name);
+  const int8Models = Object.entries(source.models)
+    .filter(([, m]) => m.int8)
+    .map(([name]) => name);
   it('are the four models docs/int8.md names', () => {
     expect(int8Models.sort()).toEqual(['faceres', 'movenet-multipose', 'yolov5s', 'yolov5s-320']);
   });
@@ -83,7 +98,13 @@ describe('the int8 files', () => {
   }
 
   it('yolov5s-320 with its stem, second conv and first C3 block kept fp32 (the file that gave other answers on AVX-512 and arm64) is refused', () => {
-    const float = floatBeforeQuantize(quantize('yolov5s-320', ['StatefulPartitionedCall/model/tf_conv/', 'StatefulPartitionedCall/model/tf_conv_1/', 'StatefulPartitionedCall/model/tfc3/']));
+    const float = floatBeforeQuantize(
+      quantize('yolov5s-320', [
+        'StatefulPartitionedCall/model/tf_conv/',
+        'StatefulPartitionedCall/model/tf_conv_1/',
+        'StatefulPartitionedCall/model/tfc3/',
+      ]),
+    );
     expect(float.filter((n) => n.opType === 'Conv').map((n) => n.name)).toContain('StatefulPartitionedCall/model/tf_conv/sequential/conv2d/BiasAdd');
     expect(float.length).toBeGreaterThan(10);
   }, 60_000);
@@ -94,7 +115,11 @@ describe('the int8 files', () => {
     const manifest = await readManifest(join(ROOT, 'models', 'onnx'));
     for (const name of int8Models) {
       const onArm = modelPrecision(manifest, name, 'int8', 'auto', 'arm64');
-      expect([name, modelPrecision(manifest, name, 'int8', 'auto', 'x64'), onArm]).toEqual([name, 'int8', name === 'movenet-multipose' ? 'fp32' : 'int8']);
+      expect([name, modelPrecision(manifest, name, 'int8', 'auto', 'x64'), onArm]).toEqual([
+        name,
+        'int8',
+        name === 'movenet-multipose' ? 'fp32' : 'int8',
+      ]);
       expect(modelPrecision(manifest, name, 'fp32', 'auto', 'x64')).toBe('fp32');
     }
   }, 60_000);

@@ -26,7 +26,10 @@ import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
 
 const labels = loadObjectLabels(ROOT);
 const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as {
-  models: Record<string, { input: { shape: number[]; mean: number; scale: number }; int8?: { ortFile: string; weightBits: 7 | 8; sevenBitWeights?: string[] } }>;
+  models: Record<
+    string,
+    { input: { shape: number[]; mean: number; scale: number }; int8?: { ortFile: string; weightBits: 7 | 8; sevenBitWeights?: string[] } }
+  >;
 };
 /** The YOLOv5s detectors that ship int8: the objects model and the pose route's person detector. */
 const YOLO_INT8 = ['yolov5s', 'yolov5s-320'] as const;
@@ -73,7 +76,14 @@ describe('int8 models', () => {
       const engines: Partial<Record<Precision, Engine>> = {};
       beforeAll(async () => {
         for (const precision of ['fp32', 'int8'] as const) {
-          engines[precision] = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, objectDetector: model, poseModel: null, faceEmbedder: null });
+          engines[precision] = await Engine.open({
+            workers: 1,
+            threadsPerWorker: 2,
+            precision,
+            objectDetector: model,
+            poseModel: null,
+            faceEmbedder: null,
+          });
         }
       });
       afterAll(async () => {
@@ -117,7 +127,10 @@ describe('int8 models', () => {
         expect(engines.fp32!.backend().fusedOps['objectDetector']).toEqual(UNFUSED);
         const { shape, mean, scale } = manifest.models[model]!.input;
         const side = shape[2]!;
-        const session = await ort.InferenceSession.create(join(ROOT, 'models', 'onnx', manifest.models[model]!.int8!.ortFile), { intraOpNumThreads: 2, ...ORT_EXACT_INT8 });
+        const session = await ort.InferenceSession.create(join(ROOT, 'models', 'onnx', manifest.models[model]!.int8!.ortFile), {
+          intraOpNumThreads: 2,
+          ...ORT_EXACT_INT8,
+        });
         try {
           for (const file of LOOKUP_PHOTOS) {
             const { nchw } = photoTensor(photo(file), side, side, mean, scale);
@@ -183,7 +196,14 @@ describe('int8 models', () => {
     const photos = Object.entries(labels.photos).filter(([, p]) => p.personsComplete);
     const totals: Partial<Record<Precision, { posed: number; extra: number }>> = {};
     for (const precision of ['fp32', 'int8'] as const) {
-      const engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision, objectDetector: null, personDetector: 'yolov5s-320', faceEmbedder: null });
+      const engine = await Engine.open({
+        workers: 1,
+        threadsPerWorker: 2,
+        precision,
+        objectDetector: null,
+        personDetector: 'yolov5s-320',
+        faceEmbedder: null,
+      });
       try {
         expect(engine.backend().precisions['personDetector']).toBe(precision);
         const t = { posed: 0, extra: 0 };
@@ -222,7 +242,9 @@ describe('int8 models', () => {
           const best = others.reduce((a, b) => (cosine(p.embedding, a.embedding) >= cosine(p.embedding, b.embedding) ? a : b));
           return best.subject === p.subject;
         }).length;
-        console.log(`faceres ${precision}: rank-1 (nearest other photo) ${rank1[precision]}/${out.length}, EER ${(eer * 100).toFixed(2)}% at distance ${distance.toFixed(1)}`);
+        console.log(
+          `faceres ${precision}: rank-1 (nearest other photo) ${rank1[precision]}/${out.length}, EER ${(eer * 100).toFixed(2)}% at distance ${distance.toFixed(1)}`,
+        );
         expect(eer).toBeLessThanOrEqual(0.005);
         // 105 stays the EER threshold (the recognition scale is not recalibrated for int8)
         expect(Math.abs(distance - 105)).toBeLessThan(5);
@@ -262,7 +284,7 @@ describe('int8 models', () => {
     expect(versions[1]).toMatch(/^int8-/);
   });
 
-  it('opens an int8 model unfused, finding the same objects, where it cannot write onnxruntime\'s optimized graph (no temporary directory)', async () => {
+  it("opens an int8 model unfused, finding the same objects, where it cannot write onnxruntime's optimized graph (no temporary directory)", async () => {
     const open = () => Engine.open({ workers: 1, precision: 'int8', objectDetector: 'yolov5s', poseModel: null, faceEmbedder: null });
     const found: { fused: unknown; objects: unknown }[] = [];
     const saved = process.env['TMPDIR'];
@@ -289,7 +311,8 @@ describe('int8 models', () => {
   });
 
   it('gives every worker the fused graph the engine made once: two workers at once find what one finds', async () => {
-    const open = (workers: number) => Engine.open({ workers, threadsPerWorker: 1, precision: 'int8', objectDetector: 'yolov5s', poseModel: null, faceEmbedder: null });
+    const open = (workers: number) =>
+      Engine.open({ workers, threadsPerWorker: 1, precision: 'int8', objectDetector: 'yolov5s', poseModel: null, faceEmbedder: null });
     const image = photo('darknet/person.jpg');
     const one = await open(1);
     const two = await open(2);

@@ -37,7 +37,11 @@ function withOrientation(jpeg: Buffer, orientation: number): Buffer {
 /** Damaged but decodable: garbage before the final EOI marker, and the file cut in its scan data. */
 function damaged(jpeg: Buffer): Record<string, Buffer> {
   return {
-    'extraneous bytes before EOI': Buffer.concat([jpeg.subarray(0, jpeg.length - 2), Buffer.from([0x12, 0x34, 0x56]), jpeg.subarray(jpeg.length - 2)]),
+    'extraneous bytes before EOI': Buffer.concat([
+      jpeg.subarray(0, jpeg.length - 2),
+      Buffer.from([0x12, 0x34, 0x56]),
+      jpeg.subarray(jpeg.length - 2),
+    ]),
     'cut in the scan': jpeg.subarray(0, Math.floor(jpeg.length * 0.8)),
   };
 }
@@ -72,7 +76,7 @@ describe('JPEG decoding in the addon', () => {
     expect(Math.abs(h.y - (424 - p.y))).toBeLessThan(12);
   });
 
-  it('finds faces in a JPEG decoded at the size the detector needs, in the photo\'s own pixels, turned by EXIF too', async () => {
+  it("finds faces in a JPEG decoded at the size the detector needs, in the photo's own pixels, turned by EXIF too", async () => {
     // The same pixels as a 1280x1280 JPEG (decoded at a quarter: the whole-image pass sees 192 px) and as a PNG
     // (always decoded whole): the same face, in the same place.
     const raw = jpeg.decode(scaledJpeg(ROOT, 'skimage/astronaut.png', 1280).bytes, { useTArray: true });

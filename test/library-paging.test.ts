@@ -39,7 +39,9 @@ beforeAll(async () => {
   await SqliteGalleryStore.open(dir).close(); // the schema
   const db = new Database(path.join(dir, 'gallery.db'));
   const { model, version } = engine.faceEmbedder()!;
-  const insert = db.prepare('INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
   const row = (subject: string, crop: Buffer | null, rect: Rect | null) =>
     Number(insert.run(subject, 1_700_000_000_000, model, version, Buffer.alloc(4), crop, rect ? JSON.stringify(rect) : null).lastInsertRowid);
   db.transaction(() => {
@@ -77,7 +79,7 @@ async function list(query: string): Promise<{ status: number; body: Page & { err
 }
 
 describe('the face library a page at a time', () => {
-  it('answers the first page of the default size, with the total and the next page\'s cursor', async () => {
+  it("answers the first page of the default size, with the total and the next page's cursor", async () => {
     const { status, body } = await list('subject=crowd');
     expect(status).toBe(200);
     expect(Object.keys(body)).toEqual(['success', 'subject', 'samples', 'total', 'limit', 'next_after']);
@@ -149,7 +151,9 @@ describe('the face library a page at a time', () => {
 describe('sample qualities', () => {
   it('are measured on a worker thread exactly as on the calling thread', async () => {
     // The compiled class (dist/) has its worker file beside it; run from TS sources it measures inline.
-    const { SampleQualities: Compiled } = (await import(path.join(ROOT, 'dist/src/gallery/sample-qualities.js'))) as typeof import('../src/gallery/sample-qualities.js');
+    const { SampleQualities: Compiled } = (await import(
+      path.join(ROOT, 'dist/src/gallery/sample-qualities.js')
+    )) as typeof import('../src/gallery/sample-qualities.js');
     const threaded = new Compiled();
     const inline = new Compiled(100, { threaded: false });
     try {

@@ -153,8 +153,13 @@ describe('the engine passes every option to the addon, explicitly', () => {
     expect(() => binding.createEngine(without('objectDetector', 'kind', 'ssd'))).toThrow('objectDetector.kind must be "centernet" or "yolo"');
   });
 
-  it('embedFace needs the crop scale on every call: 0 no longer means the model\'s own', async () => {
-    const request = { detect: { scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold, tiles: 0 }, keepCrop: false, align: true, rotatedPasses: true };
+  it("embedFace needs the crop scale on every call: 0 no longer means the model's own", async () => {
+    const request = {
+      detect: { scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold, tiles: 0 },
+      keepCrop: false,
+      align: true,
+      rotatedPasses: true,
+    };
     const astronaut = photo('skimage/astronaut.png');
     await expect(native!.embedFace(astronaut, { ...request, cropScale: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     const cropScale = engine.faceEmbedder()!.cropScale;
@@ -164,9 +169,17 @@ describe('the engine passes every option to the addon, explicitly', () => {
   it('each call gets every option, the defaults from limits.ts', async () => {
     const people = photo('darknet/person.jpg');
     await engine.detectFaces(photo('skimage/astronaut.png'));
-    expect(calls['detectFaces']?.[1]).toEqual({ scoreThreshold: DETECT_DEFAULTS.scoreThreshold, iouThreshold: DETECT_DEFAULTS.iouThreshold, tiles: 0 });
+    expect(calls['detectFaces']?.[1]).toEqual({
+      scoreThreshold: DETECT_DEFAULTS.scoreThreshold,
+      iouThreshold: DETECT_DEFAULTS.iouThreshold,
+      tiles: 0,
+    });
     await engine.detectObjects(people);
-    expect(calls['detectObjects']?.[1]).toEqual({ scoreThreshold: OBJECT_DEFAULTS.scoreThreshold.yolo, maxObjects: OBJECT_DEFAULTS.maxObjects, onPersonDetector: false });
+    expect(calls['detectObjects']?.[1]).toEqual({
+      scoreThreshold: OBJECT_DEFAULTS.scoreThreshold.yolo,
+      maxObjects: OBJECT_DEFAULTS.maxObjects,
+      onPersonDetector: false,
+    });
     await engine.detectPoses(people);
     expect(calls['detectPoses']?.[1]).toEqual({
       scoreThreshold: POSE_DEFAULTS.scoreThresholdPersons,

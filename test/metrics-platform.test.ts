@@ -75,7 +75,10 @@ async function consoleQuery(extra: Record<string, unknown>, bearer = token): Pro
 
 /** `edgecv metrics app` against the console, as an operator runs it. */
 async function cliQuery(keys: string[]): Promise<AnswerJson> {
-  const r = await runCli(['metrics', 'app', '--addr', consoleUrl, 'region=eu', 'app-org=acme', 'appname=facesvc', 'appvers=2.0.0', ...keys], tokenEnv);
+  const r = await runCli(
+    ['metrics', 'app', '--addr', consoleUrl, 'region=eu', 'app-org=acme', 'appname=facesvc', 'appvers=2.0.0', ...keys],
+    tokenEnv,
+  );
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as AnswerJson;
 }
@@ -124,7 +127,8 @@ function storedLines(rows: SinkRow[], selector: Selector): string[] {
 async function sinkStatus(inst: Instance): Promise<{ backlogSamples: number; errors: number; ackedUpTo: string | null; lagSeconds: number }> {
   const res = await httpsRequest(new URL('/server/usage/', inst.server!.url).href, { ca: inst.ca });
   expect(res.status).toBe(200);
-  return (JSON.parse(res.text) as { metrics_sink: { backlogSamples: number; errors: number; ackedUpTo: string | null; lagSeconds: number } }).metrics_sink;
+  return (JSON.parse(res.text) as { metrics_sink: { backlogSamples: number; errors: number; ackedUpTo: string | null; lagSeconds: number } })
+    .metrics_sink;
 }
 
 beforeAll(async () => {
@@ -147,17 +151,38 @@ beforeAll(async () => {
   await addUser(consoleDir, 'bob', 'bob-secret-12', ['other']);
 
   const consoleStart = (async () => {
-    const child = spawn(process.execPath, [CLI, 'console', '--port', '0', '--host', '127.0.0.1', '--data-dir', consoleDir, '--region', `eu=${sinkUrl}`, '--region', 'us=http://127.0.0.1:9/edgecv'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'console',
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+        '--data-dir',
+        consoleDir,
+        '--region',
+        `eu=${sinkUrl}`,
+        '--region',
+        'us=http://127.0.0.1:9/edgecv',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     const exited = new Promise<number | string | null>((r) => child.on('exit', (code, signal) => r(code ?? signal)));
-    const url = await until('the console to listen', async () => {
-      if (child.exitCode !== null) throw new Error(`console exited ${child.exitCode}:\n${out}`);
-      return /listening on (https:\/\/\S+)/.exec(out)?.[1];
-    }, 30_000);
+    const url = await until(
+      'the console to listen',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`console exited ${child.exitCode}:\n${out}`);
+        return /listening on (https:\/\/\S+)/.exec(out)?.[1];
+      },
+      30_000,
+    );
     console_ = { child, url, output: () => out, exited, stop: (signal = 'SIGTERM') => (child.kill(signal), exited) };
   })();
   // the servers load their models: start them side by side
@@ -165,15 +190,22 @@ beforeAll(async () => {
   consoleUrl = console_.url;
   consoleCa = fs.readFileSync(path.join(consoleDir, 'tls', 'cert.pem'), 'utf8');
   tokenEnv = { EDGECV_TOKEN_FILE: path.join(tmpDir('edgecv-fleet-cli-'), 'token.json') };
-  const login = await runCli(['login', '--addr', consoleUrl, '--cacert', path.join(consoleDir, 'tls', 'cert.pem'), 'username=alice', `password=${PASSWORD}`], tokenEnv);
+  const login = await runCli(
+    ['login', '--addr', consoleUrl, '--cacert', path.join(consoleDir, 'tls', 'cert.pem'), 'username=alice', `password=${PASSWORD}`],
+    tokenEnv,
+  );
   expect(login.code, login.stderr).toBe(0);
   token = ((await post(consoleUrl, consoleCa, '/api/v1/login', { username: 'alice', password: PASSWORD })).json as { token: string }).token;
   bobToken = ((await post(consoleUrl, consoleCa, '/api/v1/login', { username: 'bob', password: 'bob-secret-12' })).json as { token: string }).token;
   // every instance has a few samples in InfluxDB
-  await until('3 samples of every instance in InfluxDB', async () => {
-    const cpu = series(await consoleQuery({ selector: 'cpu' }))[0]!.values;
-    return ofApp.every((i) => cpu.filter((r) => podOf(r) === i.pod).length >= 3) ? true : undefined;
-  }, 30_000);
+  await until(
+    '3 samples of every instance in InfluxDB',
+    async () => {
+      const cpu = series(await consoleQuery({ selector: 'cpu' }))[0]!.values;
+      return ofApp.every((i) => cpu.filter((r) => podOf(r) === i.pod).length >= 3) ? true : undefined;
+    },
+    30_000,
+  );
 });
 
 afterAll(async () => {
@@ -254,7 +286,11 @@ describe('fleet console over InfluxDB', () => {
 
   it('appinsts[] with a cluster_inst_key narrows to the instances on that cloudlet', async () => {
     const only = series(
-      await consoleQuery({ appinst: undefined, appinsts: [{ app_key: APP, cluster_inst_key: { cluster_key: { name: 'k1' }, cloudlet_key: { name: 'cl-b', organization: 'op' } } }], last: 1 }),
+      await consoleQuery({
+        appinst: undefined,
+        appinsts: [{ app_key: APP, cluster_inst_key: { cluster_key: { name: 'k1' }, cloudlet_key: { name: 'cl-b', organization: 'op' } } }],
+        last: 1,
+      }),
     );
     for (const s of only) expect(s.values.map(podOf)).toEqual(['pod-b']);
     const none = series(await consoleQuery({ appinst: { app_key: APP, cluster_inst_key: { cloudlet_key: { name: 'nowhere' } } }, last: 1 }));
@@ -274,7 +310,10 @@ describe('fleet console over InfluxDB', () => {
     const down = await post(consoleUrl, consoleCa, '/api/v1/auth/metrics/app', { ...body, region: 'us' }, token);
     expect(down.status).toBe(503);
     // the CLI says so too
-    const cli = await runCli(['metrics', 'app', '--addr', consoleUrl, 'region=eu', 'app-org=acme', 'appname=othersvc', 'appvers=1.0.0', 'last=1'], tokenEnv);
+    const cli = await runCli(
+      ['metrics', 'app', '--addr', consoleUrl, 'region=eu', 'app-org=acme', 'appname=othersvc', 'appvers=1.0.0', 'last=1'],
+      tokenEnv,
+    );
     expect(cli.code, cli.stderr).toBe(0);
     expect(series(JSON.parse(cli.stdout) as AnswerJson).every((s) => s.values.every((r) => podOf(r) === 'pod-d'))).toBe(true);
   });
@@ -285,7 +324,13 @@ describe('fleet console over InfluxDB', () => {
     const acked = parseRfc3339(status.ackedUpTo!)!;
     const window = { starttime: formatRfc3339Nano(acked - 3_000_000_000n), endtime: formatRfc3339Nano(acked) };
     const login = await post(a.server!.url, a.ca!, '/api/v1/login', { username: 'alice', password: PASSWORD });
-    const own = await post(a.server!.url, a.ca!, '/api/v1/auth/metrics/app', { region: 'eu', appinst: { app_key: APP }, ...window }, (login.json as { token: string }).token);
+    const own = await post(
+      a.server!.url,
+      a.ca!,
+      '/api/v1/auth/metrics/app',
+      { region: 'eu', appinst: { app_key: APP }, ...window },
+      (login.json as { token: string }).token,
+    );
     expect(own.status).toBe(200);
     const fleet = await consoleQuery({ appinst: { app_key: APP, cluster_inst_key: { cloudlet_key: { name: a.cloudlet } } }, ...window });
     const [mine, theirs] = [series(own.json as AnswerJson), series(fleet)];
@@ -309,10 +354,14 @@ describe('InfluxDB down, an instance killed meanwhile', () => {
     const downAt = BigInt(Date.now()) * 1_000_000n;
     await sleep(3 * INTERVAL_MS + 200);
     // the sinks see it: errors, a growing backlog, in /server/usage/ and Prometheus
-    const waiting = await until('a backlog on b', async () => {
-      const s = await sinkStatus(b);
-      return s.backlogSamples >= 3 && s.errors > 0 ? s : undefined;
-    }, 30_000);
+    const waiting = await until(
+      'a backlog on b',
+      async () => {
+        const s = await sinkStatus(b);
+        return s.backlogSamples >= 3 && s.errors > 0 ? s : undefined;
+      },
+      30_000,
+    );
     expect(waiting.lagSeconds).toBeGreaterThan(0);
     const prom = await httpsRequest(new URL('/metrics', b.server!.url).href, { ca: b.ca });
     expect(Number(/^edgecv_metrics_sink_backlog_samples\{[^}]*\} (\d+)/m.exec(prom.text)?.[1])).toBeGreaterThanOrEqual(3);
@@ -329,14 +378,18 @@ describe('InfluxDB down, an instance killed meanwhile', () => {
 
     // every instance catches up: its sink acknowledged a sample taken after InfluxDB came back
     const acked = new Map<Instance, bigint>();
-    await until('every sink to catch up', async () => {
-      for (const inst of instances) {
-        const s = await sinkStatus(inst);
-        const t = s.ackedUpTo === null ? 0n : parseRfc3339(s.ackedUpTo)!;
-        if (t > upAt) acked.set(inst, t);
-      }
-      return acked.size === instances.length ? true : undefined;
-    }, 60_000);
+    await until(
+      'every sink to catch up',
+      async () => {
+        for (const inst of instances) {
+          const s = await sinkStatus(inst);
+          const t = s.ackedUpTo === null ? 0n : parseRfc3339(s.ackedUpTo)!;
+          if (t > upAt) acked.set(inst, t);
+        }
+        return acked.size === instances.length ? true : undefined;
+      },
+      60_000,
+    );
 
     for (const inst of instances) {
       const upTo = acked.get(inst)!;

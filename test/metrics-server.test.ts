@@ -64,7 +64,10 @@ let port: number;
 let ca: string;
 const tokens: Record<string, string> = {};
 
-function request(pathname: string, opts: { method?: string; token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<HttpsResult> {
+function request(
+  pathname: string,
+  opts: { method?: string; token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<HttpsResult> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers['authorization'] = `Bearer ${opts.token}`;
   let body: string | undefined = opts.raw;
@@ -89,14 +92,33 @@ const timeNs = (row: Row) => {
 
 beforeAll(async () => {
   dataDir = tmpDir('edgecv-metrics-');
-  for (const [user, org] of [['alice', 'acme'], ['bob', 'other'], ['carol', 'acme'], ['erin', 'acme']] as const) {
+  for (const [user, org] of [
+    ['alice', 'acme'],
+    ['bob', 'other'],
+    ['carol', 'acme'],
+    ['erin', 'acme'],
+  ] as const) {
     const r = await runCli(['user', 'add', '--data-dir', dataDir, '--username', user, '--password', PASSWORDS[user], '--org', org]);
     expect(r.code, r.stderr).toBe(0);
   }
   const identityFlags = Object.entries(IDENTITY).flatMap(([k, v]) => [`--${k}`, v]);
   server = spawn(
     process.execPath,
-    [CLI, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--workers', '1', '--metrics-interval', `${INTERVAL_MS}ms`, ...identityFlags],
+    [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--data-dir',
+      dataDir,
+      '--workers',
+      '1',
+      '--metrics-interval',
+      `${INTERVAL_MS}ms`,
+      ...identityFlags,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   server.stdout!.on('data', (d) => (serverLog += d));
@@ -150,14 +172,19 @@ describe('login', () => {
   });
 
   it('401 for a wrong password or user, 400 for a malformed body, 415 for a form', async () => {
-    for (const body of [{ username: 'alice', password: 'wrong-password' }, { username: 'nobody', password: 'x' }]) {
+    for (const body of [
+      { username: 'alice', password: 'wrong-password' },
+      { username: 'nobody', password: 'x' },
+    ]) {
       const res = await request('/api/v1/login', { body });
       expect(res.status).toBe(401);
       expect(JSON.parse(res.text)).toEqual({ success: 'false', error: 'wrong username or password' });
     }
     expect((await request('/api/v1/login', { body: { username: 'alice' } })).status).toBe(400);
     expect((await request('/api/v1/login', { raw: '{"username":', headers: { 'content-type': 'application/json' } })).status).toBe(400);
-    expect((await request('/api/v1/login', { raw: 'username=alice', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(415);
+    expect((await request('/api/v1/login', { raw: 'username=alice', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(
+      415,
+    );
     expect((await request('/api/v1/login')).status).toBe(405);
   });
 
@@ -201,13 +228,16 @@ describe('POST /api/v1/auth/metrics/app', () => {
     });
     const times = cpu.map(timeNs);
     for (let i = 1; i < times.length; i++) expect(times[i - 1]! > times[i]!).toBe(true);
-    const gaps = times.slice(1).map((t, i) => Number(times[i]! - t) / 1e6).sort((a, b) => a - b);
+    const gaps = times
+      .slice(1)
+      .map((t, i) => Number(times[i]! - t) / 1e6)
+      .sort((a, b) => a - b);
     const median = gaps[Math.floor(gaps.length / 2)]!;
     expect(median).toBeGreaterThan(INTERVAL_MS * 0.5);
     expect(median).toBeLessThan(INTERVAL_MS * 5);
     // and more keep coming
     const before = cpu.length;
-    await until('more cpu rows', async () => ((series(await query({ selector: 'cpu' }))[0]!.values.length >= before + 3) ? true : undefined));
+    await until('more cpu rows', async () => (series(await query({ selector: 'cpu' }))[0]!.values.length >= before + 3 ? true : undefined));
   });
 
   it('answers every series with the exact columns, tag strings and value types', async () => {
@@ -338,13 +368,20 @@ describe('POST /api/v1/auth/metrics/app', () => {
       [{ appinst: {} }, /app_key/],
     ];
     for (const [extra, re] of cases) {
-      const res = await request('/api/v1/auth/metrics/app', { token: tokens['alice'], body: { region: IDENTITY.region, appinst: { app_key: APP_KEY }, ...extra } });
+      const res = await request('/api/v1/auth/metrics/app', {
+        token: tokens['alice'],
+        body: { region: IDENTITY.region, appinst: { app_key: APP_KEY }, ...extra },
+      });
       expect(res.status, JSON.stringify(extra)).toBe(400);
       const body = JSON.parse(res.text) as { success: string; error: string };
       expect(body.success).toBe('false');
       expect(body.error).toMatch(re);
     }
-    const notJson = await request('/api/v1/auth/metrics/app', { token: tokens['alice'], raw: 'region=x', headers: { 'content-type': 'application/json' } });
+    const notJson = await request('/api/v1/auth/metrics/app', {
+      token: tokens['alice'],
+      raw: 'region=x',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(notJson.status).toBe(400);
   });
 
@@ -354,17 +391,30 @@ describe('POST /api/v1/auth/metrics/app', () => {
     expect(noToken.status).toBe(401);
     expect(noToken.headers['www-authenticate']).toMatch(/^Bearer/);
     expect((await request('/api/v1/auth/metrics/app', { body, token: 'garbage' })).status).toBe(401);
-    expect((await request('/api/v1/auth/metrics/app', { body, headers: { authorization: `Basic ${Buffer.from('alice:x').toString('base64')}` } })).status).toBe(401);
+    expect(
+      (await request('/api/v1/auth/metrics/app', { body, headers: { authorization: `Basic ${Buffer.from('alice:x').toString('base64')}` } })).status,
+    ).toBe(401);
 
     // expired: a token signed with this server's own key, but past its expiry
     const key = Buffer.from(fs.readFileSync(path.join(dataDir, 'auth', 'jwt.key'), 'utf8').trim(), 'base64url');
     const now = Math.floor(Date.now() / 1000);
-    const expired = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setIssuer('edgecv').setIssuedAt(now - 7200).setExpirationTime(now - 3600).sign(key);
+    const expired = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('alice')
+      .setIssuer('edgecv')
+      .setIssuedAt(now - 7200)
+      .setExpirationTime(now - 3600)
+      .sign(key);
     const res = await request('/api/v1/auth/metrics/app', { body, token: expired });
     expect(res.status).toBe(401);
     expect(JSON.parse(res.text).error).toMatch(/expired/);
     // forged: right claims, another key
-    const forged = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setIssuer('edgecv').setExpirationTime(now + 3600).sign(Buffer.alloc(32, 7));
+    const forged = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('alice')
+      .setIssuer('edgecv')
+      .setExpirationTime(now + 3600)
+      .sign(Buffer.alloc(32, 7));
     expect((await request('/api/v1/auth/metrics/app', { body, token: forged })).status).toBe(401);
 
     const forbidden = await request('/api/v1/auth/metrics/app', { body, token: tokens['bob'] });
@@ -384,7 +434,10 @@ describe('POST /api/v1/auth/metrics/app', () => {
 
 describe('audit trail', () => {
   it('gives every response a tracid and finds its entry: route, status, duration, client, user', async () => {
-    const asAlice = await request('/api/v1/auth/metrics/app', { token: tokens['alice'], body: { region: IDENTITY.region, appinst: { app_key: APP_KEY }, selector: 'cpu', last: 1 } });
+    const asAlice = await request('/api/v1/auth/metrics/app', {
+      token: tokens['alice'],
+      body: { region: IDENTITY.region, appinst: { app_key: APP_KEY }, selector: 'cpu', last: 1 },
+    });
     const anonymous = await request('/test/');
     const missing = await request('/no/such/path');
     const tracids = [asAlice, anonymous, missing].map((r) => r.headers['tracid'] as string);
@@ -400,7 +453,15 @@ describe('audit trail', () => {
       return body.entries[0]!;
     };
     const e1 = await lookup(tracids[0]!);
-    expect(e1).toMatchObject({ tracid: tracids[0], method: 'POST', route: '/api/v1/auth/metrics/app', path: '/api/v1/auth/metrics/app', status: 200, client: '127.0.0.1', user: 'alice' });
+    expect(e1).toMatchObject({
+      tracid: tracids[0],
+      method: 'POST',
+      route: '/api/v1/auth/metrics/app',
+      path: '/api/v1/auth/metrics/app',
+      status: 200,
+      client: '127.0.0.1',
+      user: 'alice',
+    });
     expect(e1['durationMs']).toBeGreaterThan(0);
     expect(Date.parse(e1['time'] as string)).toBeGreaterThan(Date.now() - 60_000);
     expect(await lookup(tracids[1]!)).toMatchObject({ route: '/test', path: '/test/', status: 200, user: null });
@@ -413,7 +474,10 @@ describe('audit trail', () => {
     expect(recent.entries.slice(0, 3).map((e) => e.tracid)).not.toContain(tracids[0]);
 
     // the file is JSON lines
-    const lines = fs.readFileSync(path.join(dataDir, 'audit', 'audit.log'), 'utf8').trim().split('\n');
+    const lines = fs
+      .readFileSync(path.join(dataDir, 'audit', 'audit.log'), 'utf8')
+      .trim()
+      .split('\n');
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
     expect(lines.some((l) => l.includes(tracids[0]!))).toBe(true);
   });
@@ -431,7 +495,9 @@ describe('audit trail', () => {
 describe('Prometheus', () => {
   it('GET /metrics: process metrics, per-route requests, per-stage inference, engine queue, gallery size', async () => {
     const img = photo('dlib/faces/2008_002470.jpg');
-    expect((await httpsRequest(`${base}/detector/detect/`, { method: 'POST', headers: { 'content-type': 'image/jpeg' }, body: img, ca })).status).toBe(200);
+    expect(
+      (await httpsRequest(`${base}/detector/detect/`, { method: 'POST', headers: { 'content-type': 'image/jpeg' }, body: img, ca })).status,
+    ).toBe(200);
     // One enrolment (loopback needs no admin key) so the gallery gauges have something to count.
     const enrol = await httpsRequest(`${base}/trainer/add/?subject=astronaut`, {
       method: 'POST',
@@ -460,7 +526,10 @@ describe('Prometheus', () => {
     expect(value('edgecv_http_requests_total{method="POST",route="/detector/detect",status="200"}')).toBeGreaterThanOrEqual(1);
     expect(value('edgecv_http_request_duration_seconds_count{method="POST",route="/detector/detect",status="200"}')).toBeGreaterThanOrEqual(1);
     for (const stage of ['queue', 'decode', 'preprocess', 'inference', 'postprocess']) {
-      expect(value(`edgecv_inference_stage_seconds_count{model="facemesh-detection-full",backend="${backend}",stage="${stage}"}`), stage).toBeGreaterThanOrEqual(1);
+      expect(
+        value(`edgecv_inference_stage_seconds_count{model="facemesh-detection-full",backend="${backend}",stage="${stage}"}`),
+        stage,
+      ).toBeGreaterThanOrEqual(1);
     }
     expect(value(`edgecv_inference_stage_seconds_sum{model="facemesh-detection-full",backend="${backend}",stage="inference"}`)).toBeGreaterThan(0);
     expect(value('edgecv_engine_queue_depth')).toBe(0);
@@ -504,7 +573,11 @@ describe('Prometheus', () => {
     let log = '';
     const prom = spawn(
       bin!,
-      [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${webPort}`],
+      [
+        `--config.file=${path.join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${path.join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${webPort}`,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     prom.stdout!.on('data', (d) => (log += d));
@@ -516,7 +589,12 @@ describe('Prometheus', () => {
         const body = (await res.json()) as { status: string; data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
         return body.data.result.length > 0 ? body.data.result : undefined;
       };
-      const requests = await until(`prometheus to scrape edgecv (log:\n${log.slice(-2000)})`, () => promQuery('edgecv_http_requests_total{route="/detector/detect"}'), 90_000, 500);
+      const requests = await until(
+        `prometheus to scrape edgecv (log:\n${log.slice(-2000)})`,
+        () => promQuery('edgecv_http_requests_total{route="/detector/detect"}'),
+        90_000,
+        500,
+      );
       expect(requests[0]!.metric).toMatchObject({ job: 'edgecv', instance: `127.0.0.1:${port}`, region: 'eu-test', method: 'POST', status: '200' });
       expect(Number(requests[0]!.value[1])).toBeGreaterThanOrEqual(1);
       const up = await promQuery('up{job="edgecv"}');
@@ -540,7 +618,10 @@ describe('edgecv login / metrics app (the CLI client, end to end)', () => {
     const untrusted = await runCli(['login', '--addr', base, 'username=alice', `password=${PASSWORDS.alice}`], env);
     expect(untrusted.code).toBe(1);
     expect(untrusted.stderr).toMatch(/not trusted.*--cacert FILE.*--insecure/s);
-    const wrong = await runCli(['login', '--addr', base, '--cacert', path.join(dataDir, 'tls', 'cert.pem'), 'username=alice', 'password=wrong-one'], env);
+    const wrong = await runCli(
+      ['login', '--addr', base, '--cacert', path.join(dataDir, 'tls', 'cert.pem'), 'username=alice', 'password=wrong-one'],
+      env,
+    );
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/401.*wrong username or password/);
     expect(fs.existsSync(env.EDGECV_TOKEN_FILE)).toBe(false);
@@ -548,7 +629,10 @@ describe('edgecv login / metrics app (the CLI client, end to end)', () => {
 
   it('logs in with --cacert, saves the token 0600, and queries with it', async () => {
     const env = { EDGECV_TOKEN_FILE: path.join(tmpDir('edgecv-cli-'), 'token.json') };
-    const login = await runCli(['login', '--addr', `${base}/`, '--cacert', path.join(dataDir, 'tls', 'cert.pem'), 'username=alice', `password=${PASSWORDS.alice}`], env);
+    const login = await runCli(
+      ['login', '--addr', `${base}/`, '--cacert', path.join(dataDir, 'tls', 'cert.pem'), 'username=alice', `password=${PASSWORDS.alice}`],
+      env,
+    );
     expect(login.code, login.stderr).toBe(0);
     expect(login.stdout).toMatch(/logged in to https:\/\/127\.0\.0\.1:\d+ as alice/);
     expect(fs.statSync(env.EDGECV_TOKEN_FILE).mode & 0o777).toBe(0o600);
@@ -607,7 +691,12 @@ describe('edgecv login / metrics app (the CLI client, end to end)', () => {
     const deadAddr = `https://127.0.0.1:${closedPort}`;
     const key = Buffer.from(fs.readFileSync(path.join(dataDir, 'auth', 'jwt.key'), 'utf8').trim(), 'base64url');
     const now = Math.floor(Date.now() / 1000);
-    const expiredJwt = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setIssuer('edgecv').setExpirationTime(now - 60).sign(key);
+    const expiredJwt = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('alice')
+      .setIssuer('edgecv')
+      .setExpirationTime(now - 60)
+      .sign(key);
     const future = new Date(Date.now() + 3600_000).toISOString();
     fs.writeFileSync(
       file,
@@ -624,13 +713,22 @@ describe('edgecv login / metrics app (the CLI client, end to end)', () => {
     expect(expired.stderr).toMatch(/login to https:\/\/127\.0\.0\.1:\d+ expired at .*edgecv login/);
 
     // the file says valid, the server says expired
-    fs.writeFileSync(file, JSON.stringify({ servers: { [base]: { token: expiredJwt, username: 'alice', expires: future, insecure: true } } }), { mode: 0o600 });
+    fs.writeFileSync(file, JSON.stringify({ servers: { [base]: { token: expiredJwt, username: 'alice', expires: future, insecure: true } } }), {
+      mode: 0o600,
+    });
     const refused = await runCli(['metrics', 'app', ...appArgs()], env);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/401: the token has expired.*\n.*edgecv login/);
 
-    fs.writeFileSync(file, JSON.stringify({ servers: { [deadAddr]: { token: tokens['alice'], username: 'alice', expires: future, insecure: true } } }), { mode: 0o600 });
-    const unreachable = await runCli(['metrics', 'app', '--addr', deadAddr, 'region=eu-test', 'app-org=acme', 'appname=facesvc', 'appvers=2.0.0'], env);
+    fs.writeFileSync(
+      file,
+      JSON.stringify({ servers: { [deadAddr]: { token: tokens['alice'], username: 'alice', expires: future, insecure: true } } }),
+      { mode: 0o600 },
+    );
+    const unreachable = await runCli(
+      ['metrics', 'app', '--addr', deadAddr, 'region=eu-test', 'app-org=acme', 'appname=facesvc', 'appvers=2.0.0'],
+      env,
+    );
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/cannot reach https:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
 

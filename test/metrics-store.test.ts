@@ -76,7 +76,16 @@ describe('RFC 3339 times with nanoseconds', () => {
   });
 
   it('refuses what is not an RFC 3339 date-time', () => {
-    for (const bad of ['', 'yesterday', '2023-11-14', '2023-11-14T22:13:20', '2023-13-01T00:00:00Z', '2023-02-30T00:00:00Z', '2023-11-14T25:00:00Z', '1700000000']) {
+    for (const bad of [
+      '',
+      'yesterday',
+      '2023-11-14',
+      '2023-11-14T22:13:20',
+      '2023-13-01T00:00:00Z',
+      '2023-02-30T00:00:00Z',
+      '2023-11-14T25:00:00Z',
+      '1700000000',
+    ]) {
       expect(parseRfc3339(bad), bad).toBeNull();
     }
   });
@@ -120,7 +129,16 @@ describe('metrics store (SQLite)', () => {
       const cpu = store.rows('cpu', APP);
       expect(cpu.map((r) => r.time)).toEqual(Array.from({ length: 10 }, (_, i) => t0 + BigInt(9 - i) * 1_000_000_007n));
       expect(cpu[0]!.values).toEqual([9.5]);
-      expect(cpu[0]!.tags).toEqual({ app: 'facesvc', ver: '2.0.0', cluster: 'c1', clusterorg: 'corg', cloudlet: 'cl1', cloudletorg: 'clorg', apporg: 'acme', pod: 'pod-7' });
+      expect(cpu[0]!.tags).toEqual({
+        app: 'facesvc',
+        ver: '2.0.0',
+        cluster: 'c1',
+        clusterorg: 'corg',
+        cloudlet: 'cl1',
+        cloudletorg: 'clorg',
+        apporg: 'acme',
+        pod: 'pod-7',
+      });
 
       // connections: one row per port and time, ports ascending within a time
       const conn = store.rows('connections', APP, { last: 2 });
@@ -176,7 +194,9 @@ describe('metrics store (SQLite)', () => {
 describe('query runner (worker thread)', () => {
   it('answers on a worker thread exactly as on the calling thread, while samples are written', async () => {
     // The compiled runner (dist/) has its worker file beside it; run from TS sources it runs inline.
-    const { MetricsQueryRunner: CompiledRunner } = (await import(path.join(ROOT, 'dist/src/metrics/query-runner.js'))) as typeof import('../src/metrics/query-runner.js');
+    const { MetricsQueryRunner: CompiledRunner } = (await import(
+      path.join(ROOT, 'dist/src/metrics/query-runner.js')
+    )) as typeof import('../src/metrics/query-runner.js');
     const { MetricsStore: CompiledStore } = (await import(path.join(ROOT, 'dist/src/metrics/store.js'))) as typeof import('../src/metrics/store.js');
     const store = CompiledStore.open(tmpDir('edgecv-runner-'));
     const id = store.instanceId(IDENTITY);
@@ -197,7 +217,9 @@ describe('query runner (worker thread)', () => {
       expect(all.data[0]!.Series.map((x) => x.values.length)).toEqual([2000, 2000, 2000, 2000, 4000]);
       // a sample written after the worker opened the store is seen by the next query
       store.insert(id, sample(nowNs(), 4242));
-      const newest = JSON.parse(await threaded.answer(parseMetricsAppQuery({ ...ok, selector: 'cpu', last: 1 }))) as { data: { Series: { values: unknown[][] }[] }[] };
+      const newest = JSON.parse(await threaded.answer(parseMetricsAppQuery({ ...ok, selector: 'cpu', last: 1 }))) as {
+        data: { Series: { values: unknown[][] }[] }[];
+      };
       expect(newest.data[0]!.Series[0]!.values[0]![9]).toBe(4242);
     } finally {
       await threaded.close();
@@ -268,7 +290,14 @@ describe('query bodies', () => {
 
   it('reads selectors, window, last and numsamples', () => {
     expect(parseMetricsAppQuery(ok).selectors).toEqual(['cpu', 'mem', 'disk', 'network', 'connections']);
-    const q = parseMetricsAppQuery({ ...ok, selector: 'network, cpu,cpu', last: 3, numsamples: 5, starttime: '2026-01-01T00:00:00Z', endtime: '2026-01-02T00:00:00.5+00:00' });
+    const q = parseMetricsAppQuery({
+      ...ok,
+      selector: 'network, cpu,cpu',
+      last: 3,
+      numsamples: 5,
+      starttime: '2026-01-01T00:00:00Z',
+      endtime: '2026-01-02T00:00:00.5+00:00',
+    });
     expect(q.selectors).toEqual(['network', 'cpu']);
     expect(q.window).toEqual({ start: 1_767_225_600_000_000_000n, end: 1_767_312_000_500_000_000n, last: 3, numsamples: 5 });
   });

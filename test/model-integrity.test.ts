@@ -49,7 +49,9 @@ describe('model files are checked against the manifest sha256 at open', () => {
     const bytes = fs.readFileSync(file);
     bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
     fs.writeFileSync(file, bytes);
-    await expect(Engine.open({ ...OPTIONS, modelDir: dir })).rejects.toThrow(/faceres\.ort\.onnx is damaged or was changed: its sha256 is [0-9a-f]{64}, .*manifest\.json says [0-9a-f]{64}; run `npm run setup`/);
+    await expect(Engine.open({ ...OPTIONS, modelDir: dir })).rejects.toThrow(
+      /faceres\.ort\.onnx is damaged or was changed: its sha256 is [0-9a-f]{64}, .*manifest\.json says [0-9a-f]{64}; run `npm run setup`/,
+    );
   });
 
   it('a file damaged after it was verified is caught (its mtime changed)', async () => {
@@ -65,6 +67,8 @@ describe('model files are checked against the manifest sha256 at open', () => {
 
   it('a manifest that gives no sha256 for a file it lists (made before ortSha256) is refused with the fix', async () => {
     const dir = modelDir([], (m) => delete m.models['faceres']!['ortSha256']);
-    await expect(Engine.open({ ...OPTIONS, modelDir: dir })).rejects.toThrow(/gives no sha256 for the model file faceres\.ort\.onnx: run `npm run setup`/);
+    await expect(Engine.open({ ...OPTIONS, modelDir: dir })).rejects.toThrow(
+      /gives no sha256 for the model file faceres\.ort\.onnx: run `npm run setup`/,
+    );
   });
 });

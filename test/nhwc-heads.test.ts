@@ -29,7 +29,13 @@ function conv(name: string, input: string, cout: number, cin: number, attributes
   };
 }
 
-const toNhwc = (input: string, output: string): OnnxNode => ({ name: `${output}/t`, opType: 'Transpose', inputs: [input], outputs: [output], attributes: { perm: { kind: 'ints', value: [0, 2, 3, 1] } } });
+const toNhwc = (input: string, output: string): OnnxNode => ({
+  name: `${output}/t`,
+  opType: 'Transpose',
+  inputs: [input],
+  outputs: [output],
+  attributes: { perm: { kind: 'ints', value: [0, 2, 3, 1] } },
+});
 
 /** x -> Q -> DQ -> three heads: conv+relu+conv, one conv, and a 3x3 conv (not pointwise: left alone). */
 function headsModel(): OnnxModel {
@@ -106,8 +112,13 @@ describe('float pointwise heads as channels-last products', () => {
 
   it('movenet-multipose int8: its six float heads are channels-last products', () => {
     const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
-    expect(manifest.models['movenet-multipose']?.int8?.nhwcHeads?.sort()).toEqual(
-      ['box_offset_0', 'box_scale_0', 'center_0', 'kpt_heatmap_0', 'kpt_offset_0', 'kpt_regress_0'],
-    );
+    expect(manifest.models['movenet-multipose']?.int8?.nhwcHeads?.sort()).toEqual([
+      'box_offset_0',
+      'box_scale_0',
+      'center_0',
+      'kpt_heatmap_0',
+      'kpt_offset_0',
+      'kpt_regress_0',
+    ]);
   });
 });

@@ -19,7 +19,10 @@ it('reads the int8 graphs and damaged copies of them without a sanitizer report,
   const optimized: string[] = [];
   for (const model of ['yolov5s', 'yolov5s-320']) {
     const file = path.join(dir, `${model}.optimized.onnx`);
-    const session = await ort.InferenceSession.create(path.join(MODELS, `${model}.int8.ort.onnx`), { intraOpNumThreads: 1, optimizedModelFilePath: file });
+    const session = await ort.InferenceSession.create(path.join(MODELS, `${model}.int8.ort.onnx`), {
+      intraOpNumThreads: 1,
+      optimizedModelFilePath: file,
+    });
     await session.release();
     optimized.push(file);
   }

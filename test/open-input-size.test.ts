@@ -55,7 +55,11 @@ describe('YOLO files with an open input size', () => {
       outputs: [{ name: 'r', dataType: OnnxDataType.FLOAT, shape: [1, 3072] }],
     };
     expect(() => openInputSize(model, new Map())).toThrow(/r \(Reshape\) may depend on the input size/);
-    const relu = { ...model, nodes: [{ ...model.nodes[0]!, opType: 'Relu', inputs: ['x'] }], outputs: [{ name: 'r', dataType: OnnxDataType.FLOAT, shape: [1, 32, 32, 3] }] };
+    const relu = {
+      ...model,
+      nodes: [{ ...model.nodes[0]!, opType: 'Relu', inputs: ['x'] }],
+      outputs: [{ name: 'r', dataType: OnnxDataType.FLOAT, shape: [1, 32, 32, 3] }],
+    };
     expect(openInputSize(relu, new Map()).inputs[0]!.shape).toEqual([1, 3, 'height', 'width']);
   });
 
@@ -72,9 +76,17 @@ describe('YOLO files with an open input size', () => {
         try {
           const feed = (h: number, w: number) => ({ [session.inputNames[0]!]: input(h, w) });
           const square = await session.run(feed(320, 320));
-          expect(session.outputNames.map((o) => square[o]!.dims.slice(1, 3))).toEqual([[40, 40], [20, 20], [10, 10]]);
+          expect(session.outputNames.map((o) => square[o]!.dims.slice(1, 3))).toEqual([
+            [40, 40],
+            [20, 20],
+            [10, 10],
+          ]);
           const wide = await session.run(feed(192, 320));
-          expect(session.outputNames.map((o) => wide[o]!.dims.slice(1, 3))).toEqual([[24, 40], [12, 20], [6, 10]]);
+          expect(session.outputNames.map((o) => wide[o]!.dims.slice(1, 3))).toEqual([
+            [24, 40],
+            [12, 20],
+            [6, 10],
+          ]);
         } finally {
           await session.release();
         }
@@ -84,7 +96,6 @@ describe('YOLO files with an open input size', () => {
 });
 
 describe('objects on a rectangle', () => {
-
   it('finds the same objects in the same places as the square file, on a 4:3 photo and on a tall one', async () => {
     for (const bytes of [vgaJpeg(ROOT, VGA_SCENE_PHOTO), photo('darknet/person.jpg'), photo('dlib/faces/2008_001009.jpg')]) {
       const a = (await rect.detectObjects(bytes)).objects;
@@ -105,7 +116,9 @@ describe('objects on a rectangle', () => {
       found.square.push(scorePhoto(labelled, (await square.detectObjects(photo(file), { maxObjects: 1000 })).objects, 0));
     }
     const [r, q] = [sumScores(found.rect), sumScores(found.square)];
-    console.log(`labelled objects, yolov5s fp32: on the photo's aspect ${r.found}/${r.labelled} found, ${r.wrongTop} wrong, ${r.unmatched} unmatched; square ${q.found}/${q.labelled}, ${q.wrongTop}, ${q.unmatched}`);
+    console.log(
+      `labelled objects, yolov5s fp32: on the photo's aspect ${r.found}/${r.labelled} found, ${r.wrongTop} wrong, ${r.unmatched} unmatched; square ${q.found}/${q.labelled}, ${q.wrongTop}, ${q.unmatched}`,
+    );
     expect(r.found).toBeGreaterThanOrEqual(q.found - 1);
     expect(r.wrongTop).toBeLessThanOrEqual(q.wrongTop + 1);
     expect(r.unmatched).toBeLessThanOrEqual(q.unmatched + 1);

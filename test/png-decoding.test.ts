@@ -34,7 +34,15 @@ let checkBinary: string;
 
 beforeAll(() => {
   const libs = execFileSync('pkg-config', ['--cflags', '--libs', 'opencv4', 'libpng', 'libjpeg'], { encoding: 'utf8' }).trim().split(/\s+/);
-  const sources = ['checks/codec_check.cc', 'image/image.cc', 'image/png_decoder.cc', 'image/jpeg_decoder.cc', 'image/jpeg_encoder.cc', 'image/exif_orientation.cc', 'runtime/recycled_buffers.cc'];
+  const sources = [
+    'checks/codec_check.cc',
+    'image/image.cc',
+    'image/png_decoder.cc',
+    'image/jpeg_decoder.cc',
+    'image/jpeg_encoder.cc',
+    'image/exif_orientation.cc',
+    'runtime/recycled_buffers.cc',
+  ];
   checkBinary = checkProgram('codec_check', sources, ['-O1'], libs);
 }, 300_000);
 
@@ -47,7 +55,10 @@ function check(files: Record<string, Buffer>): Record<string, CheckLine> {
   });
   const run = spawnSync(checkBinary, paths, { encoding: 'utf8', maxBuffer: 1 << 26 });
   expect(run.status, run.stderr).toBe(0); // no crash, whatever the bytes
-  const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as CheckLine);
+  const lines = run.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as CheckLine);
   expect(lines.map((l) => path.basename(l.file))).toEqual(Object.keys(files));
   return Object.fromEntries(lines.map((l) => [path.basename(l.file), l]));
 }
@@ -56,15 +67,19 @@ function check(files: Record<string, Buffer>): Record<string, CheckLine> {
 function quarterTurn(bgr: Buffer, width: number, height: number): Buffer {
   const out = Buffer.alloc(bgr.length);
   for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) bgr.copy(out, ((x * height) + (height - 1 - y)) * 3, (y * width + x) * 3, (y * width + x) * 3 + 3);
+    for (let x = 0; x < width; x++) bgr.copy(out, (x * height + (height - 1 - y)) * 3, (y * width + x) * 3, (y * width + x) * 3 + 3);
   }
   return out;
 }
 
 describe('the PNG decoder against cv::imdecode (native/checks/codec_check.cc)', () => {
-  it('decodes every kind, plain and interlaced, odd shapes included, to the known pixels and imdecode\'s', () => {
+  it("decodes every kind, plain and interlaced, odd shapes included, to the known pixels and imdecode's", () => {
     const images: Record<string, PngImage> = {};
-    for (const [w, h] of [[13, 9], [1, 1], [37, 2]] as const) {
+    for (const [w, h] of [
+      [13, 9],
+      [1, 1],
+      [37, 2],
+    ] as const) {
       for (const interlace of [false, true]) {
         for (const [kind, img] of Object.entries(pngKinds(w, h, interlace))) images[`${kind}-${w}x${h}${interlace ? '-adam7' : ''}.png`] = img;
       }
@@ -96,11 +111,13 @@ describe('the PNG decoder against cv::imdecode (native/checks/codec_check.cc)', 
       expect(lines[name]!.decoded).toEqual([9, 13]);
       expect(lines[name]!.pixels).toBe(quarterTurn(upright, 13, 9).toString('hex'));
     }
-    expect(lines['exif-3.png']!.pixels).toBe(Buffer.from([...Array(13 * 9).keys()].reverse().flatMap((i) => [...upright.subarray(i * 3, i * 3 + 3)])).toString('hex'));
+    expect(lines['exif-3.png']!.pixels).toBe(
+      Buffer.from([...Array(13 * 9).keys()].reverse().flatMap((i) => [...upright.subarray(i * 3, i * 3 + 3)])).toString('hex'),
+    );
     expect(lines['exif-1.png']!.pixels).toBe(upright.toString('hex'));
   });
 
-  it('refuses damaged PNGs with libpng\'s reason, as imdecode refuses them, and never crashes', () => {
+  it("refuses damaged PNGs with libpng's reason, as imdecode refuses them, and never crashes", () => {
     const good = encodePng(pngKinds(13, 9)['palette-8-trns']!);
     const idat = good.indexOf('IDAT') - 4;
     const files: Record<string, Buffer> = {};
@@ -113,7 +130,8 @@ describe('the PNG decoder against cv::imdecode (native/checks/codec_check.cc)', 
     files['idat-data.png'] = dataBroken;
     // A grey 13x9 file's signature and IHDR, then image data of our own making.
     const grey = encodePng(pngKinds(13, 9)['gray-8']!);
-    const withData = (data: Buffer) => Buffer.concat([grey.subarray(0, grey.indexOf('IDAT') - 4), pngChunk('IDAT', data), pngChunk('IEND', Buffer.alloc(0))]);
+    const withData = (data: Buffer) =>
+      Buffer.concat([grey.subarray(0, grey.indexOf('IDAT') - 4), pngChunk('IDAT', data), pngChunk('IEND', Buffer.alloc(0))]);
     const rows = Buffer.alloc(9 * 14);
     rows[4 * 14] = 7; // the fifth row's filter type: there is none numbered 7
     files['bad-filter.png'] = withData(zlib.deflateSync(rows));
@@ -144,7 +162,12 @@ describe('the addon on one photo in every kind of PNG', () => {
   const n = width * height;
   const rgbAt = (i: number, c: number) => astronaut.data[i * 4 + c]!;
   const greyAt = (i: number) => Math.round(0.299 * rgbAt(i, 0) + 0.587 * rgbAt(i, 1) + 0.114 * rgbAt(i, 2));
-  const image = (colorType: PngImage['colorType'], bitDepth: PngImage['bitDepth'], sample: (i: number, c: number) => number, extra: Partial<PngImage> = {}): Buffer => {
+  const image = (
+    colorType: PngImage['colorType'],
+    bitDepth: PngImage['bitDepth'],
+    sample: (i: number, c: number) => number,
+    extra: Partial<PngImage> = {},
+  ): Buffer => {
     const channels = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 }[colorType];
     const samples = new Uint16Array(n * channels);
     for (let i = 0; i < n; i++) for (let c = 0; c < channels; c++) samples[i * channels + c] = sample(i, c);
@@ -182,7 +205,7 @@ describe('the addon on one photo in every kind of PNG', () => {
   });
 
   it('tells a picture 10 grey levels brighter in one patch from the original (the comparison above can fail)', async () => {
-    const patched = image(2, 8, (i, c) => Math.min(255, rgbAt(i, c) + ((i % width) < 64 && i < width * 64 ? 10 : 0)));
+    const patched = image(2, 8, (i, c) => Math.min(255, rgbAt(i, c) + (i % width < 64 && i < width * 64 ? 10 : 0)));
     expect(await found(patched)).not.toEqual(await found(rgb8));
   });
 
@@ -192,7 +215,10 @@ describe('the addon on one photo in every kind of PNG', () => {
     const damaged = Buffer.from(good);
     damaged[idat + 8 + good.readUInt32BE(idat)]! ^= 0xff; // the IDAT chunk's CRC: libpng refuses the file
     const truncated = good.subarray(0, idat + 20); // the server's container check refuses it before libpng
-    for (const [bytes, re] of [[damaged, /^image could not be decoded: invalid PNG: IDAT: CRC error$/], [truncated, /invalid PNG/]] as const) {
+    for (const [bytes, re] of [
+      [damaged, /^image could not be decoded: invalid PNG: IDAT: CRC error$/],
+      [truncated, /invalid PNG/],
+    ] as const) {
       const res = await app.request('/detector/detect/', { method: 'POST', body: bytes, headers: { 'content-type': 'image/png' } });
       expect(res.status).toBe(400);
       expectError(await json(res), re);

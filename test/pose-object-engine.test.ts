@@ -111,7 +111,10 @@ describe('pose and object detection (real photos)', () => {
       const { objects, width, height } = await engine.detectObjects(photo(name));
       const found = objects.map((o) => `${o.className} ${o.score.toFixed(2)} [${o.rect.map(Math.round).join(',')}]`);
       for (const e of expected) {
-        expect(objects.some((o) => matchesExpected(o, e, width, height)), `${e.classes.join('/')} in ${found.join('; ')}`).toBe(true);
+        expect(
+          objects.some((o) => matchesExpected(o, e, width, height)),
+          `${e.classes.join('/')} in ${found.join('; ')}`,
+        ).toBe(true);
       }
     });
   }
@@ -150,7 +153,10 @@ describe('pose and object detection (real photos)', () => {
       [() => engine.detectObjects(Buffer.alloc(0)), 'INVALID_IMAGE'],
     ];
     for (const [call, code] of bad) {
-      const error = await call().then(() => undefined, (e: unknown) => e);
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(EngineError);
       expect((error as EngineError).code).toBe(code);
     }
@@ -186,7 +192,7 @@ describe('BODY_25 layout', () => {
     expect(BODY_25_BONES[23]).toEqual({ pair: [11, 24], color: '00ffff' });
     // a tree over the 25 points: every point reached from the neck
     const reached = new Set([1]);
-    for (let grown = true; grown; ) {
+    for (let grown = true; grown;) {
       grown = false;
       for (const { pair } of BODY_25_BONES) {
         const [a, b] = pair;
@@ -222,7 +228,7 @@ describe('BODY_25 layout', () => {
 });
 
 // Crowds and small people: the labelled persons of bench/labels/objects.json (every person boxed on those photos).
-describe('pose for every person: crops around the object detector\'s persons', () => {
+describe("pose for every person: crops around the object detector's persons", () => {
   let engine: Engine;
   beforeAll(async () => {
     engine = await sharedEngine({ workers: 1, faceEmbedder: null });
@@ -266,7 +272,10 @@ describe('pose for every person: crops around the object detector\'s persons', (
   it("times each model's stages apart: the person detector's, then the MoveNet passes (timings.stages)", async () => {
     const crowd = await engine.detectPoses(photo('dlib/faces/2008_002079.jpg'), { mode: 'persons' });
     const whole = await engine.detectPoses(photo('dlib/faces/2008_002079.jpg'), { mode: 'whole' });
-    for (const [result, passes] of [[crowd, 2], [whole, 1]] as const) {
+    for (const [result, passes] of [
+      [crowd, 2],
+      [whole, 1],
+    ] as const) {
       const { preprocessMs, inferenceMs, postprocessMs, stages } = result.timings;
       const s = stages!;
       expect(s['posePasses']).toBeGreaterThanOrEqual(passes);
@@ -284,7 +293,7 @@ describe('pose for every person: crops around the object detector\'s persons', (
     expect(crowd.timings.stages!['posePasses']).toBeLessThanOrEqual(POSE_DEFAULTS.maxPosesPersons);
   });
 
-  it('poses a person from a neighbour\'s crop where that crop shows them well, never giving one pose twice', async () => {
+  it("poses a person from a neighbour's crop where that crop shows them well, never giving one pose twice", async () => {
     // 2008_002079.jpg: 10 people, side by side and behind each other. A crop run for one person also poses another
     // when it holds their box with context, at 0.6 or more of the resolution of their own crop, and has a pose
     // matching their box (IoU >= 0.5): fewer MoveNet passes than poses.
@@ -297,7 +306,7 @@ describe('pose for every person: crops around the object detector\'s persons', (
     expect([one.poses.length, one.timings.stages!['posePasses']]).toEqual([1, 1]);
   });
 
-  it('poses a camera-sized JPEG decoded smaller as its PNG decoded whole, in the frame\'s own pixels', async () => {
+  it("poses a camera-sized JPEG decoded smaller as its PNG decoded whole, in the frame's own pixels", async () => {
     // A 1920x1080 JPEG is decoded at a quarter for the 320 px person detector. A tall person's crop has pixels enough
     // there; a person a quarter as tall needs a finer decode for the crop (native/pipelines/detect_poses.h). The PNG of
     // the same pixels is always decoded whole: the same person, each confident keypoint in the same place. At fp32:

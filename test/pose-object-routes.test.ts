@@ -93,8 +93,7 @@ describe('pose and object routes (real engine, real photos)', () => {
   let app: ReturnType<typeof createApp>;
   let gpu: boolean;
   const post = (path: string, init: RequestInit) => app.request(path, init);
-  const postPhoto = (path: string, name: string) =>
-    post(path, { method: 'POST', body: photo(name), headers: { 'content-type': typeOf(name) } });
+  const postPhoto = (path: string, name: string) => post(path, { method: 'POST', body: photo(name), headers: { 'content-type': typeOf(name) } });
 
   beforeAll(async () => {
     engine = await sharedEngine();
@@ -105,7 +104,9 @@ describe('pose and object routes (real engine, real photos)', () => {
   it('pose: answers the exact format, one BODY_25 pose per person', async () => {
     const res = await postPhoto(POSE, 'dlib/faces/2008_001322.jpg');
     expect(res.status).toBe(200);
-    expect(await res.clone().text()).toMatch(/^\{"success":"true","serverprocessingtime":"\d+\.\d{3}","server_processing_time":"\d+\.\d{3}","poses":\[\[\[/);
+    expect(await res.clone().text()).toMatch(
+      /^\{"success":"true","serverprocessingtime":"\d+\.\d{3}","server_processing_time":"\d+\.\d{3}","poses":\[\[\[/,
+    );
     const poses = checkPoseShape(await json<PoseJson>(res));
     expect(poses).toHaveLength(3);
     for (const pose of poses) {
@@ -158,13 +159,21 @@ describe('pose and object routes (real engine, real photos)', () => {
     });
 
     it(`${path}: a threshold parameter is honoured, a bad one is a 400`, async () => {
-      const strict = await post(`${path}?threshold=1`, { method: 'POST', body: photo('darknet/person.jpg'), headers: { 'content-type': 'image/jpeg' } });
+      const strict = await post(`${path}?threshold=1`, {
+        method: 'POST',
+        body: photo('darknet/person.jpg'),
+        headers: { 'content-type': 'image/jpeg' },
+      });
       expect((await json(strict))['success']).toBe('false');
       const form = new FormData();
       form.append('image', new Blob([photo('darknet/person.jpg')]), 'p.jpg');
       form.append('threshold', '1');
       expect((await json(await post(path, { method: 'POST', body: form })))['success']).toBe('false');
-      const bad = await post(`${path}?threshold=abc`, { method: 'POST', body: photo('darknet/person.jpg'), headers: { 'content-type': 'image/jpeg' } });
+      const bad = await post(`${path}?threshold=abc`, {
+        method: 'POST',
+        body: photo('darknet/person.jpg'),
+        headers: { 'content-type': 'image/jpeg' },
+      });
       expect(bad.status).toBe(400);
       expectError(await json(bad), /threshold/, path === OBJECT ? ['gpu_support'] : []);
     });
@@ -233,7 +242,12 @@ describe('pose and object routes (real engine, real photos)', () => {
   describe('--pose-requires-gpu', () => {
     it('on a server without CUDA: 501 with a plain-text message; objects still work', async () => {
       // Only the backend report is replaced (so this holds on a CUDA machine too); detection is the real engine's.
-      const cpuReport = { detectFaces: engine.detectFaces.bind(engine), detectPoses: engine.detectPoses.bind(engine), detectObjects: engine.detectObjects.bind(engine), backend: () => ({ ...engine.backend(), backend: 'cpu' as const }) };
+      const cpuReport = {
+        detectFaces: engine.detectFaces.bind(engine),
+        detectPoses: engine.detectPoses.bind(engine),
+        detectObjects: engine.detectObjects.bind(engine),
+        backend: () => ({ ...engine.backend(), backend: 'cpu' as const }),
+      };
       const strict = createApp({ engine: cpuReport, config: { bodyLimit: DEFAULT_BODY_LIMIT, poseRequiresGpu: true } });
       for (const path of [POSE, '/openpose/detect/']) {
         const res = await strict.request(path, { method: 'POST', body: photo('darknet/person.jpg'), headers: { 'content-type': 'image/jpeg' } });
@@ -254,12 +268,19 @@ describe('pose and object routes (real engine, real photos)', () => {
 
     it('on, with an engine that reports CUDA: pose is served', async () => {
       // Only the backend report is replaced (no CUDA here); the detection itself is the real engine's.
-      const cudaReport = { detectFaces: engine.detectFaces.bind(engine), detectPoses: engine.detectPoses.bind(engine), detectObjects: engine.detectObjects.bind(engine), backend: () => ({ ...engine.backend(), backend: 'cuda' as const, device: 'reported' }) };
+      const cudaReport = {
+        detectFaces: engine.detectFaces.bind(engine),
+        detectPoses: engine.detectPoses.bind(engine),
+        detectObjects: engine.detectObjects.bind(engine),
+        backend: () => ({ ...engine.backend(), backend: 'cuda' as const, device: 'reported' }),
+      };
       const strict = createApp({ engine: cudaReport, config: { bodyLimit: DEFAULT_BODY_LIMIT, poseRequiresGpu: true } });
       const res = await strict.request(POSE, { method: 'POST', body: photo('darknet/person.jpg'), headers: { 'content-type': 'image/jpeg' } });
       expect(res.status).toBe(200);
       expect(checkPoseShape(await json<PoseJson>(res))).toHaveLength(1);
-      const objects = await json<ObjectJson>(await strict.request(OBJECT, { method: 'POST', body: greyPng(), headers: { 'content-type': 'image/png' } }));
+      const objects = await json<ObjectJson>(
+        await strict.request(OBJECT, { method: 'POST', body: greyPng(), headers: { 'content-type': 'image/png' } }),
+      );
       expect(objects.gpu_support).toBe(true);
     });
   });

@@ -15,7 +15,10 @@ function f32(name: string, dims: number[], values: number[]): OnnxTensor {
 }
 
 describe('quantizeWeights', () => {
-  for (const [bits, max] of [[8, 127], [7, 63]] as const) {
+  for (const [bits, max] of [
+    [8, 127],
+    [7, 63],
+  ] as const) {
     it(`${bits} bits: per channel, the largest weight at ±${max}, every weight within ±${max} and half a step of its value`, () => {
       const w = Float32Array.from({ length: 4 * 50 }, (_, i) => Math.sin(i * 1.7) * (1 + (i % 4)));
       const { q, scales } = quantizeWeights(w, 4, bits);
@@ -39,7 +42,18 @@ describe('sevenBitWeights: 7-bit weights for the named convolutions only', () =>
     opset: 13,
     graphName: 'two_convs',
     nodes: [...conv('stem', 'x'), ...conv('head', 'stem/r'), { name: 'z', opType: 'Identity', inputs: ['head/r'], outputs: ['z'], attributes: {} }],
-    initializers: [f32('stem/w', [4, 4, 1, 1], Array.from({ length: 16 }, (_, i) => i - 7.5)), f32('head/w', [4, 4, 1, 1], Array.from({ length: 16 }, (_, i) => 7.5 - i))],
+    initializers: [
+      f32(
+        'stem/w',
+        [4, 4, 1, 1],
+        Array.from({ length: 16 }, (_, i) => i - 7.5),
+      ),
+      f32(
+        'head/w',
+        [4, 4, 1, 1],
+        Array.from({ length: 16 }, (_, i) => 7.5 - i),
+      ),
+    ],
     inputs: [{ name: 'x', dataType: OnnxDataType.FLOAT, shape: [1, 4, 2, 2] }],
     outputs: [{ name: 'z', dataType: OnnxDataType.FLOAT, shape: [1, 4, 2, 2] }],
   };
@@ -73,7 +87,9 @@ describe('sevenBitWeights: 7-bit weights for the named convolutions only', () =>
   });
 
   it('a name that matches no convolution is an error, not a silent 8-bit layer', () => {
-    expect(() => quantizeModel(model, { ranges, sevenBitWeights: ['head/conv', 'neck/conv', 'stem/r'] })).toThrow(/no convolution named "neck\/conv", "stem\/r"/);
+    expect(() => quantizeModel(model, { ranges, sevenBitWeights: ['head/conv', 'neck/conv', 'stem/r'] })).toThrow(
+      /no convolution named "neck\/conv", "stem\/r"/,
+    );
   });
 });
 
@@ -87,13 +103,22 @@ function oneConv(weightBits: 7 | 8, kind: 'pointwise' | 'depthwise' = 'pointwise
   const weights = depthwise ? [channels, 1, 3, 3] : [1, channels, 1, 1];
   const count = weights.reduce((a, b) => a * b, 1);
   const outChannels = depthwise ? channels : 1;
-  const attributes: OnnxModel['nodes'][number]['attributes'] = depthwise ? { group: { kind: 'int', value: channels }, pads: { kind: 'ints', value: [1, 1, 1, 1] } } : {};
+  const attributes: OnnxModel['nodes'][number]['attributes'] = depthwise
+    ? { group: { kind: 'int', value: channels }, pads: { kind: 'ints', value: [1, 1, 1, 1] } }
+    : {};
   const model: OnnxModel = {
     producer: 'test',
     opset: 13,
     graphName: 'one_conv',
     nodes: [{ name: 'conv', opType: 'Conv', inputs: ['x', 'w', 'b'], outputs: ['y'], attributes }],
-    initializers: [f32('w', weights, Array.from({ length: count }, (_, i) => 0.5 + (i % 3) * 0.25)), f32('b', [outChannels], new Array<number>(outChannels).fill(0))],
+    initializers: [
+      f32(
+        'w',
+        weights,
+        Array.from({ length: count }, (_, i) => 0.5 + (i % 3) * 0.25),
+      ),
+      f32('b', [outChannels], new Array<number>(outChannels).fill(0)),
+    ],
     inputs: [{ name: 'x', dataType: OnnxDataType.FLOAT, shape: [1, channels, 4, 4] }],
     outputs: [{ name: 'z', dataType: OnnxDataType.FLOAT, shape: [1, outChannels, 4, 4] }],
   };
@@ -114,7 +139,7 @@ async function run(bytes: Uint8Array, exact: boolean): Promise<Float32Array> {
 }
 
 describe('a QDQ convolution at the top of its input range', () => {
-  it('7-bit weights: the same outputs from onnxruntime\'s fast and exact int8 kernels, on any CPU', async () => {
+  it("7-bit weights: the same outputs from onnxruntime's fast and exact int8 kernels, on any CPU", async () => {
     const bytes = oneConv(7);
     const fast = await run(bytes, false);
     expect(Array.from(fast)).toEqual(Array.from(await run(bytes, true)));

@@ -53,16 +53,18 @@ export function readmeOptionProblems(readme: string, options: readonly Option[],
   readme.split('\n').forEach((line, i) => {
     if (/^\s*(#\s*)?curl\s/.test(line)) return; // curl's flags
     for (const flag of flagsIn(line)) {
-      if (!serverFlags.has(flag) && !otherCommandFlags.has(flag)) problems.push(`README line ${i + 1} names --${flag}, which no edgecv command takes`);
+      if (!serverFlags.has(flag) && !otherCommandFlags.has(flag))
+        problems.push(`README line ${i + 1} names --${flag}, which no edgecv command takes`);
     }
   });
   return problems;
 }
 
 const options: Option[] = Object.values(SERVER_OPTIONS).map((o) => ({ flag: o.flag, env: o.env }));
-const otherCommandFlags = new Set(
-  ['help', ...[BENCH_USAGE, LOGIN_USAGE, LOGOUT_USAGE, METRICS_USAGE, TRAINER_USAGE, USER_USAGE, CONSOLE_USAGE].flatMap(flagsIn)],
-);
+const otherCommandFlags = new Set([
+  'help',
+  ...[BENCH_USAGE, LOGIN_USAGE, LOGOUT_USAGE, METRICS_USAGE, TRAINER_USAGE, USER_USAGE, CONSOLE_USAGE].flatMap(flagsIn),
+]);
 const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
 describe("README's options table", () => {

@@ -27,7 +27,18 @@ beforeAll(async () => {
 const appWith = (config: { adminKey?: string; metricsAccess?: 'open' | 'loopback' | 'admin' } = {}) =>
   createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, ...config }, recognition: service });
 
-const GET_ROUTES = ['/test/', '/server/capabilities/', '/server/usage/', '/trainer/subjects/', '/trainer/samples/', '/trainer/export/', '/metrics', '/demo.js', '/library.js', '/body25.js'];
+const GET_ROUTES = [
+  '/test/',
+  '/server/capabilities/',
+  '/server/usage/',
+  '/trainer/subjects/',
+  '/trainer/samples/',
+  '/trainer/export/',
+  '/metrics',
+  '/demo.js',
+  '/library.js',
+  '/body25.js',
+];
 /** GET routes that take a query parameter they cannot answer without. */
 const NEEDS_QUERY = new Set(['/trainer/samples/']);
 const POST_ROUTES = [
@@ -129,7 +140,11 @@ describe('admin middleware on every gallery-changing route', () => {
   const face = () => photo(FACE);
   // Each is a request that would change or dump the gallery if the guard let it through.
   const requests: { path: string; init: () => RequestInit; deepstack: boolean }[] = [
-    { path: '/trainer/add/?subject=intruder', init: () => ({ method: 'POST', body: face(), headers: { 'content-type': 'image/png' } }), deepstack: false },
+    {
+      path: '/trainer/add/?subject=intruder',
+      init: () => ({ method: 'POST', body: face(), headers: { 'content-type': 'image/png' } }),
+      deepstack: false,
+    },
     { path: '/trainer/remove/?subject=intruder', init: () => ({ method: 'POST' }), deepstack: false },
     { path: '/trainer/import/', init: () => ({ method: 'POST', body: '', headers: { 'content-type': 'application/x-ndjson' } }), deepstack: false },
     { path: '/trainer/export/', init: () => ({ method: 'GET' }), deepstack: false },
@@ -149,7 +164,10 @@ describe('admin middleware on every gallery-changing route', () => {
   it('with --admin-key: 401 with WWW-Authenticate without the key and with a wrong one; the gallery is unchanged', async () => {
     const app = appWith({ adminKey: KEY });
     for (const { path, init, deepstack } of requests) {
-      for (const [headers, error] of [[{}, /need the admin key/], [{ 'x-api-key': 'not-the-key' }, /^wrong admin key$/]] as const) {
+      for (const [headers, error] of [
+        [{}, /need the admin key/],
+        [{ 'x-api-key': 'not-the-key' }, /^wrong admin key$/],
+      ] as const) {
         const base = init();
         const res = await app.request(path, { ...base, headers: { ...(base.headers as Record<string, string>), ...headers } });
         expect(res.status, path).toBe(401);
@@ -176,11 +194,20 @@ describe('admin middleware on every gallery-changing route', () => {
 
   it('lets the admin through: the header on /trainer, the form key on DeepStack register and delete', async () => {
     const app = appWith({ adminKey: KEY });
-    const add = await app.request('/trainer/add/?subject=admin-added', { method: 'POST', body: face(), headers: { 'content-type': 'image/png', authorization: `Bearer ${KEY}` } });
+    const add = await app.request('/trainer/add/?subject=admin-added', {
+      method: 'POST',
+      body: face(),
+      headers: { 'content-type': 'image/png', authorization: `Bearer ${KEY}` },
+    });
     expect(add.status).toBe(200);
     const reg = await app.request('/v1/vision/face/register', { method: 'POST', body: form({ userid: 'ds-added', admin_key: KEY }, face()) });
     expect(await reg.json()).toEqual({ success: true, message: 'face added', duration: 0 });
-    expect(service.subjects().map((s) => s.subject).sort()).toEqual(['admin-added', 'ds-added']);
+    expect(
+      service
+        .subjects()
+        .map((s) => s.subject)
+        .sort(),
+    ).toEqual(['admin-added', 'ds-added']);
     const del = await app.request('/v1/vision/face/delete', { method: 'POST', body: form({ userid: 'ds-added', api_key: KEY }) });
     expect(del.status).toBe(200);
     const rm = await app.request('/trainer/remove/?subject=admin-added', { method: 'POST', headers: { 'x-api-key': KEY } });

@@ -16,9 +16,9 @@ const onlyFaces = { poseModel: null, objectDetector: null, faceEmbedder: null } 
 
 describe('onnxruntime library errors (before it is loaded)', () => {
   it('runtime onnxruntime with a missing library fails Engine.open with the reason', async () => {
-    await expect(
-      openEngine({ ...onlyFaces, runtime: 'onnxruntime', onnxRuntimeLibrary: '/nonexistent/libonnxruntime.so.1' }),
-    ).rejects.toThrow(/runtime onnxruntime is not available: cannot open onnxruntime library \/nonexistent\/libonnxruntime\.so\.1/);
+    await expect(openEngine({ ...onlyFaces, runtime: 'onnxruntime', onnxRuntimeLibrary: '/nonexistent/libonnxruntime.so.1' })).rejects.toThrow(
+      /runtime onnxruntime is not available: cannot open onnxruntime library \/nonexistent\/libonnxruntime\.so\.1/,
+    );
   });
 
   it('a library that is not onnxruntime is named as such', async () => {
@@ -27,7 +27,7 @@ describe('onnxruntime library errors (before it is loaded)', () => {
     );
   });
 
-  it("runtime auto falls back to OpenCV and says why", async () => {
+  it('runtime auto falls back to OpenCV and says why', async () => {
     const engine = await openEngine({ ...onlyFaces, workers: 1, onnxRuntimeLibrary: '/nonexistent/libonnxruntime.so.1' });
     try {
       const backend = engine.backend();
@@ -109,7 +109,10 @@ describe('default engine: onnxruntime from the onnxruntime-node package', () => 
     for (const file of ['skimage/astronaut.png', 'skimage/camera.png']) {
       const [a, b] = [await ortEngine.detectObjects(photo(file)), await cvEngine.detectObjects(photo(file))];
       expect(a.objects.length, file).toBeGreaterThan(0);
-      expect(b.objects.map((o) => o.className), file).toEqual(a.objects.map((o) => o.className));
+      expect(
+        b.objects.map((o) => o.className),
+        file,
+      ).toEqual(a.objects.map((o) => o.className));
       a.objects.forEach((o, i) => expect(Math.abs(o.score - b.objects[i]!.score), file).toBeLessThan(1e-3));
     }
     let posesCompared = 0;

@@ -200,7 +200,13 @@ describe('HTTP API (real engine, real photos)', () => {
         await post(Buffer.alloc(0), 'image/png'),
         await post('a=1', 'application/x-www-form-urlencoded'),
         await post('image=', 'application/x-www-form-urlencoded'),
-        await post((() => { const f = new FormData(); f.append('picture', new Blob([photo(FACE_PNG)]), 'a.png'); return f; })()),
+        await post(
+          (() => {
+            const f = new FormData();
+            f.append('picture', new Blob([photo(FACE_PNG)]), 'a.png');
+            return f;
+          })(),
+        ),
       ]) {
         expect(res.status).toBe(400);
         expectError(await json(res), /missing image/);
@@ -216,7 +222,10 @@ describe('HTTP API (real engine, real photos)', () => {
     });
 
     it('400 when the image is truncated and cannot be decoded', async () => {
-      for (const [name, ct] of [[FACE_PNG, 'image/png'], [FACE_JPG, 'image/jpeg']] as const) {
+      for (const [name, ct] of [
+        [FACE_PNG, 'image/png'],
+        [FACE_JPG, 'image/jpeg'],
+      ] as const) {
         const res = await post(photo(name).subarray(0, 600), ct);
         expect(res.status).toBe(400);
         expectError(await json(res));
@@ -262,7 +271,11 @@ describe('HTTP API (real engine, real photos)', () => {
       fd.append('image', new Blob([big]), 'a.png');
       expect((await small.request(DETECT, { method: 'POST', body: fd })).status).toBe(413);
       // under the limit is fine
-      const ok = await small.request(DETECT, { method: 'POST', body: photo('skimage/camera.png').subarray(0, 90_000), headers: { 'content-type': 'image/png' } });
+      const ok = await small.request(DETECT, {
+        method: 'POST',
+        body: photo('skimage/camera.png').subarray(0, 90_000),
+        headers: { 'content-type': 'image/png' },
+      });
       expect(ok.status).not.toBe(413);
     });
 
@@ -322,7 +335,12 @@ describe('HTTP API (real engine, real photos)', () => {
     expect(body.backend).toBe(backend.backend);
     expect(body.onnxruntime).toBe(backend.onnxRuntime?.version ?? null);
     const models = body.models as Record<string, { name: string; runtime: string; precision: string }>;
-    expect(models.face_detection).toEqual({ name: engine.models.faceDetector, runtime: backend.runtimes['faceDetector'], precision: 'fp32', device: 'cpu' });
+    expect(models.face_detection).toEqual({
+      name: engine.models.faceDetector,
+      runtime: backend.runtimes['faceDetector'],
+      precision: 'fp32',
+      device: 'cpu',
+    });
     // no Vulkan driver here and no --backend gpu: no net is checked on a GPU, no reason is given
     expect(body.gpu === null || (body.gpu as { usable: boolean }).usable === false).toBe(true);
     // each model says its precision (docs/int8.md): the default object model runs its int8 file on onnxruntime
@@ -424,7 +442,11 @@ describe('HTTPS server on a socket', () => {
       httpsRequest(`${running.url}detector/detect/`, { method: 'POST', headers: { 'content-type': 'image/jpeg' }, body: img, ca, agent }),
     );
     let finished = 0;
-    for (const b of burst) void b.then(() => finished++, () => finished++);
+    for (const b of burst)
+      void b.then(
+        () => finished++,
+        () => finished++,
+      );
     // probe /test/ from the start, every 25 ms, until the burst is over
     const probes: { ms: number; status: number; duringBurst: boolean }[] = [];
     while (finished < burst.length) {

@@ -46,7 +46,11 @@ describe('small images on the objects route', () => {
     for (const [file, photo] of Object.entries(labels.photos)) {
       const { bytes, scale } = scaledJpeg(ROOT, file, SMALL_SIDE);
       const scaleRect = (r: Rect) => r.map((v) => v * scale) as Rect;
-      const scaled: LabelledPhoto = { ...photo, boxes: photo.boxes.map((b) => ({ ...b, rect: scaleRect(b.rect) })), ignore: photo.ignore?.map(scaleRect) };
+      const scaled: LabelledPhoto = {
+        ...photo,
+        boxes: photo.boxes.map((b) => ({ ...b, rect: scaleRect(b.rect) })),
+        ignore: photo.ignore?.map(scaleRect),
+      };
       scores.routed.push(scorePhoto(scaled, (await routed.detectObjects(bytes, { maxObjects: 1000 })).objects, 0));
       scores.at640.push(scorePhoto(scaled, (await at640.detectObjects(bytes, { maxObjects: 1000 })).objects, 0));
     }

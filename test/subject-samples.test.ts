@@ -7,7 +7,7 @@ const ids = (...list: number[]) => Float64Array.from(list);
 const sorted = (list: readonly number[]) => [...list].sort((a, b) => a - b);
 
 describe('SubjectSamples', () => {
-  it('keeps each subject\'s ids through adds, a move to another subject, removes and clear', () => {
+  it("keeps each subject's ids through adds, a move to another subject, removes and clear", () => {
     const s = new SubjectSamples();
     s.set(ids(1, 2, 3, 4), ['ann', 'ann', 'bob', 'ann']);
     expect(sorted(s.of('ann'))).toEqual([1, 2, 4]);
@@ -28,7 +28,10 @@ describe('SubjectSamples', () => {
   it('removes many samples of one subject at once, keeping the others', () => {
     const s = new SubjectSamples();
     const n = 50_000;
-    s.set(Float64Array.from({ length: n }, (_, i) => i), Array.from({ length: n }, (_, i) => (i % 10 === 0 ? 'kept' : 'big')));
+    s.set(
+      Float64Array.from({ length: n }, (_, i) => i),
+      Array.from({ length: n }, (_, i) => (i % 10 === 0 ? 'kept' : 'big')),
+    );
     s.delete(Float64Array.from({ length: n }, (_, i) => i).filter((i) => i % 10 !== 0 && i % 7 !== 0));
     expect(s.of('kept').length).toBe(n / 10);
     expect(sorted(s.of('big'))).toEqual(Array.from({ length: n }, (_, i) => i).filter((i) => i % 10 !== 0 && i % 7 === 0));

@@ -28,7 +28,13 @@ it('keeps a run of the original graph by its inputs and gives it back unchanged'
     const second = await (await TfjsReference.cached(...args)).run(input, shape);
     for (const outputs of [first, second]) {
       expect(outputs).toHaveLength(computed.length);
-      outputs.forEach((o, i) => expect(Buffer.from(o.buffer, o.byteOffset, o.byteLength).equals(Buffer.from(computed[i]!.buffer, computed[i]!.byteOffset, computed[i]!.byteLength))).toBe(true));
+      outputs.forEach((o, i) =>
+        expect(
+          Buffer.from(o.buffer, o.byteOffset, o.byteLength).equals(
+            Buffer.from(computed[i]!.buffer, computed[i]!.byteOffset, computed[i]!.byteLength),
+          ),
+        ).toBe(true),
+      );
     }
     // the second came from the file: with the file changed, it gives the change back
     const file = path.join(CACHE, added[0]!);

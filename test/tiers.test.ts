@@ -10,7 +10,11 @@ import { testFilesOf, tierOfSource } from './support/tiers.js';
 
 describe('tiers', () => {
   it('puts every test file in exactly one tier', () => {
-    const all = fs.readdirSync(path.join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts')).map((f) => `test/${f}`).sort();
+    const all = fs
+      .readdirSync(path.join(ROOT, 'test'))
+      .filter((f) => f.endsWith('.test.ts'))
+      .map((f) => `test/${f}`)
+      .sort();
     const tiers = (['unit', 'engine', 'system'] as const).map((t) => testFilesOf(path.join(ROOT, 'test'), t).map((f) => path.relative(ROOT, f)));
     expect(tiers.flat().sort()).toEqual(all);
     for (const tier of tiers) expect(tier.length).toBeGreaterThan(0);

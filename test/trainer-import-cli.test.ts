@@ -32,7 +32,16 @@ beforeAll(async () => {
   for (const p of johns.slice(0, 30)) {
     const r = await engine.embedFace(p.bytes);
     const bytes = Buffer.from(r.embedding!.buffer, r.embedding!.byteOffset, r.embedding!.byteLength);
-    lines.push(JSON.stringify({ subject: p.subject, model: info.model, model_version: info.version, embedding: bytes.toString('base64'), crop: null, crop_rect: null }));
+    lines.push(
+      JSON.stringify({
+        subject: p.subject,
+        model: info.model,
+        model_version: info.version,
+        embedding: bytes.toString('base64'),
+        crop: null,
+        crop_rect: null,
+      }),
+    );
   }
   const photoLine = JSON.stringify({ subject: johns[40]!.subject, image: johns[40]!.bytes.toString('base64') });
   lines.splice(14, 0, photoLine);
@@ -97,7 +106,9 @@ describe('edgecv trainer import', () => {
     const file = path.join(tmpDir(), 'g.jsonl');
     fs.writeFileSync(file, `${lines.slice(0, 3).join('\n')}\n`);
     fs.writeFileSync(`${file}.progress`, JSON.stringify({ size: 1, mtimeMs: 0, mode: 'append', lines: 1, added: 1, done: false }));
-    await expect(runTrainer(['import', file, '--addr', `https://127.0.0.1:${server.port}`, '--insecure'])).rejects.toThrow(/another version of the import file/);
+    await expect(runTrainer(['import', file, '--addr', `https://127.0.0.1:${server.port}`, '--insecure'])).rejects.toThrow(
+      /another version of the import file/,
+    );
     await expect(runTrainer(['import', file, '--addr', 'x', '--batch', '0'])).rejects.toThrow(/--batch/);
     await expect(runTrainer(['export'])).rejects.toThrow(/only 'import'/);
   });

@@ -82,7 +82,9 @@ describe('imported crops are bounded and checked as enrolment keeps them', () =>
     expect(bigCrop.length).toBeGreaterThan(STORED_CROP_MAX_BYTES);
     const res = await importLines([{ ...line, subject: 'big', crop: bigCrop.toString('base64'), crop_rect: bigRect }]);
     expect(res.status).toBe(200);
-    const listed = (await (await app.request('/trainer/samples/?subject=big', { headers: AUTH })).json()) as { samples: { crop: string; crop_rect: number[] }[] };
+    const listed = (await (await app.request('/trainer/samples/?subject=big', { headers: AUTH })).json()) as {
+      samples: { crop: string; crop_rect: number[] }[];
+    };
     expect(listed.samples).toHaveLength(1);
     const kept = Buffer.from(listed.samples[0]!.crop, 'base64');
     expect(kept.length).toBeLessThanOrEqual(STORED_CROP_MAX_BYTES);

@@ -27,7 +27,10 @@ beforeAll(async () => {
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-gallery-')), { storeCrops: false, log: () => {} });
   await service.ready;
   app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, adminKey: KEY }, recognition: service });
-  for (const p of loadJohns(DATA_DIR).filter((j) => j.subject === SUBJECT).slice(0, 2)) await service.enrol(SUBJECT, p.bytes);
+  for (const p of loadJohns(DATA_DIR)
+    .filter((j) => j.subject === SUBJECT)
+    .slice(0, 2))
+    await service.enrol(SUBJECT, p.bytes);
 });
 afterAll(async () => {
   await service?.close();
@@ -80,7 +83,12 @@ describe('a malformed field is a 400, never "absent"', () => {
 
   it('remove: subject in a shape not taken is a 400 too', async () => {
     const before = ids();
-    for (const init of [json({ subject: [SUBJECT] }), json({ subject: null }), form(`subject[]=${SUBJECT}`), multipart((f) => f.append('subject', new Blob([SUBJECT]), 's'))]) {
+    for (const init of [
+      json({ subject: [SUBJECT] }),
+      json({ subject: null }),
+      form(`subject[]=${SUBJECT}`),
+      multipart((f) => f.append('subject', new Blob([SUBJECT]), 's')),
+    ]) {
       const res = await app.request('/trainer/remove/', init);
       expect(res.status).toBe(400);
       expectError(await res.json(), /'subject'/);
@@ -128,12 +136,20 @@ describe('a malformed field is a 400, never "absent"', () => {
     const exported = JSON.parse(line) as Record<string, unknown>;
     for (const name of ['a\u0085b', 'nbsp\u009f', 'x\ud800', '\udc00y', 'a\ud800\ud800']) {
       if (!/[\ud800-\udfff]/.test(name)) {
-        const add = await app.request(`/trainer/add/?subject=${encodeURIComponent(name)}`, { method: 'POST', body: john.bytes, headers: { 'content-type': 'image/jpeg', ...AUTH } });
+        const add = await app.request(`/trainer/add/?subject=${encodeURIComponent(name)}`, {
+          method: 'POST',
+          body: john.bytes,
+          headers: { 'content-type': 'image/jpeg', ...AUTH },
+        });
         expect(add.status, JSON.stringify(name)).toBe(400);
         expectError(await add.json(), /control characters/);
       }
       // a lone surrogate only travels as a JSON escape: import lines and move's JSON body
-      const imp = await app.request('/trainer/import/', { method: 'POST', body: JSON.stringify({ ...exported, subject: name }), headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
+      const imp = await app.request('/trainer/import/', {
+        method: 'POST',
+        body: JSON.stringify({ ...exported, subject: name }),
+        headers: { 'content-type': 'application/x-ndjson', ...AUTH },
+      });
       expect(imp.status, JSON.stringify(name)).toBe(400);
       expectError(await imp.json(), /line 1: 'subject' contains (control characters|a lone UTF-16 surrogate)/);
       const move = await app.request('/trainer/move/', json({ subject: SUBJECT, id: before[0], to: name }));

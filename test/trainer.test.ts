@@ -86,13 +86,22 @@ describe('recognition API', () => {
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
     expectError(await none.json(), /admin key/);
-    const wrongKeys: Record<string, string>[] = [{ authorization: 'Bearer nope' }, { 'x-api-key': `${KEY}x` }, { 'x-api-key': KEY.slice(0, -1) }, { authorization: KEY }];
+    const wrongKeys: Record<string, string>[] = [
+      { authorization: 'Bearer nope' },
+      { 'x-api-key': `${KEY}x` },
+      { 'x-api-key': KEY.slice(0, -1) },
+      { authorization: KEY },
+    ];
     for (const headers of wrongKeys) {
       const res = await addRaw(app, 'John_Salley', bytes, headers);
       expect(res.status).toBe(401);
       expectError(await res.json());
     }
-    for (const [p, method] of [['/trainer/remove/', 'POST'], ['/trainer/import/', 'POST'], ['/trainer/export/', 'GET']] as const) {
+    for (const [p, method] of [
+      ['/trainer/remove/', 'POST'],
+      ['/trainer/import/', 'POST'],
+      ['/trainer/export/', 'GET'],
+    ] as const) {
       expect((await app.request(p, { method })).status).toBe(401);
     }
     expect(service.size).toBe(0);
@@ -106,7 +115,11 @@ describe('recognition API', () => {
     const raw = await addRaw(app, 'John_Salley', a!.bytes, { 'x-api-key': KEY });
     expect(raw.status).toBe(200);
     const text = await raw.text();
-    expect(text).toMatch(new RegExp(`^\\{"success":"true","subject":"John_Salley","id":\\d+,"samples":1,"rect":\\[\\d+,\\d+,\\d+,\\d+\\],"rects":\\[\\[\\d+,\\d+,\\d+,\\d+\\]\\],"serverprocessingtime":"${TIME}","server_processing_time":"${TIME}"\\}$`));
+    expect(text).toMatch(
+      new RegExp(
+        `^\\{"success":"true","subject":"John_Salley","id":\\d+,"samples":1,"rect":\\[\\d+,\\d+,\\d+,\\d+\\],"rects":\\[\\[\\d+,\\d+,\\d+,\\d+\\]\\],"serverprocessingtime":"${TIME}","server_processing_time":"${TIME}"\\}$`,
+      ),
+    );
 
     const fd = new FormData();
     fd.append('subject', 'John_Salley');
@@ -116,14 +129,26 @@ describe('recognition API', () => {
     expect(await multi.json()).toMatchObject({ success: 'true', subject: 'John_Salley', samples: 2 });
 
     const form = `subject=John_Salley&image=${encodeURIComponent(c!.bytes.toString('base64'))}`;
-    const url = await app.request('/trainer/add/', { method: 'POST', body: form, headers: { 'content-type': 'application/x-www-form-urlencoded', ...AUTH } });
+    const url = await app.request('/trainer/add/', {
+      method: 'POST',
+      body: form,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...AUTH },
+    });
     expect(url.status).toBe(200);
     expect(await url.json()).toMatchObject({ subject: 'John_Salley', samples: 3 });
   });
 
   it('refuses photos without exactly one face, and bad subjects, with a clear reason', async () => {
     const cases: [Response, number, RegExp][] = [
-      [await app.request('/trainer/add/', { method: 'POST', body: johns.get('John_Simm')![0]!.bytes, headers: { 'content-type': 'image/jpeg', ...AUTH } }), 400, /subject/],
+      [
+        await app.request('/trainer/add/', {
+          method: 'POST',
+          body: johns.get('John_Simm')![0]!.bytes,
+          headers: { 'content-type': 'image/jpeg', ...AUTH },
+        }),
+        400,
+        /subject/,
+      ],
       [await addRaw(app, 'bad\u0001name', johns.get('John_Simm')![0]!.bytes), 400, /control characters/],
       [await addRaw(app, ' padded', johns.get('John_Simm')![0]!.bytes), 400, /spaces/],
       [await addRaw(app, 'x'.repeat(129), johns.get('John_Simm')![0]!.bytes), 400, /128/],
@@ -173,7 +198,11 @@ describe('recognition API', () => {
         const res = await predict(app, p.bytes);
         expect(res.status).toBe(200);
         const text = await res.text();
-        expect(text).toMatch(new RegExp(`^\\{"success":"true","subject":"[^"]+","confidence":"\\d+\\.\\d{2}","rect":\\[\\d+,\\d+,\\d+,\\d+\\],"serverprocessingtime":"${TIME}","server_processing_time":"${TIME}"\\}$`));
+        expect(text).toMatch(
+          new RegExp(
+            `^\\{"success":"true","subject":"[^"]+","confidence":"\\d+\\.\\d{2}","rect":\\[\\d+,\\d+,\\d+,\\d+\\],"serverprocessingtime":"${TIME}","server_processing_time":"${TIME}"\\}$`,
+          ),
+        );
         const body = JSON.parse(text) as { subject: string; confidence: string };
         expect(body.subject).toBe(subject);
         expect(Number(body.confidence)).toBeLessThan(105);
@@ -213,12 +242,24 @@ describe('recognition API', () => {
     expect(one.status).toBe(200);
     expect(await one.json()).toEqual({ success: 'true', subject: 'John_Simm', removed: [id] });
     expect(simm()!.samples).toBe(3);
-    const again = await app.request('/trainer/remove/', { method: 'POST', body: JSON.stringify({ subject: 'John_Simm', id }), headers: { 'content-type': 'application/json', ...AUTH } });
+    const again = await app.request('/trainer/remove/', {
+      method: 'POST',
+      body: JSON.stringify({ subject: 'John_Simm', id }),
+      headers: { 'content-type': 'application/json', ...AUTH },
+    });
     expect(again.status).toBe(404);
     expectError(await again.json(), /no sample/);
-    const bad = await app.request('/trainer/remove/', { method: 'POST', body: 'subject=John_Simm&id=abc', headers: { 'content-type': 'application/x-www-form-urlencoded', ...AUTH } });
+    const bad = await app.request('/trainer/remove/', {
+      method: 'POST',
+      body: 'subject=John_Simm&id=abc',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...AUTH },
+    });
     expect(bad.status).toBe(400);
-    const all = await app.request('/trainer/remove/', { method: 'POST', body: 'subject=John_Simm', headers: { 'content-type': 'application/x-www-form-urlencoded', ...AUTH } });
+    const all = await app.request('/trainer/remove/', {
+      method: 'POST',
+      body: 'subject=John_Simm',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...AUTH },
+    });
     expect(all.status).toBe(200);
     expect(((await all.json()) as { removed: number[] }).removed).toHaveLength(3);
     expect(simm()).toBeUndefined();
@@ -237,7 +278,10 @@ describe('recognition API', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
     const text = await res.text();
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toHaveLength(service.size);
     expect(Object.keys(lines[0]!)).toEqual(['id', 'subject', 'created', 'model', 'model_version', 'embedding', 'crop', 'crop_rect']);
 
@@ -246,7 +290,11 @@ describe('recognition API', () => {
       const otherApp = appFor(other);
       // something to be replaced
       expect((await addRaw(otherApp, 'someone', johns.get('John_Simm')![0]!.bytes)).status).toBe(200);
-      const imported = await otherApp.request('/trainer/import/?mode=replace', { method: 'POST', body: text, headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
+      const imported = await otherApp.request('/trainer/import/?mode=replace', {
+        method: 'POST',
+        body: text,
+        headers: { 'content-type': 'application/x-ndjson', ...AUTH },
+      });
       expect(imported.status).toBe(200);
       expect(await imported.json()).toEqual({ success: 'true', added: lines.length, samples: lines.length });
       expect(other.subjects().map((s) => [s.subject, s.samples])).toEqual(service.subjects().map((s) => [s.subject, s.samples]));
@@ -262,7 +310,10 @@ describe('recognition API', () => {
 
   it('imports photos (append), all or nothing: a bad line changes nothing', async () => {
     const before = service.size;
-    const good = johns.get('John_Simm')!.slice(0, 2).map((p) => JSON.stringify({ subject: 'John_Simm', image: p.bytes.toString('base64') }));
+    const good = johns
+      .get('John_Simm')!
+      .slice(0, 2)
+      .map((p) => JSON.stringify({ subject: 'John_Simm', image: p.bytes.toString('base64') }));
     const noFace = JSON.stringify({ subject: 'John_Simm', image: photo(NO_FACE).toString('base64') });
     for (const [body, re] of [
       [[...good, noFace].join('\n'), /line 3: No face detected/],
@@ -274,9 +325,23 @@ describe('recognition API', () => {
       expectError(await res.json(), re);
       expect(service.size).toBe(before);
     }
-    expect((await app.request('/trainer/import/', { method: 'POST', body: good[0], headers: { 'content-type': 'image/png', ...AUTH } })).status).toBe(415);
-    expect((await app.request('/trainer/import/?mode=merge', { method: 'POST', body: good[0], headers: { 'content-type': 'application/x-ndjson', ...AUTH } })).status).toBe(400);
-    const ok = await app.request('/trainer/import/', { method: 'POST', body: `${good.join('\n')}\n\n`, headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
+    expect((await app.request('/trainer/import/', { method: 'POST', body: good[0], headers: { 'content-type': 'image/png', ...AUTH } })).status).toBe(
+      415,
+    );
+    expect(
+      (
+        await app.request('/trainer/import/?mode=merge', {
+          method: 'POST',
+          body: good[0],
+          headers: { 'content-type': 'application/x-ndjson', ...AUTH },
+        })
+      ).status,
+    ).toBe(400);
+    const ok = await app.request('/trainer/import/', {
+      method: 'POST',
+      body: `${good.join('\n')}\n\n`,
+      headers: { 'content-type': 'application/x-ndjson', ...AUTH },
+    });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ success: 'true', added: 2, samples: before + 2 });
   });
@@ -296,8 +361,14 @@ describe('recognition API', () => {
     const own = appFor(s);
     const probe = johns.get('John_Savage')![9]!.bytes;
     expect((await addRaw(own, 'John_Savage', johns.get('John_Savage')![0]!.bytes)).status).toBe(200);
-    const lines = [...johns.values()].flatMap((photos) => photos.slice(6, 9)).map((p) => JSON.stringify({ subject: p.subject, image: p.bytes.toString('base64') }));
-    const importing = own.request('/trainer/import/', { method: 'POST', body: lines.join('\n'), headers: { 'content-type': 'application/x-ndjson', ...AUTH } });
+    const lines = [...johns.values()]
+      .flatMap((photos) => photos.slice(6, 9))
+      .map((p) => JSON.stringify({ subject: p.subject, image: p.bytes.toString('base64') }));
+    const importing = own.request('/trainer/import/', {
+      method: 'POST',
+      body: lines.join('\n'),
+      headers: { 'content-type': 'application/x-ndjson', ...AUTH },
+    });
     // While the photos are embedded the window is closed: predictions are answered.
     const whileEmbedding: number[] = [];
     for (let i = 0; i < 200 && !s.updating; i++) {
@@ -431,4 +502,3 @@ describe('admin without a key: loopback clients only', () => {
     }
   });
 });
-

@@ -32,6 +32,9 @@ describe('warmUp: false', () => {
   });
 
   it('refuses a value that is not a boolean', async () => {
-    await expect(openEngine({ ...OPTIONS, warmUp: 'no' as unknown as boolean })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/warmUp must be a boolean/) });
+    await expect(openEngine({ ...OPTIONS, warmUp: 'no' as unknown as boolean })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/warmUp must be a boolean/),
+    });
   });
 });

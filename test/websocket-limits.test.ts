@@ -18,7 +18,10 @@ describe('socket counting', () => {
   it('reads the soft descriptor limit from /proc and keeps a reserve out of the cap in all', () => {
     const dir = newTmpDir('edgecv-limits-');
     const file = path.join(dir, 'limits');
-    fs.writeFileSync(file, 'Limit                     Soft Limit           Hard Limit           Units\nMax open files            4096                 8192                 files\n');
+    fs.writeFileSync(
+      file,
+      'Limit                     Soft Limit           Hard Limit           Units\nMax open files            4096                 8192                 files\n',
+    );
     expect(descriptorLimit(file)).toBe(4096);
     expect(descriptorLimit(path.join(dir, 'missing'))).toBeNull();
     expect(descriptorReserve(4096)).toBe(1024);
@@ -131,7 +134,9 @@ describe('a server under a 4,096-descriptor limit', () => {
     stop = true;
     clearTimeout(deadline);
     await prober;
-    console.log(`${attempts} upgrades tried: ${sockets.length} open, refused ${JSON.stringify(refusals)}; new HTTPS clients: ${probes.length} during, ${after.length} after, answers ${JSON.stringify([...probes, ...after].reduce<Record<string, number>>((a, s) => ({ ...a, [s]: (a[s] ?? 0) + 1 }), {}))}`);
+    console.log(
+      `${attempts} upgrades tried: ${sockets.length} open, refused ${JSON.stringify(refusals)}; new HTTPS clients: ${probes.length} during, ${after.length} after, answers ${JSON.stringify([...probes, ...after].reduce<Record<string, number>>((a, s) => ({ ...a, [s]: (a[s] ?? 0) + 1 }), {}))}`,
+    );
     try {
       expect(refusals).toMatchObject({ 503: expect.any(Number) });
       expect(sockets.length).toBeLessThanOrEqual(3072);

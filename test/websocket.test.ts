@@ -200,7 +200,13 @@ describe('WebSocket routes', () => {
       webSocketMaxPayload: DEFAULT_BODY_LIMIT,
     });
     try {
-      const h2c = { Upgrade: 'h2c', Connection: 'Upgrade, HTTP2-Settings', 'HTTP2-Settings': 'AAMAAABkAAQCAAAAAAIAAAAA', 'Sec-WebSocket-Key': null, 'Sec-WebSocket-Version': null };
+      const h2c = {
+        Upgrade: 'h2c',
+        Connection: 'Upgrade, HTTP2-Settings',
+        'HTTP2-Settings': 'AAMAAABkAAQCAAAAAAIAAAAA',
+        'Sec-WebSocket-Key': null,
+        'Sec-WebSocket-Version': null,
+      };
       for (const tls of [false, true]) {
         const port = tls ? running.port : plain.port;
         const get = await rawUpgrade({ host: '127.0.0.1', port, path: '/health/live', headers: h2c, tls });
@@ -285,7 +291,9 @@ describe('WebSocket routes', () => {
 
   it('answers 503 "Training data update in progress" during a bulk import, like REST', async () => {
     const client = await Client.open('/ws/recognizer/predict');
-    const lines = johns.filter((_, i) => i % 11 >= 6 && i % 11 < 9).map((p) => JSON.stringify({ subject: p.subject, image: p.bytes.toString('base64') }));
+    const lines = johns
+      .filter((_, i) => i % 11 >= 6 && i % 11 < 9)
+      .map((p) => JSON.stringify({ subject: p.subject, image: p.bytes.toString('base64') }));
     let release!: () => void;
     importGate = new Promise<void>((r) => (release = r));
     const importing = service.import(lines.join('\n'), false);
@@ -383,7 +391,8 @@ describe('WebSocket limits', () => {
       expect(perAddress.webSockets!.stats().refusedPerAddress).toBe(1);
 
       const four = await Promise.all([1, 2, 3, 4].map(() => Client.open(path, inAll)));
-      const refusedInAll = async () => (await registry.getSingleMetric('edgecv_websocket_refused_total')!.get()).values.find((v) => v.labels['reason'] === 'all')?.value ?? 0;
+      const refusedInAll = async () =>
+        (await registry.getSingleMetric('edgecv_websocket_refused_total')!.get()).values.find((v) => v.labels['reason'] === 'all')?.value ?? 0;
       const before = await refusedInAll();
       expect(await upgradeStatus(inAll.port, path)).toBe(503);
       expect(inAll.webSockets!.stats().refusedInAll).toBe(1);
@@ -413,7 +422,11 @@ describe('WebSocket limits', () => {
       const pinger = setInterval(() => busy.ws.send('still here'), 200);
       try {
         // bounded: before the limits existed neither socket was ever closed
-        const limit = <T>(p: Promise<T>) => Promise.race([p, new Promise<{ code: null; reason: string }>((r) => setTimeout(() => r({ code: null, reason: 'still open' }), idleTimeoutMs * 2 + 3000))]);
+        const limit = <T>(p: Promise<T>) =>
+          Promise.race([
+            p,
+            new Promise<{ code: null; reason: string }>((r) => setTimeout(() => r({ code: null, reason: 'still open' }), idleTimeoutMs * 2 + 3000)),
+          ]);
         const idleClosed = await limit(idle.closed);
         const idleMs = Date.now() - t0;
         const trickleClosed = await limit(trickle.closed);
@@ -492,7 +505,14 @@ describe('WebSocket limits', () => {
 
 describe('WebSocket fuzz (the short run of npm run fuzz)', () => {
   it('answers 150 seeded hostile WebSocket cases by the rules: JSON refusals and answers, close codes, no 5xx', async () => {
-    const report = await runWebSocketFuzz({ host: '127.0.0.1', port: running.port, seed: 21, cases: 150, concurrency: 4, photos: fuzzPhotos(DATA_DIR, 4) });
+    const report = await runWebSocketFuzz({
+      host: '127.0.0.1',
+      port: running.port,
+      seed: 21,
+      cases: 150,
+      concurrency: 4,
+      photos: fuzzPhotos(DATA_DIR, 4),
+    });
     expect(Object.keys(report.byKind).sort()).toEqual([...WS_KINDS].sort());
     expect(report.failures).toEqual([]);
     // real photos went through the engine, and protocol violations were closed with their codes

@@ -27,6 +27,11 @@ describe('weight sensitivity (faceres)', () => {
     // sorted by damage per multiply-add, cheapest first
     const perMac = s.convs.map((c) => c.damage / c.macs);
     expect(perMac).toEqual([...perMac].sort((a, b) => a - b));
-    expect([...(int8.sevenBitWeights ?? [])].sort()).toEqual(s.convs.filter((c) => c.damage <= 0.02).map((c) => c.name).sort());
+    expect([...(int8.sevenBitWeights ?? [])].sort()).toEqual(
+      s.convs
+        .filter((c) => c.damage <= 0.02)
+        .map((c) => c.name)
+        .sort(),
+    );
   }, 120_000);
 });

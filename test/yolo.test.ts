@@ -96,7 +96,14 @@ describe('YOLOv5s object detector', () => {
     graph.dispose();
     reference = decodeReference(rows!, THRESHOLD);
     // fp32: the same weights as the TF.js graph (the int8 file is checked against fp32 in int8-models.test.ts)
-    engine = await Engine.open({ workers: 1, threadsPerWorker: 2, precision: 'fp32', poseModel: null, faceEmbedder: null, objectDetector: 'yolov5s' });
+    engine = await Engine.open({
+      workers: 1,
+      threadsPerWorker: 2,
+      precision: 'fp32',
+      poseModel: null,
+      faceEmbedder: null,
+      objectDetector: 'yolov5s',
+    });
   });
   afterAll(async () => {
     await engine.close();
@@ -180,7 +187,14 @@ describe('an own YOLO model (--object-model /path/model.onnx)', () => {
     writeFileSync(model, pixelBoxModel());
     const labels = join(dir, 'labels.txt');
     writeFileSync(labels, 'dot\n');
-    const engine = await Engine.open({ workers: 1, poseModel: null, faceEmbedder: null, objectDetector: model, objectLabels: labels, objectInputSize: 32 });
+    const engine = await Engine.open({
+      workers: 1,
+      poseModel: null,
+      faceEmbedder: null,
+      objectDetector: model,
+      objectLabels: labels,
+      objectInputSize: 32,
+    });
     try {
       const { objects } = await engine.detectObjects(whitePng(32));
       // Input pixels, as the warm-up showed: (1.5, 1.5) 1 x 1 is [1, 1, 2, 2], not 32 times that.
@@ -242,7 +256,14 @@ describe('an own YOLO model (--object-model /path/model.onnx)', () => {
     const own = await Engine.open({ workers: 1, poseModel: null, faceEmbedder: null, objectDetector: FULL_HEAD, objectLabels: labels });
     // the built-in at fp32: the own export is the same fp32 network (an own model always runs fp32); on OpenCV,
     // whose file is square like the export (the onnxruntime file runs a photo on its own aspect: open-input-size)
-    const builtin = await Engine.open({ workers: 1, precision: 'fp32', runtime: 'opencv', poseModel: null, faceEmbedder: null, objectDetector: 'yolov5s' });
+    const builtin = await Engine.open({
+      workers: 1,
+      precision: 'fp32',
+      runtime: 'opencv',
+      poseModel: null,
+      faceEmbedder: null,
+      objectDetector: 'yolov5s',
+    });
     try {
       expect(own.objectModel).toMatchObject({ name: 'yolov5s-full.opencv.onnx', kind: 'yolo', inputSize: 640, classes: 80 });
       for (const file of ['darknet/dog.jpg', 'darknet/horses.jpg']) {
@@ -288,7 +309,6 @@ describe('an own YOLO model (--object-model /path/model.onnx)', () => {
     await expect(Engine.open({ objectDetector: 'yolov5s', objectLabels: three })).rejects.toThrow(/only to an own model/);
     await expect(Engine.open({ objectDetector: 'yolov9' })).rejects.toThrow(/objectDetector must be null or one of .*yolov5s/);
   });
-
 });
 
 describe('edgecv serve --object-model', () => {
@@ -313,7 +333,9 @@ describe('edgecv serve --object-model', () => {
       // printed just after the listening line, so here by now: on a CPU without VNNI, int8 models with 8-bit weights
       // run onnxruntime's exact kernels, and the log says so
       expect(server.output()).toMatch(/edgecv: models: .*objectDetector on onnxruntime \(int8[,)]/); // ', fused: ...' on AVX-512 VBMI CPUs
-      expect(/this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels/.test(server.output())).toBe(!HAS_INT8_DOT_PRODUCT);
+      expect(/this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels/.test(server.output())).toBe(
+        !HAS_INT8_DOT_PRODUCT,
+      );
     } finally {
       await server.stop();
     }

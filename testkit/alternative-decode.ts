@@ -144,7 +144,14 @@ export function decodeYolo(
  * caller needs them, and count towards the score).
  */
 export function decodeMoveNet(
-  heads: { centre: Float32Array; boxScale: Float32Array; boxOffset: Float32Array; heatmap: Float32Array; regress: Float32Array; offset: Float32Array },
+  heads: {
+    centre: Float32Array;
+    boxScale: Float32Array;
+    boxOffset: Float32Array;
+    heatmap: Float32Array;
+    regress: Float32Array;
+    offset: Float32Array;
+  },
   box: Letterbox,
   opts: { scoreThreshold: number; maxPoses: number },
 ): (Box & { keypoints: [number, number, number][] })[] {
@@ -172,7 +179,10 @@ export function decodeMoveNet(
     const oy = cy + heads.boxOffset[2 * cell]!;
     const ox = cx + heads.boxOffset[2 * cell + 1]!;
     const clamp = (v: number) => Math.min(g, Math.max(0, v));
-    const regressed = Array.from({ length: K }, (_, j) => [cy + heads.regress[cell * 2 * K + 2 * j]!, cx + heads.regress[cell * 2 * K + 2 * j + 1]!] as const);
+    const regressed = Array.from(
+      { length: K },
+      (_, j) => [cy + heads.regress[cell * 2 * K + 2 * j]!, cx + heads.regress[cell * 2 * K + 2 * j + 1]!] as const,
+    );
     return { score, ymin: clamp(oy - sy / 2), xmin: clamp(ox - sx / 2), ymax: clamp(oy + sy / 2), xmax: clamp(ox + sx / 2), regressed };
   });
   const heat = Float32Array.from(heads.heatmap, sigmoid);

@@ -3,9 +3,7 @@
 import { readFileSync } from 'node:fs';
 import type { InferenceSession } from 'onnxruntime-node';
 
-const FLAGS = new Set(
-  (readFileSync('/proc/cpuinfo', 'utf8').match(/^flags\s*:(.*)$/m)?.[1] ?? '').trim().split(/\s+/),
-);
+const FLAGS = new Set((readFileSync('/proc/cpuinfo', 'utf8').match(/^flags\s*:(.*)$/m)?.[1] ?? '').trim().split(/\s+/));
 
 /** AVX-512 VBMI and BW: the engine runs its own int8 operators (native/ops/uint8_lookup.h). */
 export const HAS_VBMI = FLAGS.has('avx512vbmi') && FLAGS.has('avx512bw');

@@ -32,9 +32,14 @@ export function facePhotos(dataDir: string): string[] {
   const johns = join(dataDir, 'dlib', 'johns');
   const out: string[] = [];
   for (const who of readdirSync(johns).sort()) {
-    for (const f of readdirSync(join(johns, who)).filter((n) => /\.jpe?g$/i.test(n)).sort()) out.push(join('dlib', 'johns', who, f));
+    for (const f of readdirSync(join(johns, who))
+      .filter((n) => /\.jpe?g$/i.test(n))
+      .sort())
+      out.push(join('dlib', 'johns', who, f));
   }
-  for (const f of readdirSync(join(dataDir, 'dlib', 'faces')).filter((n) => /\.jpe?g$/i.test(n) && !n.startsWith('dogs')).sort()) {
+  for (const f of readdirSync(join(dataDir, 'dlib', 'faces'))
+    .filter((n) => /\.jpe?g$/i.test(n) && !n.startsWith('dogs'))
+    .sort()) {
     out.push(join('dlib', 'faces', f));
   }
   out.push(join('skimage', 'astronaut.png'));

@@ -31,12 +31,7 @@ export interface FaceEvalResult {
   match: MatchResult;
 }
 
-export async function evaluateFaceDetector(
-  engine: Engine,
-  dataDir: string,
-  options: DetectFacesOptions,
-  minIou = 0.4,
-): Promise<FaceEvalResult> {
+export async function evaluateFaceDetector(engine: Engine, dataDir: string, options: DetectFacesOptions, minIou = 0.4): Promise<FaceEvalResult> {
   let match: MatchResult = { truePositives: 0, falsePositives: 0, falseNegatives: 0, ious: [] };
   for (const xml of ANNOTATION_FILES) {
     for (const image of parseImglabXml(join(dataDir, xml))) {

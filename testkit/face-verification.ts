@@ -16,7 +16,9 @@ export function loadJohns(dataDir: string): LabelledPhoto[] {
   const root = join(dataDir, 'dlib', 'johns');
   const out: LabelledPhoto[] = [];
   for (const subject of readdirSync(root).sort()) {
-    for (const name of readdirSync(join(root, subject)).filter((f) => /\.jpe?g$/i.test(f)).sort()) {
+    for (const name of readdirSync(join(root, subject))
+      .filter((f) => /\.jpe?g$/i.test(f))
+      .sort()) {
       const file = join(root, subject, name);
       out.push({ subject, file, bytes: readFileSync(file) });
     }

@@ -57,7 +57,11 @@ export const TERMINATION_BACKEND = 'edgecv_plain';
  */
 export function haproxyConfig(l: BalancerLayout): string {
   const check = `check inter ${l.checkInterMs} fall 1 rise 1`;
-  const readyCheck = ['  option httpchk', '  http-check send meth GET uri /health/ready ver HTTP/1.1 hdr Host edgecv', '  http-check expect status 200'];
+  const readyCheck = [
+    '  option httpchk',
+    '  http-check send meth GET uri /health/ready ver HTTP/1.1 hdr Host edgecv',
+    '  http-check expect status 200',
+  ];
   return [
     'global',
     `  stats socket ${l.statsSocket} mode 600 level admin`,
@@ -120,7 +124,8 @@ function socketCommand(socket: string, command: string): Promise<string> {
 
 export async function startHaproxy(configFile: string, statsSocket: string): Promise<Haproxy> {
   const check = spawnSync('haproxy', ['-c', '-f', configFile], { encoding: 'utf8' });
-  if (check.status !== 0) throw new Error(`haproxy -c rejects ${configFile} (installed? node scripts/setup/setup.mjs --test):\n${check.stdout}${check.stderr}`);
+  if (check.status !== 0)
+    throw new Error(`haproxy -c rejects ${configFile} (installed? node scripts/setup/setup.mjs --test):\n${check.stdout}${check.stderr}`);
   const child = spawn('haproxy', ['-db', '-f', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -156,7 +161,12 @@ export async function startHaproxy(configFile: string, statsSocket: string): Pro
   };
   // the stats socket exists once haproxy has parsed its configuration and bound
   const end = Date.now() + 10_000;
-  while (!(await stat().then(() => true, () => false))) {
+  while (
+    !(await stat().then(
+      () => true,
+      () => false,
+    ))
+  ) {
     if (Date.now() > end || child.exitCode !== null) throw new Error(`haproxy did not start:\n${out}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -191,7 +201,15 @@ export function startMembers(members: FleetMember[], argsOf: (m: FleetMember) =>
       try {
         // haproxy's health check names the service edgecv (as deploy/haproxy.cfg does), a name the members allow as
         // deploy/compose.yaml's EDGECV_ALLOWED_HOSTS does
-        return await startServerProcess(['--port', String(m.httpsPort), '--http-port', String(m.httpPort), '--allowed-hosts', 'edgecv', ...argsOf(m)]);
+        return await startServerProcess([
+          '--port',
+          String(m.httpsPort),
+          '--http-port',
+          String(m.httpPort),
+          '--allowed-hosts',
+          'edgecv',
+          ...argsOf(m),
+        ]);
       } catch (e) {
         if (!retryPorts || attempt >= 3 || !/EADDRINUSE/.test((e as Error).message)) throw e;
         m.httpsPort = await fleetPort();
@@ -238,28 +256,40 @@ export interface RunningLoad {
  * `clients` loops, each with one keep-alive connection (maxSockets 1: a connection is reused only after its answer),
  * sending POST `body` to `url` one request at a time (`pauseMs` apart), until stop(), `maxRequests` in all or `maxMs`.
  */
-export function steadyLoad(opts: { url: string; body: Buffer; clients: number; maxRequests: number; maxMs: number; pauseMs?: number; contentType?: string }): RunningLoad {
+export function steadyLoad(opts: {
+  url: string;
+  body: Buffer;
+  clients: number;
+  maxRequests: number;
+  maxMs: number;
+  pauseMs?: number;
+  contentType?: string;
+}): RunningLoad {
   const result: LoadResult = { statuses: {}, errors: [], latenciesMs: [], sent: 0 };
   let stopped = false;
   const end = Date.now() + opts.maxMs;
   const one = (agent: https.Agent) =>
     new Promise<void>((resolve) => {
       const t0 = performance.now();
-      const req = https.request(opts.url, { method: 'POST', agent, rejectUnauthorized: false, headers: { 'content-type': opts.contentType ?? 'image/jpeg' } }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          result.statuses[status] = (result.statuses[status] ?? 0) + 1;
-          if (status < 200 || status > 299) result.errors.push(`HTTP ${status}`);
-          result.latenciesMs.push(performance.now() - t0);
-          resolve();
-        });
-        res.on('error', (e) => {
-          result.statuses[0] = (result.statuses[0] ?? 0) + 1;
-          result.errors.push(e.message);
-          resolve();
-        });
-      });
+      const req = https.request(
+        opts.url,
+        { method: 'POST', agent, rejectUnauthorized: false, headers: { 'content-type': opts.contentType ?? 'image/jpeg' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            result.statuses[status] = (result.statuses[status] ?? 0) + 1;
+            if (status < 200 || status > 299) result.errors.push(`HTTP ${status}`);
+            result.latenciesMs.push(performance.now() - t0);
+            resolve();
+          });
+          res.on('error', (e) => {
+            result.statuses[0] = (result.statuses[0] ?? 0) + 1;
+            result.errors.push(e.message);
+            resolve();
+          });
+        },
+      );
       req.on('error', (e) => {
         result.statuses[0] = (result.statuses[0] ?? 0) + 1;
         result.errors.push(e.message);

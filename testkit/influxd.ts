@@ -85,7 +85,10 @@ export async function startInfluxd(dir: string, opts: InfluxdOptions = {}, timeo
   let out = '';
 
   const start = async () => {
-    const c = spawn(INFLUXD, ['run', '-config', confFile], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, INFLUXDB_DATA_QUERY_LOG_ENABLED: 'false' } });
+    const c = spawn(INFLUXD, ['run', '-config', confFile], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, INFLUXDB_DATA_QUERY_LOG_ENABLED: 'false' },
+    });
     child = c;
     c.stdout!.on('data', (d) => (out = (out + d).slice(-20_000)));
     c.stderr!.on('data', (d) => (out = (out + d).slice(-20_000)));
@@ -121,9 +124,15 @@ export async function startInfluxd(dir: string, opts: InfluxdOptions = {}, timeo
 }
 
 /** Runs InfluxQL against `origin` (GET /query), returning the parsed JSON. */
-export async function influxQuery(origin: string, db: string, q: string): Promise<{ results: { series?: { name: string; tags?: Record<string, string>; columns: string[]; values: unknown[][] }[]; error?: string }[] }> {
+export async function influxQuery(
+  origin: string,
+  db: string,
+  q: string,
+): Promise<{ results: { series?: { name: string; tags?: Record<string, string>; columns: string[]; values: unknown[][] }[]; error?: string }[] }> {
   const res = await fetch(`${origin}/query?${new URLSearchParams({ db, q })}`);
-  const body = (await res.json()) as { results: { series?: { name: string; tags?: Record<string, string>; columns: string[]; values: unknown[][] }[]; error?: string }[] };
+  const body = (await res.json()) as {
+    results: { series?: { name: string; tags?: Record<string, string>; columns: string[]; values: unknown[][] }[]; error?: string }[];
+  };
   if (res.status !== 200) throw new Error(`influx query ${res.status}: ${JSON.stringify(body)}`);
   return body;
 }

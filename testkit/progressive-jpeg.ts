@@ -4,11 +4,22 @@
 // without a warning: each scan is one more pass of the decoder over every block.
 
 /** The AC bands of the scans after the DC one: 10 of them, as the standard script has about 10 scans. */
-export const DEFAULT_BANDS: [number, number][] = [[1, 2], [3, 5], [6, 9], [10, 14], [15, 20], [21, 27], [28, 35], [36, 44], [45, 53], [54, 63]];
+export const DEFAULT_BANDS: [number, number][] = [
+  [1, 2],
+  [3, 5],
+  [6, 9],
+  [10, 14],
+  [15, 20],
+  [21, 27],
+  [28, 35],
+  [36, 44],
+  [45, 53],
+  [54, 63],
+];
 
 const ZIGZAG = [
-  0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21, 28, 35, 42, 49, 56, 57, 50,
-  43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
+  0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21, 28, 35, 42, 49, 56, 57, 50, 43,
+  36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
 ];
 /** Quantizer of every coefficient (one table: quality does not matter here). */
 const Q = 12;
@@ -51,7 +62,10 @@ function blocksOf(grey: Uint8Array, width: number, height: number): Int16Array[]
   const bw = Math.ceil(width / 8);
   const bh = Math.ceil(height / 8);
   // basis[u * 8 + x]: C(u) cos((2x + 1) u pi / 16) / 2
-  const basis = Array.from({ length: 64 }, (_, k) => ((k < 8 ? Math.SQRT1_2 : 1) * Math.cos(((2 * (k % 8) + 1) * Math.floor(k / 8) * Math.PI) / 16)) / 2);
+  const basis = Array.from(
+    { length: 64 },
+    (_, k) => ((k < 8 ? Math.SQRT1_2 : 1) * Math.cos(((2 * (k % 8) + 1) * Math.floor(k / 8) * Math.PI) / 16)) / 2,
+  );
   const zigzagOf = new Int8Array(64);
   ZIGZAG.forEach((natural, zz) => (zigzagOf[natural] = zz));
   const out: Int16Array[] = [];

@@ -49,9 +49,7 @@ function resizeGraphInput(json: ModelJson, weights: Buffer, inputNode: string, s
   const ratio = [shape[1] / Number(dims[1].size), shape[2] / Number(dims[2].size)];
   if (ratio[0] === 1 && ratio[1] === 1) return;
   for (const d of dims.slice(1, 3)) d.size = '-1';
-  const sizeConsts = new Set(
-    nodes.filter((n) => n.op.startsWith('Resize')).map((n) => (n.input?.[1] ?? '').split(':')[0]),
-  );
+  const sizeConsts = new Set(nodes.filter((n) => n.op.startsWith('Resize')).map((n) => (n.input?.[1] ?? '').split(':')[0]));
   let offset = 0;
   for (const entry of json.weightsManifest.flatMap((g) => g.weights)) {
     const count = entry.shape.reduce((a, b) => a * b, 1);
@@ -64,7 +62,12 @@ function resizeGraphInput(json: ModelJson, weights: Buffer, inputNode: string, s
 }
 
 /** The graph's files read, its input resized when asked: what a run's outputs depend on besides the input. */
-function readGraph(sourceFile: string, inputNode: string, inputShape?: number[], packageName?: string): { json: ModelJson; weights: Buffer; modelJson: string } {
+function readGraph(
+  sourceFile: string,
+  inputNode: string,
+  inputShape?: number[],
+  packageName?: string,
+): { json: ModelJson; weights: Buffer; modelJson: string } {
   const root = findRoot();
   const pkgDir = modelPackage(root, readSourceManifest(root), packageName).dir;
   const jsonPath = join(pkgDir, sourceFile);
@@ -93,16 +96,18 @@ const TFJS_VERSION = (require('@tensorflow/tfjs-core/package.json') as { version
 
 /** Outputs as stored: per output a uint32 length, then its float32 values (little-endian). */
 function packOutputs(outputs: Float32Array[]): Buffer {
-  return Buffer.concat(outputs.flatMap((o) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32LE(o.length);
-    return [length, Buffer.from(o.buffer, o.byteOffset, o.byteLength)];
-  }));
+  return Buffer.concat(
+    outputs.flatMap((o) => {
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(o.length);
+      return [length, Buffer.from(o.buffer, o.byteOffset, o.byteLength)];
+    }),
+  );
 }
 
 function unpackOutputs(bytes: Buffer): Float32Array[] {
   const outputs: Float32Array[] = [];
-  for (let at = 0; at < bytes.length; ) {
+  for (let at = 0; at < bytes.length;) {
     const length = bytes.readUInt32LE(at);
     at += 4;
     const out = new Float32Array(length);
@@ -131,7 +136,13 @@ export class TfjsReference {
    * size, its constant upsampling sizes scaled the way the converter scales them (models/convert/tf-to-onnx.ts).
    * Every run computes (the bench times them).
    */
-  static async load(sourceFile: string, inputNode: string, outputNodes: string[], inputShape?: number[], packageName?: string): Promise<TfjsReference> {
+  static async load(
+    sourceFile: string,
+    inputNode: string,
+    outputNodes: string[],
+    inputShape?: number[],
+    packageName?: string,
+  ): Promise<TfjsReference> {
     const reference = new TfjsReference(readGraph(sourceFile, inputNode, inputShape, packageName), inputNode, outputNodes, null);
     reference.model = await loadGraph(reference.graph.json, reference.graph.weights);
     return reference;
@@ -142,7 +153,13 @@ export class TfjsReference {
    * version and backend, so they are kept in .cache/tfjs-reference/ under the sha256 of all of these, and the
    * graph is loaded only when a run is not there.
    */
-  static async cached(sourceFile: string, inputNode: string, outputNodes: string[], inputShape?: number[], packageName?: string): Promise<TfjsReference> {
+  static async cached(
+    sourceFile: string,
+    inputNode: string,
+    outputNodes: string[],
+    inputShape?: number[],
+    packageName?: string,
+  ): Promise<TfjsReference> {
     const { json, weights, modelJson } = readGraph(sourceFile, inputNode, inputShape, packageName);
     const key = createHash('sha256')
       .update(JSON.stringify({ modelJson, inputNode, outputNodes, inputShape: inputShape ?? null, tfjs: TFJS_VERSION }))

@@ -19,7 +19,13 @@ export function post(base: string, agent: http.Agent | https.Agent | false, r: P
   return new Promise((resolve, reject) => {
     const req = send(
       url,
-      { method: 'POST', agent, rejectUnauthorized: false, timeout: 30_000, headers: { 'content-type': r.contentType, 'content-length': r.body.length } },
+      {
+        method: 'POST',
+        agent,
+        rejectUnauthorized: false,
+        timeout: 30_000,
+        headers: { 'content-type': r.contentType, 'content-length': r.body.length },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (d: Buffer) => chunks.push(d));

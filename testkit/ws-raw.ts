@@ -26,7 +26,11 @@ export interface ServerFrame {
 export const OPCODE = { continuation: 0, text: 1, binary: 2, close: 8, ping: 9, pong: 10 } as const;
 
 /** One client frame (masked unless told not to). */
-export function clientFrame(opcode: number, payload: Buffer | string, opts: { fin?: boolean; mask?: boolean; rsv?: number; claimedLength?: number } = {}): Buffer {
+export function clientFrame(
+  opcode: number,
+  payload: Buffer | string,
+  opts: { fin?: boolean; mask?: boolean; rsv?: number; claimedLength?: number } = {},
+): Buffer {
   const data = typeof payload === 'string' ? Buffer.from(payload) : payload;
   const fin = opts.fin ?? true;
   const mask = opts.mask ?? true;
@@ -113,7 +117,9 @@ export function rawUpgrade(opts: {
         ? net.connect(opts.port, opts.host)
         : tls.connect({ host: opts.host, port: opts.port, rejectUnauthorized: false, servername: undefined });
     socket.on('error', () => {}); // resets show as the 'close' below
-    socket.once(opts.tls === false ? 'connect' : 'secureConnect', () => socket.write(Buffer.concat([Buffer.from(request, 'latin1'), opts.body ?? Buffer.alloc(0)])));
+    socket.once(opts.tls === false ? 'connect' : 'secureConnect', () =>
+      socket.write(Buffer.concat([Buffer.from(request, 'latin1'), opts.body ?? Buffer.alloc(0)])),
+    );
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no answer to the upgrade request of ${opts.path}`));

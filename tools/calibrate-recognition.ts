@@ -83,7 +83,9 @@ async function alignmentReport(): Promise<void> {
   console.log('|---|---|---|---|---|---|');
   for (const mode of ALIGNMENT_MODES.slice(0, 2)) {
     const r = await uprightErrorRates(engine, dataDir, mode.options);
-    console.log(`| ${mode.name} | ${r.genuinePairs} / ${r.impostorPairs} | ${pct(r.eer)} | ${r.eerThreshold.toFixed(4)} | ${pct(r.at105.far)} | ${pct(r.at105.frr)} |`);
+    console.log(
+      `| ${mode.name} | ${r.genuinePairs} / ${r.impostorPairs} | ${pct(r.eer)} | ${r.eerThreshold.toFixed(4)} | ${pct(r.at105.far)} | ${pct(r.at105.frr)} |`,
+    );
   }
   console.log('\n| photo without a face (skimage/rocket.jpg), embedFace median of 40 | ms |');
   console.log('|---|---|');
@@ -122,7 +124,9 @@ async function main(): Promise<void> {
   const write = process.argv.includes('--write');
   const models = chosenModels();
   const rows = await calibrate(join(root, 'test', 'data'), models);
-  console.log('| model | crop margin | photos without a face | genuine pairs | impostor pairs | genuine mean / max | impostor mean / min | EER | cosine distance at EER |');
+  console.log(
+    '| model | crop margin | photos without a face | genuine pairs | impostor pairs | genuine mean / max | impostor mean / min | EER | cosine distance at EER |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const { model, cropScale, report: r } of rows) {
     console.log(
@@ -133,7 +137,9 @@ async function main(): Promise<void> {
   }
 
   const manifestPath = join(root, 'models', 'manifest.json');
-  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { models: Record<string, { recognition?: { cropScale: number; distanceScale: number } }> };
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as {
+    models: Record<string, { recognition?: { cropScale: number; distanceScale: number } }>;
+  };
   console.log('\n| model | chosen margin | EER | k = 105 / distance at EER | FAR at 105 | FRR at 105 |');
   console.log('|---|---|---|---|---|---|');
   for (const model of models) {
@@ -167,7 +173,9 @@ async function main(): Promise<void> {
   }
   if (write) {
     writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
-    console.log('wrote models/manifest.json (recognition.cropScale, recognition.distanceScale); run `node scripts/setup/setup.mjs` to refresh models/onnx');
+    console.log(
+      'wrote models/manifest.json (recognition.cropScale, recognition.distanceScale); run `node scripts/setup/setup.mjs` to refresh models/onnx',
+    );
   }
 }
 

@@ -92,7 +92,13 @@ export function rotations(people: Person[], scale: number): Probe[] {
         p.embeddings.forEach((embedding, i) => {
           if (isEnrolled && i === e) return;
           const m = nearest(embedding, gallery, scale);
-          probes.push({ distance: m.distance, right: isEnrolled && m.person === p.name, stranger: !enrolled.includes(p), who: p.name, nearestWho: m.person });
+          probes.push({
+            distance: m.distance,
+            right: isEnrolled && m.person === p.name,
+            stranger: !enrolled.includes(p),
+            who: p.name,
+            nearestWho: m.person,
+          });
         });
       }
     }
@@ -104,9 +110,14 @@ async function loadPeople(engine: Engine, dir: string): Promise<{ people: Person
   const people: Person[] = [];
   let photos = 0;
   let noFace = 0;
-  for (const name of readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
+  for (const name of readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort()) {
     const embeddings: Float32Array[] = [];
-    for (const f of readdirSync(join(dir, name)).filter((n) => /\.(jpe?g|png)$/i.test(n)).sort()) {
+    for (const f of readdirSync(join(dir, name))
+      .filter((n) => /\.(jpe?g|png)$/i.test(n))
+      .sort()) {
       photos++;
       const r = await engine.embedFace(readFileSync(join(dir, name, f)));
       if (r.embedding) embeddings.push(r.embedding);
@@ -145,7 +156,9 @@ const share = (n: number, of: number) => `${n} / ${of} (${((100 * n) / of).toFix
 
 function printTable(title: string, probes: Probe[]): void {
   console.log(`\n${title}`);
-  console.log('| curve | strangers named at 0.45 | strangers named at 0.67 | genuine named right at 0.67 | genuine named right at 0.45 | genuine named wrong at 0.45 |');
+  console.log(
+    '| curve | strangers named at 0.45 | strangers named at 0.67 | genuine named right at 0.67 | genuine named right at 0.45 | genuine named wrong at 0.45 |',
+  );
   console.log('|---|---|---|---|---|---|');
   for (const [name, curve] of Object.entries(CURVES)) {
     const c = count(probes, curve);

@@ -75,5 +75,7 @@ console.log(`\n| bar | dlib faces kept (of ${dlibFaces}) | johns kept (of ${john
 console.log('|---|---|---|---|');
 for (const [bar, keeps] of BARS) {
   const kept = faceless.filter(keeps).map((f) => path.basename(f.name));
-  console.log(`| ${bar} | ${dlib.filter(keeps).length} | ${johns.filter(keeps).length} | ${kept.length}${kept.length ? ` (${kept.join(', ')})` : ''} |`);
+  console.log(
+    `| ${bar} | ${dlib.filter(keeps).length} | ${johns.filter(keeps).length} | ${kept.length}${kept.length ? ` (${kept.join(', ')})` : ''} |`,
+  );
 }

@@ -94,17 +94,24 @@ function cosine(a: Float32Array, b: Float32Array): number {
   return ab / Math.sqrt(aa * bb);
 }
 
-const outputDims = (dir: string, model: string) => (JSON.parse(readFileSync(join(dir, 'exact', 'dims.json'), 'utf8')) as Record<string, number[][]>)[model]!;
+const outputDims = (dir: string, model: string) =>
+  (JSON.parse(readFileSync(join(dir, 'exact', 'dims.json'), 'utf8')) as Record<string, number[][]>)[model]!;
 const yoloOf = (manifest: ConvertedManifest, model: string) => (manifest.models[model] as { yolo?: YoloSpec }).yolo;
 /** The score threshold the engine uses for an int8 YOLO by default. */
-const int8Threshold = (manifest: ConvertedManifest, model: string) => manifest.models[model]!.int8?.scoreThreshold ?? OBJECT_DEFAULTS.scoreThreshold.yolo;
+const int8Threshold = (manifest: ConvertedManifest, model: string) =>
+  manifest.models[model]!.int8?.scoreThreshold ?? OBJECT_DEFAULTS.scoreThreshold.yolo;
 
 function spreadOf(root: string, dir: string, run: string, model: string, photos: number): Spread {
   const manifest = readManifest(root);
   const dims = outputDims(dir, model);
   const yolo = yoloOf(manifest, model);
   const threshold = int8Threshold(manifest, model);
-  const spread: Spread = { floats: 0, differing: 0, maxRelativeRms: dims.map(() => 0), ...(yolo ? { flips: 0, detections: 0, maxScoreChange: 0, maxBoxShift: 0 } : {}) };
+  const spread: Spread = {
+    floats: 0,
+    differing: 0,
+    maxRelativeRms: dims.map(() => 0),
+    ...(yolo ? { flips: 0, detections: 0, maxScoreChange: 0, maxBoxShift: 0 } : {}),
+  };
   for (let p = 0; p < photos; p++) {
     const ref = dims.map((d, k) => readOutput(dir, 'exact', model, p, k, d));
     const got = dims.map((d, k) => readOutput(dir, run, model, p, k, d));
@@ -140,7 +147,13 @@ function recordAnswers(root: string, dir: string, run: string, cpu: string, phot
     if (!yolo) continue;
     const threshold = int8Threshold(manifest, model);
     const dims = outputDims(dir, model);
-    const answers = photos.map((_, p) => decodeYolo(dims.map((d, k) => readOutput(dir, run, model, p, k, d)), yolo, threshold));
+    const answers = photos.map((_, p) =>
+      decodeYolo(
+        dims.map((d, k) => readOutput(dir, run, model, p, k, d)),
+        yolo,
+        threshold,
+      ),
+    );
     models[model] = { sha256: int8Input(manifest, model).sha256, threshold, answers };
   }
   const recorded: RecordedAnswers = { cpu, command: RECORD_COMMAND, photos, models };
@@ -151,7 +164,12 @@ function recordAnswers(root: string, dir: string, run: string, cpu: string, phot
 function cpuLine(): string {
   const info = readFileSync('/proc/cpuinfo', 'utf8');
   const name = info.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? 'unknown CPU';
-  const flags = new Set(info.match(/^flags\s*:(.*)$/m)?.[1]?.trim().split(/\s+/) ?? []);
+  const flags = new Set(
+    info
+      .match(/^flags\s*:(.*)$/m)?.[1]
+      ?.trim()
+      .split(/\s+/) ?? [],
+  );
   const shown = ['avx2', 'avx512f', 'avx512_vnni', 'avx_vnni', 'avx512vbmi', 'amx_int8'].filter((f) => flags.has(f));
   return `${name} (${shown.join(' ') || 'no AVX2'})`;
 }
@@ -169,13 +187,30 @@ async function main(): Promise<void> {
   }
   const dir = mkdtempSync(join(tmpdir(), 'edgecv-int8-spread-'));
   try {
-    const runs = LOCAL_RUNS.map((r) => ({ name: r.name, cpu: `x64 here: ${cpuLine()}, onnxruntime ${r.name === 'exact' ? 'precision mode' : 'defaults'}` }));
+    const runs = LOCAL_RUNS.map((r) => ({
+      name: r.name,
+      cpu: `x64 here: ${cpuLine()}, onnxruntime ${r.name === 'exact' ? 'precision mode' : 'defaults'}`,
+    }));
     for (const r of LOCAL_RUNS) await collect(root, dir, r, photos);
     if (args.includes('--arm64')) {
       const started = Date.now();
-      const child = spawnSync(process.execPath, [join(root, 'scripts', 'arm64-user.mjs'), join(root, 'dist', 'bench', 'int8-cpu-spread.js'), '--collect', dir, 'arm64', ...args.filter((a) => a.startsWith('--photos='))], { stdio: 'inherit', cwd: root });
+      const child = spawnSync(
+        process.execPath,
+        [
+          join(root, 'scripts', 'arm64-user.mjs'),
+          join(root, 'dist', 'bench', 'int8-cpu-spread.js'),
+          '--collect',
+          dir,
+          'arm64',
+          ...args.filter((a) => a.startsWith('--photos=')),
+        ],
+        { stdio: 'inherit', cwd: root },
+      );
       if (child.status !== 0) throw new Error(`the arm64 run failed (exit ${child.status ?? child.signal})`);
-      runs.push({ name: 'arm64', cpu: `arm64 under qemu (Cortex-A76 described, dot product), onnxruntime defaults; ${((Date.now() - started) / 1000).toFixed(0)} s emulated` });
+      runs.push({
+        name: 'arm64',
+        cpu: `arm64 under qemu (Cortex-A76 described, dot product), onnxruntime defaults; ${((Date.now() - started) / 1000).toFixed(0)} s emulated`,
+      });
       if (args.includes('--record')) recordAnswers(root, dir, 'arm64', 'arm64 under qemu user-mode emulation, onnxruntime-node defaults', photos);
     }
     console.log(`# int8 answers against exact integer products on this x64 CPU (${photos.length} labelled photos, tensors made in JS)`);

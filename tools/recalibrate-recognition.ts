@@ -83,7 +83,9 @@ async function main(): Promise<void> {
     const w = width(genuine, strangers);
 
     const info = engine.faceEmbedder()!;
-    console.log(`CPU: ${os.cpus()[0]?.model ?? 'unknown'}, ${os.cpus().length} cores; ${new Date().toISOString()}; ${info.model} ${engine.backend().precisions['faceEmbedder']}`);
+    console.log(
+      `CPU: ${os.cpus()[0]?.model ?? 'unknown'}, ${os.cpus().length} cores; ${new Date().toISOString()}; ${info.model} ${engine.backend().precisions['faceEmbedder']}`,
+    );
     console.log(
       `calibration half: ${genuine.length + rejected} genuine probes (${rejected} not found or named wrong), ${strangers.length} strangers; ` +
         `genuine distance max ${Math.max(...genuine).toFixed(1)}, nearest stranger ${nearestStranger.toFixed(1)}; open-set EER ${(eer.eer * 100).toFixed(1)}% at ${eer.threshold.toFixed(1)}; ` +
@@ -103,7 +105,10 @@ async function main(): Promise<void> {
     }
     console.log('\n| DeepStack curve | min_confidence | distance it accepts up to | scored half: strangers named | genuine not named right |');
     console.log('|---|---|---|---|---|');
-    for (const [curve, width_] of [[`in use, w = ${CONFIDENCE_WIDTH}`, CONFIDENCE_WIDTH], [`recalibrated, w = ${w.toFixed(2)}`, w]] as const) {
+    for (const [curve, width_] of [
+      [`in use, w = ${CONFIDENCE_WIDTH}`, CONFIDENCE_WIDTH],
+      [`recalibrated, w = ${w.toFixed(2)}`, w],
+    ] as const) {
       for (const c of [0.45, DEEPSTACK_RECOGNITION_THRESHOLD]) {
         const d = distanceAt(c, width_);
         const r = at(test, d);

@@ -113,7 +113,10 @@ function meanOfNearest(k: number): Rule['distances'] {
   return (probe, gallery, scale) => {
     const out = new Map<string, number>();
     for (const [subject, list] of bySubject(gallery)) {
-      const d = list.map((e) => calibratedDistance(cosine(probe, e), scale)).sort((a, b) => a - b).slice(0, k);
+      const d = list
+        .map((e) => calibratedDistance(cosine(probe, e), scale))
+        .sort((a, b) => a - b)
+        .slice(0, k);
       out.set(subject, d.reduce((a, b) => a + b, 0) / d.length);
     }
     return out;
@@ -131,7 +134,16 @@ const RULES: Rule[] = [
         const c = new Float32Array(list[0]!.length);
         for (const e of list) for (let i = 0; i < c.length; i++) c[i]! += e[i]!;
         const norm = Math.hypot(...c);
-        out.set(subject, calibratedDistance(cosine(probe, c.map((v) => v / norm)), scale));
+        out.set(
+          subject,
+          calibratedDistance(
+            cosine(
+              probe,
+              c.map((v) => v / norm),
+            ),
+            scale,
+          ),
+        );
       }
       return out;
     },
@@ -209,7 +221,12 @@ export async function evaluate(config: EvalConfig, set: EvalSet, changes: readon
         if (!embedding) return { subject: probe.subject, change: probe.change, half: probe.half, best: null };
         const ranked = [...rule.distances(embedding, gallery, scale)].sort((a, b) => a[1] - b[1]);
         const [first, second] = ranked;
-        return { subject: probe.subject, change: probe.change, half: probe.half, best: { subject: first![0], distance: first![1], margin: second ? second[1] - first![1] : Infinity } };
+        return {
+          subject: probe.subject,
+          change: probe.change,
+          half: probe.half,
+          best: { subject: first![0], distance: first![1], margin: second ? second[1] - first![1] : Infinity },
+        };
       });
       const calibration = scored.filter((s) => s.half === 'calibration');
       const test = scored.filter((s) => s.half === 'scored');
@@ -226,7 +243,9 @@ export async function evaluate(config: EvalConfig, set: EvalSet, changes: readon
         `| ${config.name} | ${rule.name} | ${pct(eer.eer)} | ${pct(at105.far)} / ${pct(at105.frr)} | ${own.toFixed(1)}: ${pct(atOwn.far)} / ${pct(atOwn.frr)} | ${pct(withMargin.far)} / ${pct(withMargin.frr)} | ${rank1.join(' | ')} |`,
       );
       if (rule === RULES[0]) {
-        lines.unshift(`<!-- ${config.name}: ${gallery.length} samples enrolled, ${at105.genuine} genuine and ${at105.strangers} stranger probes scored, ${embedded.filter((e) => !e.embedding).length} probes with no face -->`);
+        lines.unshift(
+          `<!-- ${config.name}: ${gallery.length} samples enrolled, ${at105.genuine} genuine and ${at105.strangers} stranger probes scored, ${embedded.filter((e) => !e.embedding).length} probes with no face -->`,
+        );
       }
     }
     return lines;

@@ -52,7 +52,11 @@ export async function rotatedRecognition(engine: Engine, dataDir: string, mode: 
   const johns = loadJohns(dataDir);
   const bySubject = new Map<string, LabelledPhoto[]>();
   for (const p of johns) bySubject.set(p.subject, [...(bySubject.get(p.subject) ?? []), p]);
-  const gallery = await enrol(engine, [...bySubject.values()].flatMap((ps) => ps.slice(0, ENROLLED_PER_PERSON)), mode.options);
+  const gallery = await enrol(
+    engine,
+    [...bySubject.values()].flatMap((ps) => ps.slice(0, ENROLLED_PER_PERSON)),
+    mode.options,
+  );
   const queries = [...bySubject.values()].flatMap((ps) => ps.slice(ENROLLED_PER_PERSON));
   const rows: AngleRow[] = [];
   for (const degrees of ANGLES) {
@@ -97,7 +101,10 @@ export async function uprightCostMs(engine: Engine, root: string, runs: number, 
   gallery.add([{ id: 1, subject: 'astronaut', embedding: (await engine.embedFace(bytes)).embedding! }]);
   const times = { box: [] as number[], aligned: [] as number[] };
   for (let i = 0; i < warmUp + runs; i++) {
-    for (const [key, options] of [['box', { align: false }], ['aligned', {}]] as const) {
+    for (const [key, options] of [
+      ['box', { align: false }],
+      ['aligned', {}],
+    ] as const) {
       const t = performance.now();
       await engine.recognizeFace(bytes, gallery, options);
       if (i >= warmUp) times[key].push(performance.now() - t);

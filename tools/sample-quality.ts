@@ -56,7 +56,9 @@ interface Row {
 }
 
 function report(rows: Row[], scale: number): void {
-  console.log('| photos | faces found | face side p50 | sharpness min | p10 | p50 | engine sharpness p10 | p50 | refused (side or sharpness) | johns matched (rank 1, d <= 105) |');
+  console.log(
+    '| photos | faces found | face side p50 | sharpness min | p10 | p50 | engine sharpness p10 | p50 | refused (side or sharpness) | johns matched (rank 1, d <= 105) |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const found = r.measured.filter((m) => m.found);
@@ -65,7 +67,10 @@ function report(rows: Row[], scale: number): void {
     const refused = found.filter((m) => m.side < MIN_FACE_SIDE || m.sharpness < MIN_SHARPNESS).length;
     const ok = r.matched.filter(Boolean).length;
     console.log(
-      `| ${r.what} | ${found.length}/${r.measured.length} | ${pct(found.map((m) => m.side), 0.5)} | ${Math.min(...sharp).toFixed(0)} | ${pct(sharp, 0.1).toFixed(0)} | ${pct(sharp, 0.5).toFixed(0)} | ${pct(native, 0.1).toFixed(0)} | ${pct(native, 0.5).toFixed(0)} | ${refused} | ${ok}/${r.matched.length} |`,
+      `| ${r.what} | ${found.length}/${r.measured.length} | ${pct(
+        found.map((m) => m.side),
+        0.5,
+      )} | ${Math.min(...sharp).toFixed(0)} | ${pct(sharp, 0.1).toFixed(0)} | ${pct(sharp, 0.5).toFixed(0)} | ${pct(native, 0.1).toFixed(0)} | ${pct(native, 0.5).toFixed(0)} | ${refused} | ${ok}/${r.matched.length} |`,
     );
   }
   console.log(`\nthresholds: face side >= ${MIN_FACE_SIDE} px, sharpness >= ${MIN_SHARPNESS}; distance scale ${scale}`);
@@ -87,11 +92,15 @@ function reportProbes(probes: Probe[]): void {
   console.log('\n| johns probes (face found), by what recognition judges | probes | matched right | share |');
   console.log('|---|---|---|---|');
   const sides = [0, 28, 32, 36, 40, 48, Infinity];
-  for (let i = 0; i + 1 < sides.length; i++) band(`face side ${sides[i]}-${sides[i + 1]! - 1} px`, (p) => p.side >= sides[i]! && p.side < sides[i + 1]!);
+  for (let i = 0; i + 1 < sides.length; i++)
+    band(`face side ${sides[i]}-${sides[i + 1]! - 1} px`, (p) => p.side >= sides[i]! && p.side < sides[i + 1]!);
   const sharp = [0, 5, 8, 10, 12, 15, 20, 30, Infinity];
   const big = (p: Probe) => p.side >= MIN_FACE_SIDE;
   for (let i = 0; i + 1 < sharp.length; i++) {
-    band(`side >= ${MIN_FACE_SIDE}, engine sharpness ${sharp[i]}-${sharp[i + 1]}`, (p) => big(p) && p.sharpness >= sharp[i]! && p.sharpness < sharp[i + 1]!);
+    band(
+      `side >= ${MIN_FACE_SIDE}, engine sharpness ${sharp[i]}-${sharp[i + 1]}`,
+      (p) => big(p) && p.sharpness >= sharp[i]! && p.sharpness < sharp[i + 1]!,
+    );
   }
 }
 
@@ -108,7 +117,9 @@ async function cost(engine: Engine, files: string[]): Promise<void> {
     times.push((performance.now() - t0) / 20);
     sides.push(r.crop.rect[2] - r.crop.rect[0]);
   }
-  console.log(`sampleQuality per crop (${times.length} crops, face box ${Math.min(...sides)}-${Math.max(...sides)} px in the crop): p50 ${pct(times, 0.5).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms`);
+  console.log(
+    `sampleQuality per crop (${times.length} crops, face box ${Math.min(...sides)}-${Math.max(...sides)} px in the crop): p50 ${pct(times, 0.5).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms`,
+  );
 }
 
 async function main(): Promise<void> {

@@ -18,7 +18,9 @@ function hslHex(h, s, l) {
   const f = (n) => {
     const k = (n + h / 30) % 12;
     const c = l - s * Math.min(l, 1 - l) * Math.max(-1, Math.min(k - 3, 9 - k, 1));
-    return Math.round(255 * c).toString(16).padStart(2, '0');
+    return Math.round(255 * c)
+      .toString(16)
+      .padStart(2, '0');
   };
   return `#${f(0)}${f(8)}${f(4)}`;
 }
@@ -48,7 +50,14 @@ function socketFor(path) {
   if (entry && entry.ws.readyState <= WebSocket.OPEN) return entry;
   const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${path}`);
   ws.binaryType = 'arraybuffer';
-  entry = { ws, waiting: [], open: new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = () => reject(new Error('WebSocket failed')); }) };
+  entry = {
+    ws,
+    waiting: [],
+    open: new Promise((resolve, reject) => {
+      ws.onopen = resolve;
+      ws.onerror = () => reject(new Error('WebSocket failed'));
+    }),
+  };
   ws.onmessage = (e) => entry.waiting.shift()?.resolve(JSON.parse(e.data));
   ws.onclose = (e) => {
     for (const w of entry.waiting.splice(0)) w.reject(new Error(`WebSocket closed (${e.code}${e.reason ? `: ${e.reason}` : ''})`));

@@ -62,7 +62,21 @@ async function benchRoute(ctx: AlternativesContext, route: Route, out: Alternati
   for (const alternative of alternatives) {
     const opened = await openRunner(ctx.root, alternative, route);
     if (opened.ok) runners.push({ alternative, runner: opened.runner });
-    else out.rows.push({ route, alternative, runtime: '', model: '', boxes: '', 'p50 ms': '', 'p99 ms': '', 'images/s (2 in flight)': '', 'peak RSS MB': '', 'p50 x edgecv': '', 'images/s / edgecv': '', note: `not measured: ${opened.reason}` });
+    else
+      out.rows.push({
+        route,
+        alternative,
+        runtime: '',
+        model: '',
+        boxes: '',
+        'p50 ms': '',
+        'p99 ms': '',
+        'images/s (2 in flight)': '',
+        'peak RSS MB': '',
+        'p50 x edgecv': '',
+        'images/s / edgecv': '',
+        note: `not measured: ${opened.reason}`,
+      });
   }
   try {
     const edgecv = runners.find((r) => r.alternative === 'edgecv');

@@ -48,7 +48,13 @@ export interface CvNet {
   forwardAsync(outputNames: string[]): Promise<CvMat[]>;
 }
 export interface CvCascade {
-  detectMultiScaleAsync(image: CvMat, scaleFactor?: number, minNeighbors?: number, flags?: number, minSize?: CvSize): Promise<{ objects: CvRect[]; numDetections: number[] }>;
+  detectMultiScaleAsync(
+    image: CvMat,
+    scaleFactor?: number,
+    minNeighbors?: number,
+    flags?: number,
+    minSize?: CvSize,
+  ): Promise<{ objects: CvRect[]; numDetections: number[] }>;
 }
 export interface Cv {
   version: { major: number; minor: number; revision: number };

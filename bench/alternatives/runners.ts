@@ -91,7 +91,8 @@ async function openEdgecv(route: Route): Promise<Opened> {
   const runtime = `edgecv addon (${engine.backend().runtimes[route === 'faces' ? 'faceDetector' : route === 'pose' ? 'poseEstimator' : 'objectDetector'] ?? '?'})`;
   const detect = async (bytes: Buffer): Promise<Box[]> => {
     if (route === 'faces') return (await engine.detectFaces(bytes, { tiles: 0 })).faces.map((f) => ({ rect: f.rect, score: f.score, label: 'face' }));
-    if (route === 'pose') return (await engine.detectPoses(bytes, { mode: 'whole' })).poses.map((p) => ({ rect: p.box, score: p.score, label: 'person' }));
+    if (route === 'pose')
+      return (await engine.detectPoses(bytes, { mode: 'whole' })).poses.map((p) => ({ rect: p.box, score: p.score, label: 'person' }));
     return (await engine.detectObjects(bytes)).objects.map((o) => ({ rect: o.rect, score: o.score, label: o.className }));
   };
   return { ok: true, runner: { runtime, model: ROUTE_MODELS[route].model, detect, close: () => engine.close() } };
@@ -126,9 +127,20 @@ async function openOrtNode(root: string, route: Route): Promise<Opened> {
   const detect = async (bytes: Buffer): Promise<Box[]> => {
     const { box, tensor } = await sharpInput(sharp.value, bytes, e, ROUTE_MODELS[route].pad, 'NCHW');
     const out = await session.run({ [e.input.name]: new ort.Tensor('float32', tensor, e.input.shape) });
-    return decode(e.outputs.map((o) => out[o.name]!.data as Float32Array), box);
+    return decode(
+      e.outputs.map((o) => out[o.name]!.data as Float32Array),
+      box,
+    );
   };
-  return { ok: true, runner: { runtime: `onnxruntime-node ${ort.env.versions.node ?? ''} + sharp ${sharp.version}`, model: e.ortFile, detect, close: () => session.release() } };
+  return {
+    ok: true,
+    runner: {
+      runtime: `onnxruntime-node ${ort.env.versions.node ?? ''} + sharp ${sharp.version}`,
+      model: e.ortFile,
+      detect,
+      close: () => session.release(),
+    },
+  };
 }
 
 // ------------------------------------------------------------------ opencv4nodejs
@@ -186,7 +198,12 @@ async function openOpenCv(root: string, route: Route): Promise<Opened> {
 
 /** An N-d output blob as floats: getData() takes 2-d Mats only, so view it as 1 x N first (no copy). */
 function floats(m: CvMat): Float32Array {
-  const data = m.flattenFloat(1, m.sizes.reduce((a, b) => a * b, 1)).getData();
+  const data = m
+    .flattenFloat(
+      1,
+      m.sizes.reduce((a, b) => a * b, 1),
+    )
+    .getData();
   return new Float32Array(data.buffer, data.byteOffset, data.byteLength / 4);
 }
 
@@ -219,7 +236,13 @@ async function openTfjs(root: string, route: Route): Promise<Opened> {
   setThreadsCount(THREADS);
   await useTfjsBackend('wasm');
   const e = entry(root, ROUTE_MODELS[route].model);
-  const graph = await TfjsReference.load(e.source.file, e.input.tfNode, e.outputs.map((o) => o.tfNode), undefined, e.source.package);
+  const graph = await TfjsReference.load(
+    e.source.file,
+    e.input.tfNode,
+    e.outputs.map((o) => o.tfNode),
+    undefined,
+    e.source.package,
+  );
   const size = e.input.shape[2]!;
   const decode = decoder(route, e);
   const detect = async (bytes: Buffer): Promise<Box[]> => {
@@ -228,7 +251,12 @@ async function openTfjs(root: string, route: Route): Promise<Opened> {
   };
   return {
     ok: true,
-    runner: { runtime: `TF.js wasm + sharp ${sharp.version}`, model: `${e.source.package}/${e.source.file}`, detect, close: async () => graph.dispose() },
+    runner: {
+      runtime: `TF.js wasm + sharp ${sharp.version}`,
+      model: `${e.source.package}/${e.source.file}`,
+      detect,
+      close: async () => graph.dispose(),
+    },
   };
 }
 

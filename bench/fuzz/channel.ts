@@ -25,7 +25,15 @@ export interface ChannelPhaseReport extends ChannelFuzzReport {
 
 function request(method: string, target: string, headers: Record<string, string>, body: Uint8Array = Buffer.alloc(0)): Buffer {
   const all = { Host: '127.0.0.1', Connection: 'close', 'Content-Length': String(body.length), ...headers };
-  return Buffer.concat([Buffer.from(`${method} ${target} HTTP/1.1\r\n${Object.entries(all).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`, 'latin1'), body]);
+  return Buffer.concat([
+    Buffer.from(
+      `${method} ${target} HTTP/1.1\r\n${Object.entries(all)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}\r\n`,
+      'latin1',
+    ),
+    body,
+  ]);
 }
 
 export async function fuzzChangeChannel(opts: { seed: number; messages: number; adminKey: string }): Promise<ChannelPhaseReport> {
@@ -37,9 +45,21 @@ export async function fuzzChangeChannel(opts: { seed: number; messages: number; 
       const call = (wire: Buffer) => sendRaw(url.hostname, Number(url.port), wire, 30_000);
       const photos = loadJohns(path.join(REPO_ROOT, 'test', 'data'));
       const subject = photos[0]!.subject;
-      const enrolled = await call(request('POST', `/trainer/add/?subject=${subject}`, { 'Content-Type': 'image/jpeg', Authorization: `Bearer ${opts.adminKey}` }, photos[0]!.bytes));
+      const enrolled = await call(
+        request(
+          'POST',
+          `/trainer/add/?subject=${subject}`,
+          { 'Content-Type': 'image/jpeg', Authorization: `Bearer ${opts.adminKey}` },
+          photos[0]!.bytes,
+        ),
+      );
       if (enrolled.status !== 200) throw new Error(`enrolment failed: ${enrolled.status} ${enrolled.body.toString()}`);
-      const gallery = async () => (JSON.parse((await call(request('GET', '/server/capabilities/', {}))).body.toString()) as { gallery: { state: string; embedder: ChannelEmbedder } }).gallery;
+      const gallery = async () =>
+        (
+          JSON.parse((await call(request('GET', '/server/capabilities/', {}))).body.toString()) as {
+            gallery: { state: string; embedder: ChannelEmbedder };
+          }
+        ).gallery;
       const report = await runChannelFuzz({ redisUrl: redis.url, seed: opts.seed, messages: opts.messages, embedder: (await gallery()).embedder });
       const alive = () => server.child.exitCode === null && server.child.signalCode === null;
       const readyAgain = alive() && (await eventually(async () => alive() && (await gallery()).state === 'ready', 60_000));

@@ -99,7 +99,9 @@ async function main(): Promise<number> {
         phase === 'idle'
           ? Promise.resolve({})
           : new Promise<Record<string, number>>((resolve, reject) => {
-              const worker = new Worker(new URL(import.meta.url), { workerData: { port, route, phase, clients: flags.clients, ms: flags.seconds * 1000 } });
+              const worker = new Worker(new URL(import.meta.url), {
+                workerData: { port, route, phase, clients: flags.clients, ms: flags.seconds * 1000 },
+              });
               worker.once('message', resolve);
               worker.once('error', reject);
             });
@@ -118,7 +120,9 @@ async function main(): Promise<number> {
         floodAnswers: answers,
       };
       result[phase] = row;
-      console.log(`${phase}: GET /test/ p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms, max ${row.maxMs} ms (${row.probes} probes); flood answers ${JSON.stringify(answers)}`);
+      console.log(
+        `${phase}: GET /test/ p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms, max ${row.maxMs} ms (${row.probes} probes); flood answers ${JSON.stringify(answers)}`,
+      );
     }
     writeResult(keyed ? 'form-flood-keyed' : 'form-flood', result);
     return 0;

@@ -28,63 +28,104 @@ const API_KEY = 'fuzz-api-key-0123456789';
 const MB = 1024 * 1024;
 
 async function main(): Promise<number> {
-  const flags = numericFlags({ cases: 10_000, seed: 1, concurrency: 4, workers: 2, 'channel-messages': 2000, 'ws-cases': 2000, 'influx-cases': 2000, 'sink-answers': 500 });
-  const httpOk = await withTempServer('edgecv-fuzz-', ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY, '--api-key', API_KEY], async (server) => {
-    const url = new URL(server.url);
-    console.log(`fuzz: ${flags.cases} cases, seed ${flags.seed}, concurrency ${flags.concurrency}, server pid ${server.child.pid} on ${server.url}`);
-    const report = await runFuzz({
-      host: url.hostname,
-      port: Number(url.port),
-      pid: server.child.pid!,
-      seed: flags.seed,
-      cases: flags.cases,
-      concurrency: flags.concurrency,
-      photos: fuzzPhotos(path.join(REPO_ROOT, 'test', 'data')),
-      adminKey: ADMIN_KEY,
-      apiKey: API_KEY,
-      onCase: (n) => {
-        if (n % 500 === 0) console.log(`  ${n} cases`);
-      },
-    });
-    const alive = report.alive && server.child.exitCode === null;
-    console.table(
-      Object.fromEntries(
-        Object.entries(report.byKind).map(([k, r]) => [
-          k,
-          { cases: r.cases, 'p50 ms': Math.round(r.p50Ms), 'max ms': Math.round(r.maxMs), statuses: Object.entries(r.statuses).map(([s, n]) => `${s}:${n}`).join(' ') },
-        ]),
-      ),
-    );
-    console.log(`statuses: ${JSON.stringify(report.statuses)}`);
-    console.log(`wall ${(report.wallMs / 1000).toFixed(1)} s; server RSS ${(report.startRssBytes / MB).toFixed(0)} MB at start, peak ${(report.peakRssBytes / MB).toFixed(0)} MB; alive: ${alive}`);
-    const over = report.slowest.filter((s) => s.ms > 2000).length;
-    console.log(`requests over 2 s: ${over}${over === report.slowest.length ? '+' : ''} (timing is only meaningful on a quiet machine)`);
-    console.log(`slowest: ${report.slowest.slice(0, 5).map((s) => `${Math.round(s.ms)} ms ${s.label}`).join('; ')}`);
-    for (const e of report.serverErrors) console.log(`5xx: ${e}`);
-    for (const e of report.notJson) console.log(`not JSON: ${e}`);
-    for (const e of report.unexpected) console.log(`unexpected status: ${e}`);
-    for (const e of report.noAnswer.slice(0, 20)) console.log(`no answer: ${e}`);
-    writeResult('fuzz', { ...report, alive, when: new Date().toISOString(), cpus: os.cpus().length });
-    let webSocketOk = true;
-    if (flags['ws-cases'] > 0) {
-      console.log(`fuzz: ${flags['ws-cases']} WebSocket cases, seed ${flags.seed}`);
-      const ws = await runWebSocketFuzz({
+  const flags = numericFlags({
+    cases: 10_000,
+    seed: 1,
+    concurrency: 4,
+    workers: 2,
+    'channel-messages': 2000,
+    'ws-cases': 2000,
+    'influx-cases': 2000,
+    'sink-answers': 500,
+  });
+  const httpOk = await withTempServer(
+    'edgecv-fuzz-',
+    ['--workers', String(flags.workers), '--admin-key', ADMIN_KEY, '--api-key', API_KEY],
+    async (server) => {
+      const url = new URL(server.url);
+      console.log(
+        `fuzz: ${flags.cases} cases, seed ${flags.seed}, concurrency ${flags.concurrency}, server pid ${server.child.pid} on ${server.url}`,
+      );
+      const report = await runFuzz({
         host: url.hostname,
         port: Number(url.port),
+        pid: server.child.pid!,
         seed: flags.seed,
-        cases: flags['ws-cases'],
+        cases: flags.cases,
         concurrency: flags.concurrency,
         photos: fuzzPhotos(path.join(REPO_ROOT, 'test', 'data')),
+        adminKey: ADMIN_KEY,
+        apiKey: API_KEY,
+        onCase: (n) => {
+          if (n % 500 === 0) console.log(`  ${n} cases`);
+        },
       });
-      console.table(Object.fromEntries(Object.entries(ws.byKind).map(([k, r]) => [k, { cases: r.cases, outcomes: Object.entries(r.outcomes).map(([o, n]) => `${o}:${n}`).join(' ') }])));
-      for (const f of ws.failures.slice(0, 20)) console.log(`websocket: ${f}`);
-      const wsAlive = server.child.exitCode === null;
-      console.log(`websocket: ${ws.failures.length} failures in ${(ws.wallMs / 1000).toFixed(1)} s; alive: ${wsAlive}`);
-      writeResult('fuzz-websocket', { ...ws, alive: wsAlive, seed: flags.seed, when: new Date().toISOString() });
-      webSocketOk = wsAlive && ws.failures.length === 0;
-    }
-    return alive && report.serverErrors.length === 0 && report.notJson.length === 0 && report.unexpected.length === 0 && webSocketOk;
-  });
+      const alive = report.alive && server.child.exitCode === null;
+      console.table(
+        Object.fromEntries(
+          Object.entries(report.byKind).map(([k, r]) => [
+            k,
+            {
+              cases: r.cases,
+              'p50 ms': Math.round(r.p50Ms),
+              'max ms': Math.round(r.maxMs),
+              statuses: Object.entries(r.statuses)
+                .map(([s, n]) => `${s}:${n}`)
+                .join(' '),
+            },
+          ]),
+        ),
+      );
+      console.log(`statuses: ${JSON.stringify(report.statuses)}`);
+      console.log(
+        `wall ${(report.wallMs / 1000).toFixed(1)} s; server RSS ${(report.startRssBytes / MB).toFixed(0)} MB at start, peak ${(report.peakRssBytes / MB).toFixed(0)} MB; alive: ${alive}`,
+      );
+      const over = report.slowest.filter((s) => s.ms > 2000).length;
+      console.log(`requests over 2 s: ${over}${over === report.slowest.length ? '+' : ''} (timing is only meaningful on a quiet machine)`);
+      console.log(
+        `slowest: ${report.slowest
+          .slice(0, 5)
+          .map((s) => `${Math.round(s.ms)} ms ${s.label}`)
+          .join('; ')}`,
+      );
+      for (const e of report.serverErrors) console.log(`5xx: ${e}`);
+      for (const e of report.notJson) console.log(`not JSON: ${e}`);
+      for (const e of report.unexpected) console.log(`unexpected status: ${e}`);
+      for (const e of report.noAnswer.slice(0, 20)) console.log(`no answer: ${e}`);
+      writeResult('fuzz', { ...report, alive, when: new Date().toISOString(), cpus: os.cpus().length });
+      let webSocketOk = true;
+      if (flags['ws-cases'] > 0) {
+        console.log(`fuzz: ${flags['ws-cases']} WebSocket cases, seed ${flags.seed}`);
+        const ws = await runWebSocketFuzz({
+          host: url.hostname,
+          port: Number(url.port),
+          seed: flags.seed,
+          cases: flags['ws-cases'],
+          concurrency: flags.concurrency,
+          photos: fuzzPhotos(path.join(REPO_ROOT, 'test', 'data')),
+        });
+        console.table(
+          Object.fromEntries(
+            Object.entries(ws.byKind).map(([k, r]) => [
+              k,
+              {
+                cases: r.cases,
+                outcomes: Object.entries(r.outcomes)
+                  .map(([o, n]) => `${o}:${n}`)
+                  .join(' '),
+              },
+            ]),
+          ),
+        );
+        for (const f of ws.failures.slice(0, 20)) console.log(`websocket: ${f}`);
+        const wsAlive = server.child.exitCode === null;
+        console.log(`websocket: ${ws.failures.length} failures in ${(ws.wallMs / 1000).toFixed(1)} s; alive: ${wsAlive}`);
+        writeResult('fuzz-websocket', { ...ws, alive: wsAlive, seed: flags.seed, when: new Date().toISOString() });
+        webSocketOk = wsAlive && ws.failures.length === 0;
+      }
+      return alive && report.serverErrors.length === 0 && report.notJson.length === 0 && report.unexpected.length === 0 && webSocketOk;
+    },
+  );
   let channel: ChannelPhaseReport | null = null;
   if (flags['channel-messages'] > 0) {
     console.log(`fuzz: ${flags['channel-messages']} malformed messages on the Redis gallery change channel (seed ${flags.seed})`);

@@ -19,7 +19,14 @@ async function main(): Promise<number> {
       new Promise<{ status: number; ms: number }>((resolve, reject) => {
         const t = performance.now();
         const req = https.request(
-          { host: url.hostname, port: url.port, path: '/object/detect/', method: 'POST', agent, headers: { 'content-type': 'image/jpeg', 'content-length': photo.length } },
+          {
+            host: url.hostname,
+            port: url.port,
+            path: '/object/detect/',
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'image/jpeg', 'content-length': photo.length },
+          },
           (res) => {
             res.resume();
             res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t }));

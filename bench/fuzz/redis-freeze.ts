@@ -17,14 +17,24 @@ const KEY = 'freeze-admin-key-0123456789';
 
 function request(method: string, target: string, headers: Record<string, string>, body: Uint8Array = Buffer.alloc(0)): Buffer {
   const all = { Host: '127.0.0.1', Connection: 'close', 'Content-Length': String(body.length), ...headers };
-  return Buffer.concat([Buffer.from(`${method} ${target} HTTP/1.1\r\n${Object.entries(all).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`, 'latin1'), body]);
+  return Buffer.concat([
+    Buffer.from(
+      `${method} ${target} HTTP/1.1\r\n${Object.entries(all)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}\r\n`,
+      'latin1',
+    ),
+    body,
+  ]);
 }
 
 async function main(): Promise<number> {
   const flags = numericFlags({ freeze: 30, enrolments: 10 });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-freeze-'));
   const redis = await startRedis(dir, ['--save', '', '--appendonly', 'yes']);
-  const servers = await Promise.all(['a', 'b'].map((n) => startServerProcess(['--data-dir', path.join(dir, n), '--workers', '1', '--admin-key', KEY, '--gallery', redis.url])));
+  const servers = await Promise.all(
+    ['a', 'b'].map((n) => startServerProcess(['--data-dir', path.join(dir, n), '--workers', '1', '--admin-key', KEY, '--gallery', redis.url])),
+  );
   try {
     const [a, b] = servers as [(typeof servers)[0], (typeof servers)[0]];
     const call = (server: typeof a, wire: Buffer) => {
@@ -34,9 +44,17 @@ async function main(): Promise<number> {
     const photos = loadJohns(path.join(REPO_ROOT, 'test', 'data'));
     const enrol = (i: number) => {
       const p = photos[i % photos.length]!;
-      return call(a, request('POST', `/trainer/add/?subject=${p.subject}`, { 'Content-Type': 'image/jpeg', Authorization: `Bearer ${KEY}` }, p.bytes));
+      return call(
+        a,
+        request('POST', `/trainer/add/?subject=${p.subject}`, { 'Content-Type': 'image/jpeg', Authorization: `Bearer ${KEY}` }, p.bytes),
+      );
     };
-    const subjectsOf = async (server: typeof a) => (JSON.parse((await call(server, request('GET', '/trainer/subjects/', {}))).body.toString()) as { subjects: { subject: string; samples: number }[] }).subjects;
+    const subjectsOf = async (server: typeof a) =>
+      (
+        JSON.parse((await call(server, request('GET', '/trainer/subjects/', {}))).body.toString()) as {
+          subjects: { subject: string; samples: number }[];
+        }
+      ).subjects;
     for (let i = 0; i < 3; i++) if ((await enrol(i * 10)).status !== 200) throw new Error('enrolment before the freeze failed');
     await eventually(async () => (await subjectsOf(b)).length > 0);
 
@@ -65,7 +83,16 @@ async function main(): Promise<number> {
     console.table(answers);
     console.log(`predictions on b while frozen: ${JSON.stringify(predictions)}`);
     console.log(`after SIGCONT: both servers list what Redis holds: ${agreed} (${agreeMs} ms); alive: ${alive}`);
-    writeResult('redis-freeze', { freezeS: flags.freeze, answers, predictions, agreed, agreeMs, alive, when: new Date().toISOString(), cpus: os.cpus().length });
+    writeResult('redis-freeze', {
+      freezeS: flags.freeze,
+      answers,
+      predictions,
+      agreed,
+      agreeMs,
+      alive,
+      when: new Date().toISOString(),
+      cpus: os.cpus().length,
+    });
     return agreed && alive && answers.every((r) => r.status === 503 && r.ms < 5000) ? 0 : 1;
   } finally {
     redis.child.kill('SIGCONT');

@@ -34,7 +34,9 @@ async function main(): Promise<number> {
     const photo = fs.readFileSync(path.join(REPO_ROOT, 'test', 'data', 'dlib', 'faces', '2008_002506.jpg'));
     // Recognition needs a gallery: enrol one face first.
     const enrol = Buffer.concat([
-      Buffer.from(`POST /trainer/add/?subject=soak HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nContent-Type: image/jpeg\r\nContent-Length: ${john.length}\r\n\r\n`),
+      Buffer.from(
+        `POST /trainer/add/?subject=soak HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nContent-Type: image/jpeg\r\nContent-Length: ${john.length}\r\n\r\n`,
+      ),
       john,
     ]);
     const enrolled = await sendRaw(url.hostname, Number(url.port), enrol, 60_000);

@@ -118,7 +118,8 @@ export async function webSocketLoad(opts: {
           resolve(c);
         });
       });
-      if (code === null) ws.terminate(); // the soak ended first
+      if (code === null)
+        ws.terminate(); // the soak ended first
       else if (code === 1001) report.idleClosed++;
       else fail(`idle socket closed with ${code}`);
     }

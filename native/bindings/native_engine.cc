@@ -173,13 +173,15 @@ void NativeEngine::Teardown() noexcept {
 }
 
 template <typename MakeJob>
-Napi::Value NativeEngine::SubmitImageJob(const Napi::CallbackInfo& info, bool hasModel, const char* model, MakeJob&& makeJob) {
+Napi::Value NativeEngine::SubmitImageJob(const Napi::CallbackInfo& info, bool hasModel, const char* model,
+                                         MakeJob&& makeJob) {
   Napi::Env env = info.Env();
   return PromiseOrRejection(env, [&] {
     if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
       ThrowCoded(env, ErrorCode::kInvalidArgument, "image must be a Buffer or Uint8Array");
     }
-    if (!hasModel) ThrowCoded(env, ErrorCode::kInvalidArgument, std::string("this engine was created without a ") + model);
+    if (!hasModel)
+      ThrowCoded(env, ErrorCode::kInvalidArgument, std::string("this engine was created without a ") + model);
     return Submit(env, makeJob(info[0].As<Napi::Uint8Array>()));
   });
 }
@@ -198,7 +200,8 @@ Napi::Value NativeEngine::DetectPoses(const Napi::CallbackInfo& info) {
 
 Napi::Value NativeEngine::DetectObjects(const Napi::CallbackInfo& info) {
   return SubmitImageJob(info, hasObjectDetector_, "objectDetector", [&](Napi::Uint8Array image) {
-    return std::make_unique<ObjectDetectJob>(info.Env(), image, ReadObjectOptions(info.Env(), info[1]), kObjectDetection);
+    return std::make_unique<ObjectDetectJob>(info.Env(), image, ReadObjectOptions(info.Env(), info[1]),
+                                             kObjectDetection);
   });
 }
 
@@ -344,7 +347,8 @@ Napi::Value NativeEngine::Backend(const Napi::CallbackInfo& info) {
     for (const LoadedModel& model : models_) {
       runtimes.Set(model.key, Napi::String::New(env, RuntimeName(model.runtime)));
       const auto found = rewrites_->files.find(model.path);
-      const GraphRewrites::Fused counts = found == rewrites_->files.end() ? GraphRewrites::Fused{} : found->second.fused;
+      const GraphRewrites::Fused counts =
+          found == rewrites_->files.end() ? GraphRewrites::Fused{} : found->second.fused;
       Napi::Object ops = Napi::Object::New(env);
       ops.Set("siluLookups", Napi::Number::New(env, counts.siluLookups));
       ops.Set("upsamples", Napi::Number::New(env, counts.upsamples));

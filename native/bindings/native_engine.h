@@ -82,8 +82,8 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   bool hasFaceDetector_ = false;
   bool hasPoseEstimator_ = false;
   bool hasObjectDetector_ = false;
-  int embeddingSize_ = 0;  // 0: no embedding model
-  std::shared_ptr<IdleCores> idleCores_;  // null: each job keeps to its worker's threads
+  int embeddingSize_ = 0;                     // 0: no embedding model
+  std::shared_ptr<IdleCores> idleCores_;      // null: each job keeps to its worker's threads
   std::shared_ptr<GpuSessions> gpuSessions_;  // null: WebGPU is not usable (backend cpu or cuda, or no adapter)
   CompletionFn completion_;
   bool completionLive_ = false;
@@ -93,6 +93,5 @@ class NativeEngine : public Napi::ObjectWrap<NativeEngine> {
   std::vector<Napi::Promise::Deferred> closeWaiters_;
   std::unique_ptr<WorkerPool> pool_;
 };
-
 
 }  // namespace edgecv

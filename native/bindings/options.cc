@@ -38,8 +38,8 @@ double ReadNumber(Napi::Object obj, const char* key, const std::string& where, d
   if (!v.IsNumber()) ThrowInvalid(env, where + "." + key + " must be a number");
   const double d = v.As<Napi::Number>().DoubleValue();
   if (!std::isfinite(d) || d < min || d > max || (integer && std::floor(d) != d)) {
-    ThrowInvalid(env, where + "." + key + " must be " + (integer ? "an integer" : "a number") + " in [" + Shortest(min) +
-                          ", " + Shortest(max) + "]");
+    ThrowInvalid(env, where + "." + key + " must be " + (integer ? "an integer" : "a number") + " in [" +
+                          Shortest(min) + ", " + Shortest(max) + "]");
   }
   return d;
 }
@@ -86,12 +86,14 @@ bool ReadGpuDevice(Napi::Object obj, const std::string& where, const BackendInfo
   if (device != "cpu" && device != "gpu") ThrowInvalid(obj.Env(), where + ".device must be cpu or gpu");
   if (device == "gpu" && !backend.webGpu) {
     ThrowInvalid(obj.Env(), where + ": device gpu is not available: " +
-                                (backend.webGpuMissing.empty() ? "the engine's backend is not gpu or auto" : backend.webGpuMissing));
+                                (backend.webGpuMissing.empty() ? "the engine's backend is not gpu or auto"
+                                                               : backend.webGpuMissing));
   }
   return device == "gpu";
 }
 
-// A spec's device (ReadGpuDevice) and, with gpu, its optional `gpuGraph`: "optimized" (default) or "basic" (no fusions).
+// A spec's device (ReadGpuDevice) and, with gpu, its optional `gpuGraph`: "optimized" (default) or "basic" (no
+// fusions).
 void ReadDevice(Napi::Object obj, const std::string& where, const BackendInfo& backend, ModelSource* source) {
   source->gpu = ReadGpuDevice(obj, where, backend);
   if (IsMissing(obj.Get("gpuGraph"))) return;
@@ -99,7 +101,6 @@ void ReadDevice(Napi::Object obj, const std::string& where, const BackendInfo& b
   if (graph != "optimized" && graph != "basic") ThrowInvalid(obj.Env(), where + ".gpuGraph must be optimized or basic");
   source->gpuFusions = graph == "optimized";
 }
-
 
 // `runtime` of a spec: "opencv" runs `path` on OpenCV DNN, "onnxruntime" runs `ortPath` on onnxruntime, and
 // "auto" onnxruntime when it is loaded and can drive the backend's device, else OpenCV. A GPU net runs on onnxruntime.
@@ -138,7 +139,8 @@ void ReadImageModelSpec(Napi::Object obj, const std::string& where, const Runtim
   spec->swapRB = ReadBool(obj, "swapRB", where);
 }
 
-FaceDetectorSpec ReadFaceDetectorSpec(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
+FaceDetectorSpec ReadFaceDetectorSpec(Napi::Object obj, const std::string& where,
+                                      const RuntimeAvailability& available) {
   FaceDetectorSpec spec;
   ReadImageModelSpec(obj, where, available, &spec);
   Napi::Value layers = obj.Get("anchorLayers");
@@ -160,7 +162,8 @@ FaceDetectorSpec ReadFaceDetectorSpec(Napi::Object obj, const std::string& where
   return spec;
 }
 
-PoseEstimatorSpec ReadPoseEstimatorSpec(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
+PoseEstimatorSpec ReadPoseEstimatorSpec(Napi::Object obj, const std::string& where,
+                                        const RuntimeAvailability& available) {
   PoseEstimatorSpec spec;
   ReadImageModelSpec(obj, where, available, &spec);
   spec.outputs = ReadStrings(obj, "outputs", where);
@@ -169,7 +172,8 @@ PoseEstimatorSpec ReadPoseEstimatorSpec(Napi::Object obj, const std::string& whe
 }
 
 // The CenterNet spec: an object model with kind "centernet".
-CenterNetDetectorSpec ReadCenterNetDetectorSpec(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
+CenterNetDetectorSpec ReadCenterNetDetectorSpec(Napi::Object obj, const std::string& where,
+                                                const RuntimeAvailability& available) {
   CenterNetDetectorSpec spec;
   ReadImageModelSpec(obj, where, available, &spec);
   spec.heatmapOutput = ReadString(obj, "heatmapOutput", where);
@@ -179,7 +183,8 @@ CenterNetDetectorSpec ReadCenterNetDetectorSpec(Napi::Object obj, const std::str
 }
 
 // The YOLO spec: an object model with kind "yolo" (layout "grid" or "decoded").
-YoloDetectorSpec ReadYoloDetectorSpec(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
+YoloDetectorSpec ReadYoloDetectorSpec(Napi::Object obj, const std::string& where,
+                                      const RuntimeAvailability& available) {
   Napi::Env env = obj.Env();
   YoloDetectorSpec spec;
   ReadImageModelSpec(obj, where, available, &spec);
@@ -219,7 +224,8 @@ YoloDetectorSpec ReadYoloDetectorSpec(Napi::Object obj, const std::string& where
   return spec;
 }
 
-FaceEmbedderSpec ReadFaceEmbedderSpec(Napi::Object obj, const std::string& where, const RuntimeAvailability& available) {
+FaceEmbedderSpec ReadFaceEmbedderSpec(Napi::Object obj, const std::string& where,
+                                      const RuntimeAvailability& available) {
   FaceEmbedderSpec spec;
   ReadImageModelSpec(obj, where, available, &spec);
   spec.output = ReadString(obj, "output", where);
@@ -239,7 +245,7 @@ std::unique_ptr<Spec> ReadOptionalSpec(Napi::Object options, const char* key, co
 // An object detector spec of createEngine()'s options (`objectDetector`, `personDetector`): empty when absent,
 // else of the family its required `kind` names.
 std::optional<ObjectDetectorSpec> ReadOptionalObjectDetectorSpec(Napi::Object options, const char* key,
-                                                                  const RuntimeAvailability& available) {
+                                                                 const RuntimeAvailability& available) {
   Napi::Value value = options.Get(key);
   if (IsMissing(value)) return std::nullopt;
   if (!value.IsObject()) ThrowInvalid(options.Env(), std::string("options.") + key + " must be an object");
@@ -268,7 +274,8 @@ PoolOptions ReadPoolOptions(Napi::Object options) {
   // >= 1: every job passes through the queue, even when a worker is idle.
   pool.queueLimit = static_cast<size_t>(ReadNumber(options, "queueLimit", "options", 1, kMaxQueueLimit, true));
   const std::string idleCores = ReadString(options, "idleCores", "options");
-  if (idleCores != "lend" && idleCores != "keep") ThrowInvalid(options.Env(), "options.idleCores must be \"lend\" or \"keep\"");
+  if (idleCores != "lend" && idleCores != "keep")
+    ThrowInvalid(options.Env(), "options.idleCores must be \"lend\" or \"keep\"");
   pool.lendIdleCores = idleCores == "lend";
   // Optional (true when left out): only tests and tools turn it off.
   pool.warmUp = IsMissing(options.Get("warmUp")) || ReadBool(options, "warmUp", "options");
@@ -331,7 +338,8 @@ FaceEmbedRequest ReadEmbedRequest(Napi::Env env, Napi::Value value) {
     for (uint32_t i = 0; i < count; ++i) {
       Napi::Value v = arr.Get(i);
       const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-      if (!(std::isfinite(d) && std::fabs(d) < kMaxRectCoordinate)) ThrowInvalid(env, "options.keypoints must hold finite numbers");
+      if (!(std::isfinite(d) && std::fabs(d) < kMaxRectCoordinate))
+        ThrowInvalid(env, "options.keypoints must hold finite numbers");
       request.keypoints[i] = static_cast<float>(d);
     }
     request.hasKeypoints = true;
@@ -365,13 +373,15 @@ RawModelSpec ReadRawModelSpec(Napi::Object obj, const RuntimeAvailability& avail
   spec.model.path = ReadString(obj, "path", "model");
   const std::string runtime = ReadString(obj, "runtime", "model");
   if (runtime == "onnxruntime") {
-    if (!available.onnxRuntime) ThrowInvalid(env, "model.runtime onnxruntime is not available: " + available.onnxRuntimeMissing);
+    if (!available.onnxRuntime)
+      ThrowInvalid(env, "model.runtime onnxruntime is not available: " + available.onnxRuntimeMissing);
     spec.model.runtime = RuntimeKind::kOnnxRuntime;
   } else if (runtime != "opencv") {
     ThrowInvalid(env, "model.runtime must be opencv or onnxruntime");
   }
   ReadDevice(obj, "model", available.backend, &spec.model);
-  if (spec.model.gpu && spec.model.runtime != RuntimeKind::kOnnxRuntime) ThrowInvalid(env, "model: device gpu runs on onnxruntime");
+  if (spec.model.gpu && spec.model.runtime != RuntimeKind::kOnnxRuntime)
+    ThrowInvalid(env, "model: device gpu runs on onnxruntime");
   spec.outputs = ReadStrings(obj, "outputs", "model");
   Napi::Value shape = obj.Get("inputShape");
   if (!shape.IsArray()) ThrowInvalid(env, "model.inputShape must be an array of positive integers");
@@ -379,10 +389,12 @@ RawModelSpec ReadRawModelSpec(Napi::Object obj, const RuntimeAvailability& avail
   for (uint32_t i = 0; i < dims.Length(); ++i) {
     Napi::Value d = dims.Get(i);
     const double v = d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1;
-    if (!(v >= 1 && v <= kMaxDim && std::floor(v) == v)) ThrowInvalid(env, "model.inputShape must be an array of positive integers");
+    if (!(v >= 1 && v <= kMaxDim && std::floor(v) == v))
+      ThrowInvalid(env, "model.inputShape must be an array of positive integers");
     spec.inputShape.push_back(static_cast<int>(v));
   }
-  if (spec.inputShape.empty() || spec.outputs.empty()) ThrowInvalid(env, "model.inputShape and model.outputs must be non-empty");
+  if (spec.inputShape.empty() || spec.outputs.empty())
+    ThrowInvalid(env, "model.inputShape and model.outputs must be non-empty");
   spec.model.timingShape = spec.inputShape;
   return spec;
 }

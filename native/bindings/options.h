@@ -1,9 +1,9 @@
 // createEngine()'s options and the per-call options of the engine methods, read from JS on the JS thread.
 //
 // The host (src/engine/options.ts, with the values of src/engine/limits.ts) validates every option and owns
-// every default and range; it always passes what is read here as required. The bounds checked here are safety bounds only: they keep a bad call from
-// overflowing an int or exhausting memory, and they are deliberately wider than the host's policy.
-// Every failure throws a TypeError with code INVALID_ARGUMENT (js_errors.h).
+// every default and range; it always passes what is read here as required. The bounds checked here are safety bounds
+// only: they keep a bad call from overflowing an int or exhausting memory, and they are deliberately wider than the
+// host's policy. Every failure throws a TypeError with code INVALID_ARGUMENT (js_errors.h).
 #pragma once
 
 #include <napi.h>

@@ -26,7 +26,8 @@ void Compare(const cv::Mat& src, cv::Size size, bool intoView) {
   ++cases;
   if (got.size() != size || cv::norm(expected, got, cv::NORM_INF) != 0) {
     if (++mismatches <= 5) {
-      std::fprintf(stderr, "differs: %dx%d -> %dx%d%s\n", src.cols, src.rows, size.width, size.height, intoView ? " (into a view)" : "");
+      std::fprintf(stderr, "differs: %dx%d -> %dx%d%s\n", src.cols, src.rows, size.width, size.height,
+                   intoView ? " (into a view)" : "");
     }
   }
   if (intoView && got.data != canvas.ptr(3) + 4 * 3) {
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
     }
     for (int side : {96, 144, 192, 224, 256, 320, 640}) {
       const double fit = std::min(1.0, static_cast<double>(side) / std::max(photo.cols, photo.rows));
-      const cv::Size size(std::max(1, static_cast<int>(photo.cols * fit)), std::max(1, static_cast<int>(photo.rows * fit)));
+      const cv::Size size(std::max(1, static_cast<int>(photo.cols * fit)),
+                          std::max(1, static_cast<int>(photo.rows * fit)));
       Compare(photo, size, false);
     }
   }

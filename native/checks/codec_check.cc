@@ -46,9 +46,11 @@ std::string Hex(const cv::Mat& bgr) {
 std::string Check(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const cv::Mat reference = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data())), cv::IMREAD_COLOR);
+  const cv::Mat reference = cv::imdecode(
+      cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data())), cv::IMREAD_COLOR);
   std::string json = "{\"file\":" + Quoted(file) + ",\"reference\":";
-  json += reference.empty() ? "null" : "[" + std::to_string(reference.cols) + "," + std::to_string(reference.rows) + "]";
+  json +=
+      reference.empty() ? "null" : "[" + std::to_string(reference.cols) + "," + std::to_string(reference.rows) + "]";
   cv::Mat decoded;
   try {
     decoded = edgecv::DecodeBgr(bytes.data(), bytes.size());
@@ -56,7 +58,8 @@ std::string Check(const std::string& file) {
     return json + ",\"decoded\":null,\"error\":" + Quoted(e.what()) + "}";
   }
   json += ",\"decoded\":[" + std::to_string(decoded.cols) + "," + std::to_string(decoded.rows) + "]";
-  const bool samePixels = !reference.empty() && reference.size() == decoded.size() && cv::norm(reference, decoded, cv::NORM_INF) == 0;
+  const bool samePixels =
+      !reference.empty() && reference.size() == decoded.size() && cv::norm(reference, decoded, cv::NORM_INF) == 0;
   std::vector<uint8_t> ours = edgecv::EncodeJpeg(decoded, kCropQuality), theirs;
   cv::imencode(".jpg", decoded, theirs, {cv::IMWRITE_JPEG_QUALITY, kCropQuality});
   json += std::string(",\"samePixels\":") + (samePixels ? "true" : "false");

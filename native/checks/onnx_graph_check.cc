@@ -44,8 +44,9 @@ int main(int argc, char** argv) {
     const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const edgecv::FusedInt8Graph fused = edgecv::FuseInt8Graph(file);
     found += (f > 1 ? "," : "") + std::string("{\"qdqSigmoids\":") + std::to_string(edgecv::CountQdqSigmoids(file)) +
-             ",\"siluLookups\":" + std::to_string(fused.siluLookups) + ",\"upsamples\":" + std::to_string(fused.upsamples) +
-             ",\"concats\":" + std::to_string(fused.concats) + "}";
+             ",\"siluLookups\":" + std::to_string(fused.siluLookups) +
+             ",\"upsamples\":" + std::to_string(fused.upsamples) + ",\"concats\":" + std::to_string(fused.concats) +
+             "}";
     for (int i = 0; i < 400 && !file.empty(); ++i) {
       std::string damaged = file;
       const size_t at = random() % damaged.size();

@@ -29,7 +29,9 @@ cv::Mat Reference(const uint8_t* data, size_t size) {
   return cv::imdecode(cv::Mat(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data)), cv::IMREAD_COLOR);
 }
 
-bool SamePixels(const cv::Mat& a, const cv::Mat& b) { return a.size() == b.size() && cv::norm(a, b, cv::NORM_INF) == 0; }
+bool SamePixels(const cv::Mat& a, const cv::Mat& b) {
+  return a.size() == b.size() && cv::norm(a, b, cv::NORM_INF) == 0;
+}
 
 // The addon's decoders, with the server's pixel cap; an empty Mat where they refuse the bytes.
 cv::Mat Decode(const uint8_t* data, size_t size, bool jpeg, bool png, int* warnings) {

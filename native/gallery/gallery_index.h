@@ -29,7 +29,7 @@ struct GalleryMatch {
   bool found = false;  // false when the gallery is empty
   int64_t id = 0;      // the sample's id
   std::string subject;
-  float cosine = 0;    // in [-1, 1]; 1 = same direction
+  float cosine = 0;  // in [-1, 1]; 1 = same direction
 };
 
 // One sample to add. `embedding` points to `dim` floats, L2-normalized by the caller.
@@ -41,8 +41,8 @@ struct GallerySampleRef {
 
 // Row storage shared by successive snapshots; only the writer appends to it.
 struct EmbeddingBuffer {
-  cv::Mat rows;     // capacity x dim, CV_32F
-  int used = 0;     // rows written so far (writer side)
+  cv::Mat rows;  // capacity x dim, CV_32F
+  int used = 0;  // rows written so far (writer side)
 };
 
 class GallerySnapshot {
@@ -61,8 +61,8 @@ class GallerySnapshot {
   friend class GalleryIndex;
   int dim_;
   std::shared_ptr<EmbeddingBuffer> buffer_;
-  std::vector<int64_t> ids_;         // per row
-  std::vector<int32_t> subjectOf_;   // per row: index into subjects_, -1 = removed
+  std::vector<int64_t> ids_;        // per row
+  std::vector<int32_t> subjectOf_;  // per row: index into subjects_, -1 = removed
   std::shared_ptr<const std::vector<std::string>> subjects_;
   size_t live_ = 0;
 };

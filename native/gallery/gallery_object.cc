@@ -82,7 +82,8 @@ GalleryObject::GalleryObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   Napi::Env env = info.Env();
   const double dim = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
   // A safety bound on the row width (the host makes galleries of its model's embedding size).
-  if (!(dim >= 1 && dim <= 65536 && std::floor(dim) == dim)) ThrowInvalid(env, "gallery dimension must be an integer from 1 to 65536");
+  if (!(dim >= 1 && dim <= 65536 && std::floor(dim) == dim))
+    ThrowInvalid(env, "gallery dimension must be an integer from 1 to 65536");
   index_ = std::make_shared<GalleryIndex>(static_cast<int>(dim));
 }
 
@@ -122,8 +123,6 @@ Napi::Value GalleryObject::Size(const Napi::CallbackInfo& info) {
   return out;
 }
 
-Napi::Value GalleryObject::Dim(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), index_->dim());
-}
+Napi::Value GalleryObject::Dim(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), index_->dim()); }
 
 }  // namespace edgecv

@@ -31,10 +31,12 @@ std::vector<Tap> AreaTaps(int sourceSize, int size, int channels, double scale) 
     int first = cvCeil(from), last = cvFloor(to);
     last = std::min(last, sourceSize - 1);
     first = std::min(first, last);
-    if (first - from > 1e-3) taps.push_back({d * channels, (first - 1) * channels, static_cast<float>((first - from) / cell)});
+    if (first - from > 1e-3)
+      taps.push_back({d * channels, (first - 1) * channels, static_cast<float>((first - from) / cell)});
     for (int s = first; s < last; ++s) taps.push_back({d * channels, s * channels, static_cast<float>(1.0 / cell)});
     if (to - last > 1e-3) {
-      taps.push_back({d * channels, last * channels, static_cast<float>(std::min(std::min(to - last, 1.), cell) / cell)});
+      taps.push_back(
+          {d * channels, last * channels, static_cast<float>(std::min(std::min(to - last, 1.), cell) / cell)});
     }
   }
   return taps;

@@ -6,8 +6,12 @@ int TiffOrientation(const uint8_t* tiff, size_t n) {
   if (tiff == nullptr || n < 8) return 1;
   const bool little = tiff[0] == 'I' && tiff[1] == 'I';
   if (!little && !(tiff[0] == 'M' && tiff[1] == 'M')) return 1;
-  auto u16 = [&](size_t at) -> unsigned { return little ? tiff[at] | tiff[at + 1] << 8 : tiff[at] << 8 | tiff[at + 1]; };
-  auto u32 = [&](size_t at) -> size_t { return little ? u16(at) | size_t{u16(at + 2)} << 16 : size_t{u16(at)} << 16 | u16(at + 2); };
+  auto u16 = [&](size_t at) -> unsigned {
+    return little ? tiff[at] | tiff[at + 1] << 8 : tiff[at] << 8 | tiff[at + 1];
+  };
+  auto u32 = [&](size_t at) -> size_t {
+    return little ? u16(at) | size_t{u16(at + 2)} << 16 : size_t{u16(at)} << 16 | u16(at + 2);
+  };
   const size_t ifd = u32(4);
   if (ifd + 2 > n) return 1;
   const unsigned entries = u16(ifd);
@@ -24,14 +28,32 @@ int TiffOrientation(const uint8_t* tiff, size_t n) {
 
 void ApplyOrientation(cv::Mat& img, int orientation) {
   switch (orientation) {
-    case 2: cv::flip(img, img, 1); break;
-    case 3: cv::flip(img, img, -1); break;
-    case 4: cv::flip(img, img, 0); break;
-    case 5: cv::transpose(img, img); break;
-    case 6: cv::transpose(img, img); cv::flip(img, img, 1); break;
-    case 7: cv::transpose(img, img); cv::flip(img, img, -1); break;
-    case 8: cv::transpose(img, img); cv::flip(img, img, 0); break;
-    default: break;
+    case 2:
+      cv::flip(img, img, 1);
+      break;
+    case 3:
+      cv::flip(img, img, -1);
+      break;
+    case 4:
+      cv::flip(img, img, 0);
+      break;
+    case 5:
+      cv::transpose(img, img);
+      break;
+    case 6:
+      cv::transpose(img, img);
+      cv::flip(img, img, 1);
+      break;
+    case 7:
+      cv::transpose(img, img);
+      cv::flip(img, img, -1);
+      break;
+    case 8:
+      cv::transpose(img, img);
+      cv::flip(img, img, 0);
+      break;
+    default:
+      break;
   }
 }
 

@@ -135,7 +135,8 @@ cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings, uint64_t 
     *fullSize = d.orientation >= 5 ? cv::Size(h, w) : cv::Size(w, h);  // 5-8 transpose
   }
   if (static_cast<uint64_t>(d.cinfo.image_width) * d.cinfo.image_height > maxPixels) {
-    throw JobError(ErrorCode::kInvalidImage, "image could not be decoded: over " + std::to_string(maxPixels) + " pixels");
+    throw JobError(ErrorCode::kInvalidImage,
+                   "image could not be decoded: over " + std::to_string(maxPixels) + " pixels");
   }
   const int channels = d.cinfo.out_color_space == JCS_CMYK ? 4 : 3;
   // From the recycler: a camera's frames are one size (runtime/recycled_buffers.h).

@@ -58,7 +58,8 @@ std::vector<uint8_t> EncodeJpeg(const cv::Mat& image, int quality) {
     throw JobError(ErrorCode::kInternal, "JPEG encoding takes a non-empty 8-bit BGR or grey image");
   }
   Compressor c;
-  if (!Compress(c, image, quality)) throw JobError(ErrorCode::kInternal, std::string("JPEG encoding failed: ") + c.err.message);
+  if (!Compress(c, image, quality))
+    throw JobError(ErrorCode::kInternal, std::string("JPEG encoding failed: ") + c.err.message);
   return std::vector<uint8_t>(c.out, c.out + c.outSize);
 }
 

@@ -111,9 +111,7 @@ int PngOrientation(const PngReader& r) {
 
 }  // namespace
 
-bool LooksLikePng(const uint8_t* data, size_t size) {
-  return size >= 8 && png_sig_cmp(data, 0, 8) == 0;
-}
+bool LooksLikePng(const uint8_t* data, size_t size) { return size >= 8 && png_sig_cmp(data, 0, 8) == 0; }
 
 cv::Mat DecodePngBgr(const uint8_t* data, size_t size, int* warnings, uint64_t maxPixels) {
   PngReader r(data, size);

@@ -20,7 +20,9 @@ std::vector<Face> DetectFaces(WorkerContext& ctx, const ImageDecoder& decode, co
 std::vector<DetectedObject> DetectObjects(WorkerContext& ctx, const ImageDecoder& decode,
                                           const ObjectCallOptions& options, StageTimings* timings) {
   ObjectDetector* detector = options.onPersonDetector ? ctx.personDetector.get() : ctx.objectDetector.get();
-  if (!detector) throw JobError(ErrorCode::kInternal, options.onPersonDetector ? "engine has no person detector" : "engine has no object model");
+  if (!detector)
+    throw JobError(ErrorCode::kInternal,
+                   options.onPersonDetector ? "engine has no person detector" : "engine has no object model");
   return detector->Detect(decode(0, nullptr), options.detect, timings);
 }
 

@@ -24,7 +24,9 @@ namespace {
 // what that shrink needs, and warping a larger one would only cost time.
 constexpr double kTurnedPassInputs = 2;
 
-double TurnedPassMaxSide(const FaceDetector& detector) { return kTurnedPassInputs * detector.NeededSide(DetectOptions{}); }
+double TurnedPassMaxSide(const FaceDetector& detector) {
+  return kTurnedPassInputs * detector.NeededSide(DetectOptions{});
+}
 
 }  // namespace
 
@@ -58,7 +60,8 @@ std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv:
     face.rect = {back(face.rect[0], bgr.cols), back(face.rect[1], bgr.rows), back(face.rect[2], bgr.cols),
                  back(face.rect[3], bgr.rows)};
     if (face.rect[2] <= face.rect[0] || face.rect[3] <= face.rect[1]) continue;
-    for (size_t k = 0; k < face.keypoints.size(); ++k) face.keypoints[k] = static_cast<float>((face.keypoints[k] - pad) / shrink);
+    for (size_t k = 0; k < face.keypoints.size(); ++k)
+      face.keypoints[k] = static_cast<float>((face.keypoints[k] - pad) / shrink);
     faces.push_back(face);
   }
   return faces;
@@ -89,17 +92,19 @@ std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& vie
   const double turnedMaxSide = TurnedPassMaxSide(*ctx.faceDetector);
   // A second pass's faces pass the bar of pipelines/rotated_face_pass.h, or none counts: it must not make one up.
   const auto seenAgain = [&](std::vector<Face> found) {
-    found.erase(std::remove_if(found.begin(), found.end(), [&](const Face& face) {
-                  return !SeenAgainUpright(*ctx.faceDetector, image, face, request_.detect, turnedMaxSide, &detectTimings_);
-                }),
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&](const Face& face) {
+                                 return !SeenAgainUpright(*ctx.faceDetector, image, face, request_.detect,
+                                                          turnedMaxSide, &detectTimings_);
+                               }),
                 found.end());
     return found;
   };
   if (faces.empty()) faces = seenAgain(DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_));
   for (const double degrees : {-kRotatedPassDegrees, kRotatedPassDegrees}) {
     if (!faces.empty() || !request_.rotatedPasses) break;
-    faces = seenAgain(DetectRotated(*ctx.faceDetector, image, request_.detect, degrees, kTightCropPadding, turnedMaxSide,
-                                    &detectTimings_, true));
+    faces = seenAgain(DetectRotated(*ctx.faceDetector, image, request_.detect, degrees, kTightCropPadding,
+                                    turnedMaxSide, &detectTimings_, true));
   }
   std::stable_sort(faces.begin(), faces.end(), [](const Face& a, const Face& b) {
     if (a.score != b.score) return a.score > b.score;
@@ -142,7 +147,8 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
     r[2] = std::clamp(r[2], 0, width());
     r[1] = std::clamp(r[1], 0, height());
     r[3] = std::clamp(r[3], 0, height());
-    if (r[2] <= r[0] || r[3] <= r[1]) throw JobError(ErrorCode::kInvalidArgument, "the face rect lies outside the image");
+    if (r[2] <= r[0] || r[3] <= r[1])
+      throw JobError(ErrorCode::kInvalidArgument, "the face rect lies outside the image");
     chosen_ = r;
     chosenScore_ = 1;
     if (request_.align && request_.hasKeypoints) {
@@ -176,7 +182,8 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
   embedded_ = true;
   sharpness_ = FaceSharpness(image, chosen_);
   if (aligned_) {
-    if (const auto toCrop = AlignmentTransform(chosenKeypoints_, request_.cropScale, 1)) rotation_ = RotationDegrees(*toCrop);
+    if (const auto toCrop = AlignmentTransform(chosenKeypoints_, request_.cropScale, 1))
+      rotation_ = RotationDegrees(*toCrop);
   }
   if (request_.keepCrop) crop_ = MakeStoredCrop(image, chosen_);
   if (request_.gallery) {

@@ -24,10 +24,10 @@ struct FaceEmbedRequest {
   PixelRect rect{};
   bool hasKeypoints = false;  // with useRect: align by `keypoints` (without: the detector's, on the face at `rect`)
   FaceKeypoints keypoints{};
-  double cropScale = 0;  // side of the square crop / longer side of the face box (> 0)
-  bool align = true;          // false: the plain box crop (bench and calibration compare the two)
-  bool rotatedPasses = true;  // search a photo with no face again turned by +-kRotatedPassDegrees
-  bool keepCrop = false;  // also return a JPEG crop (for re-embedding later)
+  double cropScale = 0;                            // side of the square crop / longer side of the face box (> 0)
+  bool align = true;                               // false: the plain box crop (bench and calibration compare the two)
+  bool rotatedPasses = true;                       // search a photo with no face again turned by +-kRotatedPassDegrees
+  bool keepCrop = false;                           // also return a JPEG crop (for re-embedding later)
   std::shared_ptr<const GallerySnapshot> gallery;  // search it when set
 };
 

@@ -24,7 +24,8 @@ cv::Mat ShrunkAsDctScaling(const cv::Mat& whole, int minLongerSide) {
   for (int denom = 8; denom > 1; denom /= 2) {
     if ((longer + denom - 1) / denom < minLongerSide) continue;
     cv::Mat out;
-    cv::resize(whole, out, cv::Size((whole.cols + denom - 1) / denom, (whole.rows + denom - 1) / denom), 0, 0, cv::INTER_AREA);
+    cv::resize(whole, out, cv::Size((whole.cols + denom - 1) / denom, (whole.rows + denom - 1) / denom), 0, 0,
+               cv::INTER_AREA);
     return out;
   }
   return whole;

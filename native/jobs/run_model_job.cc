@@ -16,10 +16,12 @@ void RunModelJob::Execute(WorkerContext& ctx) {
   // Checked: a huge shape must not wrap around to match the input's length.
   size_t expected = 1;
   bool overflow = false;
-  for (int d : spec_.inputShape) overflow = overflow || __builtin_mul_overflow(expected, static_cast<size_t>(d), &expected);
+  for (int d : spec_.inputShape)
+    overflow = overflow || __builtin_mul_overflow(expected, static_cast<size_t>(d), &expected);
   if (overflow || expected != length_) {
     const std::string needs = overflow ? "more than memory holds" : std::to_string(expected);
-    throw JobError(ErrorCode::kInvalidArgument, "input has " + std::to_string(length_) + " values, shape needs " + needs);
+    throw JobError(ErrorCode::kInvalidArgument,
+                   "input has " + std::to_string(length_) + " values, shape needs " + needs);
   }
   InferenceModel& model = ctx.RawModel(spec_.model, spec_.outputs);
   const int dims = static_cast<int>(spec_.inputShape.size());

@@ -14,7 +14,8 @@ constexpr int kStride = 4;  // input pixels per heatmap cell
 
 CenterNetDetector::CenterNetDetector(const CenterNetDetectorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
   const std::string what = "object model " + spec_.model.path + ": ";
-  if (spec_.inputSize < 32 || spec_.inputSize % kStride != 0) throw std::runtime_error(what + "inputSize must be a multiple of 4");
+  if (spec_.inputSize < 32 || spec_.inputSize % kStride != 0)
+    throw std::runtime_error(what + "inputSize must be a multiple of 4");
   if (spec_.classes <= 0) throw std::runtime_error(what + "classes must be positive");
   model_ = LoadInferenceModel(spec_.model, {spec_.heatmapOutput, spec_.boxOutput}, runtime, what);
   grid_ = spec_.inputSize / kStride;

@@ -20,8 +20,8 @@
 namespace edgecv {
 
 struct CenterNetDetectorSpec : ImageModelSpec {  // the heads are S/4 x S/4
-  std::string heatmapOutput;  // [1,S/4,S/4,classes], already sigmoid
-  std::string boxOutput;      // [1,S/4,S/4,4]: left, top, right, bottom distances in input pixels
+  std::string heatmapOutput;                     // [1,S/4,S/4,classes], already sigmoid
+  std::string boxOutput;                         // [1,S/4,S/4,4]: left, top, right, bottom distances in input pixels
   int classes = 0;
 };
 

@@ -25,8 +25,8 @@ cv::Mat CutPadded(const cv::Mat& bgr, const cv::Rect& region) {
     const double f = static_cast<double>(kMaxCutSide) / side;
     const auto scaled = [f](int v) { return static_cast<int>(std::lround(v * f)); };
     cv::Mat out(std::max(1, scaled(region.height)), std::max(1, scaled(region.width)), bgr.type(), cv::Scalar::all(0));
-    const cv::Rect to = cv::Rect(scaled(inside.x - region.x), scaled(inside.y - region.y), std::max(1, scaled(inside.width)),
-                                 std::max(1, scaled(inside.height))) &
+    const cv::Rect to = cv::Rect(scaled(inside.x - region.x), scaled(inside.y - region.y),
+                                 std::max(1, scaled(inside.width)), std::max(1, scaled(inside.height))) &
                         cv::Rect(0, 0, out.cols, out.rows);
     if (inside.area() > 0 && to.area() > 0) {
       cv::Mat target = out(to);

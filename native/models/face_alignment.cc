@@ -49,9 +49,7 @@ std::optional<cv::Matx23d> UprightBoxTransform(const FaceKeypoints& keypoints, c
   return cv::Matx23d(c, -s, half - (c * cx - s * cy), s, c, half - (s * cx + c * cy));
 }
 
-double RotationDegrees(const cv::Matx23d& toCrop) {
-  return std::atan2(toCrop(1, 0), toCrop(0, 0)) * 180.0 / CV_PI;
-}
+double RotationDegrees(const cv::Matx23d& toCrop) { return std::atan2(toCrop(1, 0), toCrop(0, 0)) * 180.0 / CV_PI; }
 
 void AlignedCrop(const cv::Mat& bgr, const cv::Matx23d& toCrop, int side, cv::Mat& out) {
   const double scale = std::hypot(toCrop(0, 0), toCrop(1, 0));  // crop pixels per image pixel
@@ -63,7 +61,8 @@ void AlignedCrop(const cv::Mat& bgr, const cv::Matx23d& toCrop, int side, cv::Ma
   cv::Matx23d toImage;
   cv::invertAffineTransform(toCrop, toImage);
   float l = 1e30f, t = 1e30f, r = -1e30f, b = -1e30f;
-  for (const cv::Point2d corner : {cv::Point2d(0, 0), cv::Point2d(side, 0), cv::Point2d(0, side), cv::Point2d(side, side)}) {
+  for (const cv::Point2d corner :
+       {cv::Point2d(0, 0), cv::Point2d(side, 0), cv::Point2d(0, side), cv::Point2d(side, side)}) {
     const cv::Vec2d p = toImage * cv::Vec3d(corner.x, corner.y, 1);
     l = std::min(l, static_cast<float>(p[0]));
     t = std::min(t, static_cast<float>(p[1]));
@@ -71,20 +70,26 @@ void AlignedCrop(const cv::Mat& bgr, const cv::Matx23d& toCrop, int side, cv::Ma
     b = std::max(b, static_cast<float>(p[1]));
   }
   const cv::Rect region(static_cast<int>(std::floor(l)), static_cast<int>(std::floor(t)),
-                        std::max(1, static_cast<int>(std::ceil(r - l)) + 1), std::max(1, static_cast<int>(std::ceil(b - t)) + 1));
+                        std::max(1, static_cast<int>(std::ceil(r - l)) + 1),
+                        std::max(1, static_cast<int>(std::ceil(b - t)) + 1));
   const cv::Mat footprint = CutPadded(bgr, region);  // may come back already shrunk (kMaxCutSide)
   const cv::Size small(std::max(1, static_cast<int>(std::lround(region.width * scale))),
                        std::max(1, static_cast<int>(std::lround(region.height * scale))));
   cv::Mat shrunk;
-  if (small.width < footprint.cols && small.height < footprint.rows) ResizeArea(footprint, shrunk, small);
-  else shrunk = footprint;
+  if (small.width < footprint.cols && small.height < footprint.rows)
+    ResizeArea(footprint, shrunk, small);
+  else
+    shrunk = footprint;
   // Image pixel = region origin + (shrunk pixel + 0.5) x (region size / shrunk size) - 0.5 (pixel centres): fold
   // that into the transform.
-  const double fx = static_cast<double>(region.width) / shrunk.cols, fy = static_cast<double>(region.height) / shrunk.rows;
+  const double fx = static_cast<double>(region.width) / shrunk.cols,
+               fy = static_cast<double>(region.height) / shrunk.rows;
   const double x0 = region.x + 0.5 * (fx - 1), y0 = region.y + 0.5 * (fy - 1);
-  const cv::Matx23d fromShrunk(toCrop(0, 0) * fx, toCrop(0, 1) * fy, toCrop(0, 0) * x0 + toCrop(0, 1) * y0 + toCrop(0, 2),
-                               toCrop(1, 0) * fx, toCrop(1, 1) * fy, toCrop(1, 0) * x0 + toCrop(1, 1) * y0 + toCrop(1, 2));
-  cv::warpAffine(shrunk, out, fromShrunk, cv::Size(side, side), cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+  const cv::Matx23d fromShrunk(toCrop(0, 0) * fx, toCrop(0, 1) * fy,
+                               toCrop(0, 0) * x0 + toCrop(0, 1) * y0 + toCrop(0, 2), toCrop(1, 0) * fx,
+                               toCrop(1, 1) * fy, toCrop(1, 0) * x0 + toCrop(1, 1) * y0 + toCrop(1, 2));
+  cv::warpAffine(shrunk, out, fromShrunk, cv::Size(side, side), cv::INTER_LINEAR, cv::BORDER_CONSTANT,
+                 cv::Scalar::all(0));
 }
 
 }  // namespace edgecv

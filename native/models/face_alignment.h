@@ -10,7 +10,8 @@
 
 namespace edgecv {
 
-// The detector's keypoints: 6 x (x, y) in image pixels (native/models/face_detector.h: eyes, nose, mouth, ear tragions).
+// The detector's keypoints: 6 x (x, y) in image pixels (native/models/face_detector.h: eyes, nose, mouth, ear
+// tragions).
 using FaceKeypoints = std::array<float, 12>;
 
 // The canonical landmarks, in units of the face box's longer side from the box's centre: the detector's mean
@@ -21,7 +22,7 @@ using FaceKeypoints = std::array<float, 12>;
 struct AlignmentTemplate {
   static constexpr int kPoints = 4;  // the detector's first four keypoints: right eye, left eye, nose tip, mouth
   static constexpr std::array<float, 2 * kPoints> kBoxUnits = {-0.185f, -0.175f, 0.185f, -0.175f,
-                                                                0.0f,    0.047f,  0.0f,   0.231f};
+                                                               0.0f,    0.047f,  0.0f,   0.231f};
 };
 
 // The transform from image pixels to the pixels of a side x side crop whose template is scaled by 1 / cropScale

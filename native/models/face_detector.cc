@@ -47,7 +47,8 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const RuntimeOptions& r
     total += grid * grid * layer.anchors;
   }
   // Safety bound, checked before allocating them: far more anchors than any output tensor could match.
-  if (total > kMaxAnchors) throw std::runtime_error(what + "anchor layers give " + std::to_string(static_cast<long long>(total)) + " anchors");
+  if (total > kMaxAnchors)
+    throw std::runtime_error(what + "anchor layers give " + std::to_string(static_cast<long long>(total)) + " anchors");
   for (const AnchorLayer& layer : spec_.anchorLayers) {
     const int grid = (spec_.inputSize + layer.stride - 1) / layer.stride;
     for (int y = 0; y < grid; ++y) {
@@ -83,9 +84,9 @@ FaceDetector::FaceDetector(const FaceDetectorSpec& spec, const RuntimeOptions& r
     }
   }
   if (scores != anchors_.size() || boxes != anchors_.size()) {
-    throw std::runtime_error(what + "anchor layers give " + std::to_string(anchors_.size()) + " anchors but outputs give " +
-                             std::to_string(scores) + " scores and " + std::to_string(boxes) +
-                             " box rows (" + shapes.str() + ")");
+    throw std::runtime_error(what + "anchor layers give " + std::to_string(anchors_.size()) +
+                             " anchors but outputs give " + std::to_string(scores) + " scores and " +
+                             std::to_string(boxes) + " box rows (" + shapes.str() + ")");
   }
 }
 
@@ -118,12 +119,12 @@ std::vector<Face> FaceDetector::Detect(const cv::Mat& bgr, const DetectOptions& 
 
   std::vector<Candidate> candidates;
   for (const Pass& pass : passes) {
-    const std::vector<Candidate> found = RunLetterboxed(
-        bgr, spec_, *model_, timings,
-        [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
-          return Postprocess(outputs, box, options.scoreThreshold, pass.keep);
-        },
-        {pass.region});
+    const std::vector<Candidate> found =
+        RunLetterboxed(bgr, spec_, *model_, timings,
+                       [&](const std::vector<cv::Mat>& outputs, const Letterbox& box) {
+                         return Postprocess(outputs, box, options.scoreThreshold, pass.keep);
+                       },
+                       {pass.region});
     candidates.insert(candidates.end(), found.begin(), found.end());
   }
 
@@ -131,8 +132,12 @@ std::vector<Face> FaceDetector::Detect(const cv::Mat& bgr, const DetectOptions& 
   std::vector<Face> faces;
   for (const Candidate& c : WeightedNms(std::move(candidates), options.iouThreshold)) {
     Face face;
-    const auto clampX = [&](float v) { return static_cast<int>(std::lround(std::min<float>(std::max(v * sx, 0.f), full.width))); };
-    const auto clampY = [&](float v) { return static_cast<int>(std::lround(std::min<float>(std::max(v * sy, 0.f), full.height))); };
+    const auto clampX = [&](float v) {
+      return static_cast<int>(std::lround(std::min<float>(std::max(v * sx, 0.f), full.width)));
+    };
+    const auto clampY = [&](float v) {
+      return static_cast<int>(std::lround(std::min<float>(std::max(v * sy, 0.f), full.height)));
+    };
     face.rect = {clampX(c.x1), clampY(c.y1), clampX(c.x2), clampY(c.y2)};
     if (face.rect[2] <= face.rect[0] || face.rect[3] <= face.rect[1]) continue;  // entirely outside
     face.score = c.score;
@@ -147,8 +152,9 @@ std::vector<Face> FaceDetector::Detect(const cv::Mat& bgr, const DetectOptions& 
   return faces;
 }
 
-std::vector<FaceDetector::Candidate> FaceDetector::Postprocess(const std::vector<cv::Mat>& outputs, const Letterbox& box,
-                                                               float scoreThreshold, const cv::Rect2f& keep) const {
+std::vector<FaceDetector::Candidate> FaceDetector::Postprocess(const std::vector<cv::Mat>& outputs,
+                                                               const Letterbox& box, float scoreThreshold,
+                                                               const cv::Rect2f& keep) const {
   const float size = static_cast<float>(spec_.inputSize);
   const size_t scoreCount = spec_.scoreOutputs.size();
 
@@ -212,7 +218,9 @@ std::vector<FaceDetector::Candidate> FaceDetector::WeightedNms(std::vector<Candi
             [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
 
-  auto iou = [](const Candidate& a, const Candidate& b) { return Iou({a.x1, a.y1, a.x2, a.y2}, {b.x1, b.y1, b.x2, b.y2}); };
+  auto iou = [](const Candidate& a, const Candidate& b) {
+    return Iou({a.x1, a.y1, a.x2, a.y2}, {b.x1, b.y1, b.x2, b.y2});
+  };
 
   std::vector<Candidate> kept;
   std::vector<Candidate> rest;

@@ -36,19 +36,22 @@ std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face
 cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints,
                                  double cropScale) const {
   const int size = spec_.inputSize;
-  const std::optional<cv::Matx23d> toCrop = keypoints ? UprightBoxTransform(*keypoints, face, cropScale, size) : std::nullopt;
+  const std::optional<cv::Matx23d> toCrop =
+      keypoints ? UprightBoxTransform(*keypoints, face, cropScale, size) : std::nullopt;
   cv::Mat resized = RecyclingMat();
   if (toCrop) {
     AlignedCrop(bgr, *toCrop, size, resized);
   } else {
     const cv::Mat square = CutPadded(bgr, SquareAround(face, cropScale));
     // INTER_AREA when shrinking: plain bilinear would alias a large face.
-    if (square.cols > size) ResizeArea(square, resized, cv::Size(size, size));
-    else cv::resize(square, resized, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
+    if (square.cols > size)
+      ResizeArea(square, resized, cv::Size(size, size));
+    else
+      cv::resize(square, resized, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
   }
   cv::Mat blob = RecyclingMat();
-  cv::dnn::blobFromImage(resized, blob, spec_.scale, cv::Size(), cv::Scalar::all(spec_.meanValue), spec_.swapRB,
-                         false, CV_32F);
+  cv::dnn::blobFromImage(resized, blob, spec_.scale, cv::Size(), cv::Scalar::all(spec_.meanValue), spec_.swapRB, false,
+                         CV_32F);
   return blob;
 }
 

@@ -34,8 +34,8 @@ class FaceEmbedder {
   FaceEmbedder(const FaceEmbedderSpec& spec, const RuntimeOptions& runtime);
 
   // L2-normalized embedding of the face in `face` (image pixels), turned upright by `keypoints` when given and
-  // tilted (null: the box crop as it lies), each stage's time added to *timings. `cropScale`: side of the square crop / longer side of the face box.
-  // Throws JobError(INTERNAL) on a bad output.
+  // tilted (null: the box crop as it lies), each stage's time added to *timings. `cropScale`: side of the square crop /
+  // longer side of the face box. Throws JobError(INTERNAL) on a bad output.
   std::vector<float> Embed(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints, double cropScale,
                            StageTimings* timings);
 

@@ -7,11 +7,11 @@
 namespace edgecv {
 
 struct ImageModelSpec {
-  ModelSource model;    // ONNX file (NCHW input) and the runtime that runs it
-  int inputSize = 0;    // square input side S
+  ModelSource model;     // ONNX file (NCHW input) and the runtime that runs it
+  int inputSize = 0;     // square input side S
   double meanValue = 0;  // input = (pixel - mean) * scale
   double scale = 1;
-  bool swapRB = true;   // decoded images are BGR; true feeds RGB
+  bool swapRB = true;  // decoded images are BGR; true feeds RGB
 };
 
 }  // namespace edgecv

@@ -18,7 +18,9 @@ Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const Le
   const int w = std::max(1, std::min(size, static_cast<int>(std::lround(region.width * fit))));
   const int h = std::max(1, std::min(size, static_cast<int>(std::lround(region.height * fit))));
 
-  const auto canvas = [&](int side) { return source.roundTo > 0 ? (side + source.roundTo - 1) / source.roundTo * source.roundTo : size; };
+  const auto canvas = [&](int side) {
+    return source.roundTo > 0 ? (side + source.roundTo - 1) / source.roundTo * source.roundTo : size;
+  };
   const int width = canvas(w), height = canvas(h);
   const int left = (width - w) / 2;
   const int top = (height - h) / 2;
@@ -34,8 +36,10 @@ Letterbox LetterboxBlob(const cv::Mat& bgr, const ImageModelSpec& spec, const Le
   // Buffers from the recycler: the same sizes come back call after call (runtime/recycled_buffers.h).
   cv::Mat resized = RecyclingMat();
   // INTER_AREA when shrinking avoids the aliasing that blurs small faces and objects away.
-  if (w < region.width) ResizeArea(bgr(region), resized, cv::Size(w, h));
-  else cv::resize(bgr(region), resized, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
+  if (w < region.width)
+    ResizeArea(bgr(region), resized, cv::Size(w, h));
+  else
+    cv::resize(bgr(region), resized, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
   cv::Mat padded = RecyclingMat();
   cv::copyMakeBorder(resized, padded, top, height - h - top, left, width - w - left, cv::BORDER_CONSTANT,
                      cv::Scalar::all(source.padValue));

@@ -38,7 +38,8 @@ class ObjectDetector {
   virtual ~ObjectDetector() = default;
 
   // At most options.maxObjects objects scoring at least options.scoreThreshold, best first.
-  virtual std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options, StageTimings* timings) = 0;
+  virtual std::vector<DetectedObject> Detect(const cv::Mat& bgr, const ObjectOptions& options,
+                                             StageTimings* timings) = 0;
 
   // Warms the model at every input shape Detect() can run it at beyond its square (which loading warmed).
   virtual void WarmShapes() {}

@@ -13,10 +13,10 @@ namespace edgecv {
 namespace {
 
 // Constants of the original graph's post-processing (movenet-multipose.json, after the cut points).
-constexpr int kCentreWindow = 5;                  // MaxPool ksize 5, SAME: a centre is the max of its 5x5 window
-constexpr float kPeakTolerance = 1.013279e-06f;   // |centre - maxpool| < this counts as a peak
-constexpr float kDistanceSpread = 0.30004883f;    // weight = exp(-d^2 / (spread * grid)), d in heatmap cells
-constexpr float kKeypointValid = 0.12695312f;     // keypoints above this count towards the person score
+constexpr int kCentreWindow = 5;                 // MaxPool ksize 5, SAME: a centre is the max of its 5x5 window
+constexpr float kPeakTolerance = 1.013279e-06f;  // |centre - maxpool| < this counts as a peak
+constexpr float kDistanceSpread = 0.30004883f;   // weight = exp(-d^2 / (spread * grid)), d in heatmap cells
+constexpr float kKeypointValid = 0.12695312f;    // keypoints above this count towards the person score
 
 // The crop's side / the box's longer side. Context around the person matters to MoveNet: on the labelled persons
 // more are posed as the crop grows, up to a plateau from 2.0 to 3.0; 2.0 is the cheapest of that plateau
@@ -44,7 +44,8 @@ std::vector<std::pair<float, int>> CentrePeaks(const float* centreLogits, int g,
     for (int x = 0; x < g; ++x) {
       float windowMax = 0;
       for (int yy = std::max(0, y - r); yy <= std::min(g - 1, y + r); ++yy) {
-        for (int xx = std::max(0, x - r); xx <= std::min(g - 1, x + r); ++xx) windowMax = std::max(windowMax, centre[yy * g + xx]);
+        for (int xx = std::max(0, x - r); xx <= std::min(g - 1, x + r); ++xx)
+          windowMax = std::max(windowMax, centre[yy * g + xx]);
       }
       const float v = centre[y * g + x];
       peaks.emplace_back(std::abs(v - windowMax) < kPeakTolerance ? v : 0.f, y * g + x);
@@ -110,13 +111,16 @@ float Weighted(const Candidate& c, const PoseMaps& maps, int y, int x, int j) {
 // 3. Each keypoint snaps to the heatmap cell, inside the person's box, that maximizes Weighted(). Its score is the
 //    best weighted value any of the people gives that cell (the graph's Max over people, kept as is). The pose
 //    scores its centre times the mean of its keypoint scores above kKeypointValid.
-Pose SnapKeypoints(const Candidate& c, const std::vector<Candidate>& people, const PoseMaps& maps, const Letterbox& box) {
+Pose SnapKeypoints(const Candidate& c, const std::vector<Candidate>& people, const PoseMaps& maps,
+                   const Letterbox& box) {
   const int g = maps.g;
   const int kpts = Pose::kKeypoints;
   // The cells inside the box, the only ones Weighted() does not zero; cell 0 stands when none weighs more than 0,
   // as it did when every cell of the grid was scanned.
-  const int y0 = std::max(0, static_cast<int>(std::ceil(c.ymin))), y1 = std::min(g, static_cast<int>(std::ceil(c.ymax)));
-  const int x0 = std::max(0, static_cast<int>(std::ceil(c.xmin))), x1 = std::min(g, static_cast<int>(std::ceil(c.xmax)));
+  const int y0 = std::max(0, static_cast<int>(std::ceil(c.ymin))),
+            y1 = std::min(g, static_cast<int>(std::ceil(c.ymax)));
+  const int x0 = std::max(0, static_cast<int>(std::ceil(c.xmin))),
+            x1 = std::min(g, static_cast<int>(std::ceil(c.xmax)));
   Pose pose;
   float sum = 0;
   int valid = 0;
@@ -144,7 +148,8 @@ Pose SnapKeypoints(const Candidate& c, const std::vector<Candidate>& people, con
     }
   }
   pose.score = c.centreScore * sum / std::max(1, valid);
-  pose.box = {box.ToImageX(c.xmin * 4.f), box.ToImageY(c.ymin * 4.f), box.ToImageX(c.xmax * 4.f), box.ToImageY(c.ymax * 4.f)};
+  pose.box = {box.ToImageX(c.xmin * 4.f), box.ToImageY(c.ymin * 4.f), box.ToImageX(c.xmax * 4.f),
+              box.ToImageY(c.ymax * 4.f)};
   return pose;
 }
 
@@ -152,7 +157,8 @@ Pose SnapKeypoints(const Candidate& c, const std::vector<Candidate>& people, con
 
 PoseEstimator::PoseEstimator(const PoseEstimatorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
   const std::string what = "pose model " + spec_.model.path + ": ";
-  if (spec_.inputSize < 32 || spec_.inputSize % 4 != 0) throw std::runtime_error(what + "inputSize must be a multiple of 4");
+  if (spec_.inputSize < 32 || spec_.inputSize % 4 != 0)
+    throw std::runtime_error(what + "inputSize must be a multiple of 4");
   if (spec_.outputs.size() != kOutputs) throw std::runtime_error(what + "needs exactly 6 output names");
   model_ = LoadInferenceModel(spec_.model, spec_.outputs, runtime, what);
   grid_ = spec_.inputSize / 4;
@@ -162,8 +168,9 @@ PoseEstimator::PoseEstimator(const PoseEstimatorSpec& spec, const RuntimeOptions
   const int channels[kOutputs] = {1, 2, 2, k, 2 * k, 2 * k};
   for (int i = 0; i < kOutputs; ++i) {
     if (!IsNhwc(outputs[i], grid_, grid_, channels[i])) {
-      throw std::runtime_error(what + "output \"" + spec_.outputs[i] + "\" is " + ShapeString(outputs[i]) + ", expected [1," +
-                               std::to_string(grid_) + "," + std::to_string(grid_) + "," + std::to_string(channels[i]) + "]");
+      throw std::runtime_error(what + "output \"" + spec_.outputs[i] + "\" is " + ShapeString(outputs[i]) +
+                               ", expected [1," + std::to_string(grid_) + "," + std::to_string(grid_) + "," +
+                               std::to_string(channels[i]) + "]");
     }
   }
 }
@@ -216,7 +223,8 @@ CropPass* Covering(std::vector<CropPass>& passes, const Box& b, const cv::Rect& 
   const float mx = kReuseMargin * (b[2] - b[0]), my = kReuseMargin * (b[3] - b[1]);
   for (CropPass& pass : passes) {
     const cv::Rect& r = pass.region;
-    const bool holds = b[0] - mx >= r.x && b[2] + mx <= r.x + r.width && b[1] - my >= r.y && b[3] + my <= r.y + r.height;
+    const bool holds =
+        b[0] - mx >= r.x && b[2] + mx <= r.x + r.width && b[1] - my >= r.y && b[3] + my <= r.y + r.height;
     if (holds && own.width >= kReuseScale * r.width && BestUntaken(pass, b).second >= kReuseIou) return &pass;
   }
   return nullptr;

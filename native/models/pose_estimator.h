@@ -63,8 +63,8 @@ class PoseEstimator {
   // around each box (2x its longer side), and keeps the pose whose box overlaps the person's most; a crop
   // already run that shows a later person well gives that person's pose instead (pose_estimator.cc). Each pose
   // goes to one person; boxes where none is found give none. Best first.
-  std::vector<Pose> DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes,
-                                  const PoseOptions& options, StageTimings* timings);
+  std::vector<Pose> DetectInBoxes(const cv::Mat& bgr, const std::vector<Box>& boxes, const PoseOptions& options,
+                                  StageTimings* timings);
 
   // The longer side a copy of the image (of size `image`, where the boxes are) needs for DetectInBoxes() to shrink
   // every box's crop into the model's input, none blown up (0 for no boxes).

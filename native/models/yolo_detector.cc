@@ -24,7 +24,8 @@ bool ScoreRow(const float* row, int classes, bool logits, float threshold, float
   const float obj = logits ? Sigmoid(row[4]) : row[4];
   if (obj < threshold) return false;  // score <= obj: most rows end here
   int best = 0;
-  for (int c = 1; c < classes; ++c) if (row[5 + c] > row[5 + best]) best = c;
+  for (int c = 1; c < classes; ++c)
+    if (row[5 + c] > row[5 + best]) best = c;
   const float cls = logits ? Sigmoid(row[5 + best]) : row[5 + best];
   *score = obj * cls;
   *classId = best;
@@ -35,14 +36,16 @@ bool ScoreRow(const float* row, int classes, bool logits, float threshold, float
 
 YoloDetector::YoloDetector(const YoloDetectorSpec& spec, const RuntimeOptions& runtime) : spec_(spec) {
   const std::string what = "object model " + spec_.model.path + ": ";
-  if (spec_.inputSize < 32 || spec_.inputSize % 32 != 0) throw std::runtime_error(what + "inputSize must be a multiple of 32");
+  if (spec_.inputSize < 32 || spec_.inputSize % 32 != 0)
+    throw std::runtime_error(what + "inputSize must be a multiple of 32");
   if (spec_.classes <= 0) throw std::runtime_error(what + "classes must be positive");
   const bool decoded = spec_.layout == YoloDetectorSpec::Layout::kDecoded;
   if (!decoded && (spec_.outputs.empty() || spec_.strides.size() != spec_.outputs.size() ||
                    spec_.anchors.size() != spec_.outputs.size())) {
     throw std::runtime_error(what + "the grid layout needs one stride and one anchor list per output");
   }
-  if (decoded && spec_.openInputSize) throw std::runtime_error(what + "only the grid layout can take an open input size");
+  if (decoded && spec_.openInputSize)
+    throw std::runtime_error(what + "only the grid layout can take an open input size");
   if (spec_.openInputSize && spec_.model.runtime == RuntimeKind::kOnnxRuntime) {
     roundTo_ = *std::max_element(spec_.strides.begin(), spec_.strides.end());
   }
@@ -96,7 +99,8 @@ void YoloDetector::CheckOutputs(const std::vector<cv::Mat>& outputs, const std::
     if (m.type() != CV_32F || m.dims != 3 || m.size[0] != 1 || m.size[2] != row) {
       const std::string got = m.dims == 3 && m.size[2] > 5 ? " (" + std::to_string(m.size[2] - 5) + " classes)" : "";
       throw std::runtime_error(what + "output is " + ShapeString(m) + got + ", expected [1,N," + std::to_string(row) +
-                               "] for " + std::to_string(spec_.classes) + " labels (YOLOv5 layout: cx, cy, w, h, "
+                               "] for " + std::to_string(spec_.classes) +
+                               " labels (YOLOv5 layout: cx, cy, w, h, "
                                "objectness, one score per class)");
     }
     return;
@@ -105,9 +109,9 @@ void YoloDetector::CheckOutputs(const std::vector<cv::Mat>& outputs, const std::
     const int cells = spec_.inputSize / spec_.strides[i];
     const int anchors = static_cast<int>(spec_.anchors[i].size() / 2);
     if (!IsNhwc(outputs[i], cells, cells, anchors * row)) {
-      throw std::runtime_error(what + "output " + spec_.outputs[i] + " is " + ShapeString(outputs[i]) + ", expected [1," +
-                               std::to_string(cells) + "," + std::to_string(cells) + "," + std::to_string(anchors * row) +
-                               "]");
+      throw std::runtime_error(what + "output " + spec_.outputs[i] + " is " + ShapeString(outputs[i]) +
+                               ", expected [1," + std::to_string(cells) + "," + std::to_string(cells) + "," +
+                               std::to_string(anchors * row) + "]");
     }
   }
 }

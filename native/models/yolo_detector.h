@@ -28,17 +28,17 @@ namespace edgecv {
 struct YoloDetectorSpec : ImageModelSpec {
   enum class Layout { kGrid, kDecoded };
   Layout layout = Layout::kGrid;
-  std::vector<std::string> outputs;  // kGrid: one per stride; kDecoded: one, or none for the network's own
-  std::vector<int> strides;          // kGrid: input pixels per cell of each output
+  std::vector<std::string> outputs;         // kGrid: one per stride; kDecoded: one, or none for the network's own
+  std::vector<int> strides;                 // kGrid: input pixels per cell of each output
   std::vector<std::vector<float>> anchors;  // kGrid: per stride, (w, h) pairs in input pixels
   int classes = 0;
   // Values are the host's (src/engine/limits.ts): no defaults here.
-  double padValue = 0;        // letterbox border value
+  double padValue = 0;  // letterbox border value
   // kGrid only: the onnxruntime file takes any input height and width (models/convert/open-input-size.ts), so
   // the image is fitted into inputSize and padded only to a multiple of the largest stride, not to the square.
   // The OpenCV file stays square: ignored on that runtime.
   bool openInputSize = false;
-  float iouThreshold = 0;     // NMS drops a box overlapping a better one of its class by more than this
+  float iouThreshold = 0;  // NMS drops a box overlapping a better one of its class by more than this
 };
 
 class YoloDetector : public ObjectDetector {

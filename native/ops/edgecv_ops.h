@@ -6,9 +6,9 @@
 
 namespace edgecv {
 
-extern const char kEdgecvOpDomain[];    // "ai.edgecv"
-extern const char kSiluLookupOp[];      // ops/silu_lookup_op.h
-extern const char kNearestUpsampleOp[]; // ops/nearest_upsample_op.h
+extern const char kEdgecvOpDomain[];      // "ai.edgecv"
+extern const char kSiluLookupOp[];        // ops/silu_lookup_op.h
+extern const char kNearestUpsampleOp[];   // ops/nearest_upsample_op.h
 extern const char kRequantizeConcatOp[];  // ops/requantize_concat_op.h
 
 }  // namespace edgecv

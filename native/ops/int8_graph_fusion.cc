@@ -73,7 +73,8 @@ bool IsUint8ConstantConcat(const Node& concat, const std::unordered_map<std::str
   };
   if (!constant(concat.inputs[0], kFloatTensor) || !constant(concat.inputs[1], kUint8Tensor)) return false;
   for (size_t first = 2; first < count; first += 3) {
-    if (!constant(concat.inputs[first + 1], kFloatTensor) || !constant(concat.inputs[first + 2], kUint8Tensor)) return false;
+    if (!constant(concat.inputs[first + 1], kFloatTensor) || !constant(concat.inputs[first + 2], kUint8Tensor))
+      return false;
   }
   return true;
 }
@@ -83,12 +84,15 @@ bool IsUint8ConstantConcat(const Node& concat, const std::unordered_map<std::str
 // input's fixed shape when it loads). Mode nearest, and a coordinate mapping under which output index i reads
 // floor(i / f) (half_pixel: round((i + 0.5) / f - 0.5) is that for any whole f, with no ties; asymmetric only
 // with nearest_mode floor). Empty when the Resize is not such a copy.
-std::string UpsampleAttribute(const Node& resize, const std::unordered_map<std::string_view, Initializer>& initializers) {
-  if (resize.opType != "Resize" || !resize.domain.empty() || resize.outputs.size() != 1 || resize.inputs.size() < 3) return {};
+std::string UpsampleAttribute(const Node& resize,
+                              const std::unordered_map<std::string_view, Initializer>& initializers) {
+  if (resize.opType != "Resize" || !resize.domain.empty() || resize.outputs.size() != 1 || resize.inputs.size() < 3)
+    return {};
   if (StringAttribute(resize, "mode", "nearest") != "nearest") return {};
   const std::string_view mapping = StringAttribute(resize, "coordinate_transformation_mode", "half_pixel");
-  const bool floors = mapping == "half_pixel" || mapping == "pytorch_half_pixel" ||
-                      (mapping == "asymmetric" && StringAttribute(resize, "nearest_mode", "round_prefer_floor") == "floor");
+  const bool floors =
+      mapping == "half_pixel" || mapping == "pytorch_half_pixel" ||
+      (mapping == "asymmetric" && StringAttribute(resize, "nearest_mode", "round_prefer_floor") == "floor");
   if (!floors) return {};
   const auto tensor = [&](size_t input) -> const Initializer* {
     if (input >= resize.inputs.size() || resize.inputs[input].empty()) return nullptr;
@@ -97,7 +101,8 @@ std::string UpsampleAttribute(const Node& resize, const std::unordered_map<std::
   };
   const Initializer* scales = tensor(2);
   const Initializer* sizes = tensor(3);
-  const bool noScales = resize.inputs[2].empty() || (scales && scales->dataType == kFloatTensor && scales->floats.empty());
+  const bool noScales =
+      resize.inputs[2].empty() || (scales && scales->dataType == kFloatTensor && scales->floats.empty());
   if (noScales) {
     return sizes && sizes->dataType == kInt64Tensor && sizes->int64s.size() == 4 ? IntsAttribute("sizes", sizes->int64s)
                                                                                  : std::string{};
@@ -133,7 +138,8 @@ namespace {
 // The optimized model with its graph's nodes replaced (by index) or dropped, the value infos of removed tensors
 // left out, and edgecv's operator domain imported.
 std::string WriteFusedModel(std::string_view optimizedModel, std::string_view graph,
-                            const std::unordered_map<size_t, std::string>& replaced, const std::unordered_set<size_t>& dropped,
+                            const std::unordered_map<size_t, std::string>& replaced,
+                            const std::unordered_set<size_t>& dropped,
                             const std::unordered_set<std::string_view>& removedTensors) {
   std::string newGraph;
   newGraph.reserve(graph.size());
@@ -143,9 +149,12 @@ std::string WriteFusedModel(std::string_view optimizedModel, std::string_view gr
     if (f.number == kGraphNode && f.wire == kLengthDelimited) {
       const size_t i = nodeIndex++;
       const auto replacement = replaced.find(i);
-      if (replacement != replaced.end()) PutBytes(newGraph, kGraphNode, replacement->second);
-      else if (!dropped.count(i)) newGraph.append(f.raw);
-    } else if (!(f.number == kGraphValueInfo && f.wire == kLengthDelimited && removedTensors.count(ValueInfoName(f.payload)))) {
+      if (replacement != replaced.end())
+        PutBytes(newGraph, kGraphNode, replacement->second);
+      else if (!dropped.count(i))
+        newGraph.append(f.raw);
+    } else if (!(f.number == kGraphValueInfo && f.wire == kLengthDelimited &&
+                 removedTensors.count(ValueInfoName(f.payload)))) {
       newGraph.append(f.raw);
     }
   }
@@ -157,8 +166,10 @@ std::string WriteFusedModel(std::string_view optimizedModel, std::string_view gr
   model.reserve(optimizedModel.size());
   Reader modelReader(optimizedModel);
   for (Field f; modelReader.Next(f);) {
-    if (f.number == kModelGraph && f.wire == kLengthDelimited) PutBytes(model, kModelGraph, newGraph);
-    else model.append(f.raw);
+    if (f.number == kModelGraph && f.wire == kLengthDelimited)
+      PutBytes(model, kModelGraph, newGraph);
+    else
+      model.append(f.raw);
   }
   PutBytes(model, kModelOpsetImport, opset);
   return model;
@@ -211,13 +222,15 @@ FusedInt8Graph FuseInt8Graph(std::string_view optimizedModel) {
     const Node& resize = nodes[i];
     const std::string attribute = UpsampleAttribute(resize, initializers);
     if (attribute.empty() || !lookupOutputs.count(resize.inputs[0])) continue;
-    replaced.emplace(i, EdgecvNode({resize.inputs[0]}, resize.outputs[0], resize.name, kNearestUpsampleOp, {attribute}));
+    replaced.emplace(i,
+                     EdgecvNode({resize.inputs[0]}, resize.outputs[0], resize.name, kNearestUpsampleOp, {attribute}));
     ++fused.upsamples;
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& concat = nodes[i];
     if (!IsUint8ConstantConcat(concat, initializers)) continue;
-    replaced.emplace(i, EdgecvNode(concat.inputs, concat.outputs[0], concat.name, kRequantizeConcatOp, concat.attributes));
+    replaced.emplace(i,
+                     EdgecvNode(concat.inputs, concat.outputs[0], concat.name, kRequantizeConcatOp, concat.attributes));
     ++fused.concats;
   }
   if (replaced.empty()) return fused;

@@ -76,7 +76,8 @@ std::pair<int, int> Factors(const Ort::ConstKernelInfo& info) {
   }
   const std::vector<int64_t> sizes = IntsAttribute(info, "sizes");
   const std::vector<int64_t> in = info.GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();
-  if (sizes.size() != 4 || in.size() != 4 || in[1] <= 0 || in[2] <= 0) throw std::runtime_error("sizes need an input of fixed shape");
+  if (sizes.size() != 4 || in.size() != 4 || in[1] <= 0 || in[2] <= 0)
+    throw std::runtime_error("sizes need an input of fixed shape");
   if (sizes[0] != in[0] || sizes[3] != in[3] || sizes[1] % in[1] || sizes[2] % in[2] || !whole(sizes[1] / in[1]) ||
       !whole(sizes[2] / in[2])) {
     throw std::runtime_error("sizes must scale H and W of the input by whole factors, and nothing else");

@@ -109,12 +109,18 @@ std::vector<Node> NodesOf(std::string_view graph) {
     Reader reader(g.payload);
     for (Field f; reader.Next(f);) {
       if (f.wire != kLengthDelimited) continue;
-      if (f.number == kNodeInput) node.inputs.push_back(f.payload);
-      else if (f.number == kNodeOutput) node.outputs.push_back(f.payload);
-      else if (f.number == kNodeName) node.name = f.payload;
-      else if (f.number == kNodeOpType) node.opType = f.payload;
-      else if (f.number == kNodeDomain) node.domain = f.payload;
-      else if (f.number == kNodeAttribute) node.attributes.push_back(f.payload);
+      if (f.number == kNodeInput)
+        node.inputs.push_back(f.payload);
+      else if (f.number == kNodeOutput)
+        node.outputs.push_back(f.payload);
+      else if (f.number == kNodeName)
+        node.name = f.payload;
+      else if (f.number == kNodeOpType)
+        node.opType = f.payload;
+      else if (f.number == kNodeDomain)
+        node.domain = f.payload;
+      else if (f.number == kNodeAttribute)
+        node.attributes.push_back(f.payload);
     }
   }
   return nodes;
@@ -135,8 +141,10 @@ std::string_view StringAttribute(const Node& node, std::string_view name, std::s
     Reader reader(attribute);
     for (Field f; reader.Next(f);) {
       if (f.wire != kLengthDelimited) continue;
-      if (f.number == kAttributeName) attributeName = f.payload;
-      else if (f.number == kAttributeString) value = f.payload, hasValue = true;
+      if (f.number == kAttributeName)
+        attributeName = f.payload;
+      else if (f.number == kAttributeString)
+        value = f.payload, hasValue = true;
     }
     if (attributeName == name && hasValue) return value;
   }
@@ -152,13 +160,20 @@ std::unordered_map<std::string_view, Initializer> Initializers(std::string_view 
     Initializer tensor;
     Reader reader(g.payload);
     for (Field f; reader.Next(f);) {
-      if (f.number == kTensorName && f.wire == kLengthDelimited) name = f.payload;
-      else if (f.number == kTensorDataType && f.wire == kVarint) tensor.dataType = f.varint;
-      else if (f.number == kTensorRawData && f.wire == kLengthDelimited) raw = f.payload;
-      else if (f.number == kTensorFloatData && f.wire == kLengthDelimited) raw = f.payload;  // packed, as raw_data
-      else if (f.number == kTensorFloatData && f.wire == kFixed32) tensor.floats.push_back(LittleEndian<float>(f.payload.data()));
-      else if (f.number == kTensorInt64Data && f.wire == kLengthDelimited) packedInt64s = f.payload;
-      else if (f.number == kTensorInt64Data && f.wire == kVarint) tensor.int64s.push_back(static_cast<int64_t>(f.varint));
+      if (f.number == kTensorName && f.wire == kLengthDelimited)
+        name = f.payload;
+      else if (f.number == kTensorDataType && f.wire == kVarint)
+        tensor.dataType = f.varint;
+      else if (f.number == kTensorRawData && f.wire == kLengthDelimited)
+        raw = f.payload;
+      else if (f.number == kTensorFloatData && f.wire == kLengthDelimited)
+        raw = f.payload;  // packed, as raw_data
+      else if (f.number == kTensorFloatData && f.wire == kFixed32)
+        tensor.floats.push_back(LittleEndian<float>(f.payload.data()));
+      else if (f.number == kTensorInt64Data && f.wire == kLengthDelimited)
+        packedInt64s = f.payload;
+      else if (f.number == kTensorInt64Data && f.wire == kVarint)
+        tensor.int64s.push_back(static_cast<int64_t>(f.varint));
     }
     if (name.empty()) continue;
     if (tensor.dataType == kFloatTensor) {

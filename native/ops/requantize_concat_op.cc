@@ -38,8 +38,10 @@ struct ConcatRun {
       uint8_t* dst = out + row * outPitch;
       for (const ConcatInput& input : inputs) {
         const uint8_t* src = input.data + row * input.pitch;
-        if (input.table) ApplyLookup(*input.table, src, dst, input.pitch);
-        else std::memcpy(dst, src, input.pitch);
+        if (input.table)
+          ApplyLookup(*input.table, src, dst, input.pitch);
+        else
+          std::memcpy(dst, src, input.pitch);
         dst += input.pitch;
       }
     }
@@ -88,8 +90,10 @@ class RequantizeConcatKernel : public StatusKernel<RequantizeConcatKernel> {
     run.out = y.GetTensorMutableData<uint8_t>();
     run.rowsPerTask = std::max<size_t>(1, kMinBytesPerTask / std::max<size_t>(1, run.outPitch));
     const size_t tasks = (run.rows + run.rowsPerTask - 1) / run.rowsPerTask;
-    if (tasks < 2) run.Rows(0, run.rows);
-    else ctx.ParallelFor(&ConcatRun::Task, tasks, 0, &run);
+    if (tasks < 2)
+      run.Rows(0, run.rows);
+    else
+      ctx.ParallelFor(&ConcatRun::Task, tasks, 0, &run);
   }
 
  private:
@@ -104,7 +108,8 @@ struct RequantizeConcatOperator : Uint8CpuOp<RequantizeConcatOperator, Requantiz
   // where an input's quantization is the output's (copied, as QLinearConcat copies it).
   static std::unique_ptr<RequantizeConcatKernel> MakeKernel(const Ort::ConstKernelInfo& info) {
     const size_t count = info.GetInputCount();
-    if (count < 5 || (count - 2) % 3 != 0) throw std::runtime_error("expected y_scale, y_zero_point and (x, scale, zero point) triples");
+    if (count < 5 || (count - 2) % 3 != 0)
+      throw std::runtime_error("expected y_scale, y_zero_point and (x, scale, zero point) triples");
     const auto scale = [&](size_t index) { return *ConstantInput(info, index).GetTensorData<float>(); };
     const auto zeroPoint = [&](size_t index) { return *ConstantInput(info, index).GetTensorData<uint8_t>(); };
     const float yScale = scale(0);
@@ -113,8 +118,10 @@ struct RequantizeConcatOperator : Uint8CpuOp<RequantizeConcatOperator, Requantiz
     for (size_t first = 2; first < count; first += 3) {
       const float xScale = scale(first + 1);
       const uint8_t xZeroPoint = zeroPoint(first + 2);
-      if (xScale == yScale && xZeroPoint == yZeroPoint) tables.emplace_back();
-      else tables.emplace_back(RequantizeTable(xScale, xZeroPoint, yScale, yZeroPoint));
+      if (xScale == yScale && xZeroPoint == yZeroPoint)
+        tables.emplace_back();
+      else
+        tables.emplace_back(RequantizeTable(xScale, xZeroPoint, yScale, yZeroPoint));
     }
     return std::make_unique<RequantizeConcatKernel>(info.GetAttribute<int64_t>("axis"), std::move(tables));
   }
@@ -138,7 +145,7 @@ struct RequantizeConcatOperator : Uint8CpuOp<RequantizeConcatOperator, Requantiz
   // y_scale, y_zero_point, then the (x, scale, zero point) triples as one variadic input of mixed types
   size_t GetInputTypeCount() const { return 3; }
   ONNXTensorElementDataType GetInputType(size_t index) const {
-    return index == 0 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+    return index == 0   ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
            : index == 1 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8
                         : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
   }

@@ -18,7 +18,7 @@ void AddPoseStages(const StageTimings& person, const StageTimings& pose, StageTi
   timings->inferenceMs += person.inferenceMs + pose.inferenceMs;
   timings->postprocessMs += person.postprocessMs + pose.postprocessMs;
   timings->runs += person.runs + pose.runs;
-  timings->parts = {{"personPreprocessMs", person.preprocessMs}, {"personInferenceMs", person.inferenceMs},
+  timings->parts = {{"personPreprocessMs", person.preprocessMs},   {"personInferenceMs", person.inferenceMs},
                     {"personPostprocessMs", person.postprocessMs}, {"posePreprocessMs", pose.preprocessMs},
                     {"poseInferenceMs", pose.inferenceMs},         {"posePostprocessMs", pose.postprocessMs},
                     {"posePasses", static_cast<double>(pose.runs)}};
@@ -32,14 +32,13 @@ std::vector<Box> FindPeople(ObjectDetector& finder, const cv::Mat& image, const 
   find.maxObjects = kMaxPersonObjects;
   std::vector<Box> people;
   for (const DetectedObject& o : finder.Detect(image, find, timings)) {
-    if (o.classId == options.personClassId && people.size() < static_cast<size_t>(options.maxPoses)) people.push_back(o.rect);
+    if (o.classId == options.personClassId && people.size() < static_cast<size_t>(options.maxPoses))
+      people.push_back(o.rect);
   }
   return people;
 }
 
-void ScaleBox(Box& b, float sx, float sy) {
-  b = {b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy};
-}
+void ScaleBox(Box& b, float sx, float sy) { b = {b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy}; }
 
 // Poses found in a copy of size `from` into the pixels of the same image at size `to`.
 void Rescale(std::vector<Pose>& poses, cv::Size from, cv::Size to) {

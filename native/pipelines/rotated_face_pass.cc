@@ -30,14 +30,17 @@ bool FoundOnPhoto(const Face& f, const cv::Matx23d& photoToCanvas, cv::Size phot
     const cv::Vec2d q = photoToCanvas * cv::Vec3d(p.x, p.y, 1);
     onPhoto.emplace_back(static_cast<float>(q[0]), static_cast<float>(q[1]));
   }
-  const std::vector<cv::Point2f> box = {{float(f.rect[0]), float(f.rect[1])}, {float(f.rect[2]), float(f.rect[1])},
-                                        {float(f.rect[2]), float(f.rect[3])}, {float(f.rect[0]), float(f.rect[3])}};
+  const std::vector<cv::Point2f> box = {{float(f.rect[0]), float(f.rect[1])},
+                                        {float(f.rect[2]), float(f.rect[1])},
+                                        {float(f.rect[2]), float(f.rect[3])},
+                                        {float(f.rect[0]), float(f.rect[3])}};
   for (int k = 0; k < AlignmentTemplate::kPoints; ++k) {
     if (cv::pointPolygonTest(onPhoto, cv::Point2f(f.keypoints[2 * k], f.keypoints[2 * k + 1]), false) < 0) return false;
   }
   std::vector<cv::Point2f> common;
   const double boxArea = double(f.rect[2] - f.rect[0]) * (f.rect[3] - f.rect[1]);
-  if (!(cv::intersectConvexConvex(onPhoto, box, common, true) >= SecondPassBar::kMinShareOnPhoto * boxArea)) return false;
+  if (!(cv::intersectConvexConvex(onPhoto, box, common, true) >= SecondPassBar::kMinShareOnPhoto * boxArea))
+    return false;
   const double photoSide = std::max(cv::norm(onPhoto[1] - onPhoto[0]), cv::norm(onPhoto[3] - onPhoto[0]));
   const double side = std::max(f.rect[2] - f.rect[0], f.rect[3] - f.rect[1]);
   if (side * std::max(photo.width, photo.height) < SecondPassBar::kMinSide * photoSide) return false;
@@ -50,8 +53,8 @@ bool FoundOnPhoto(const Face& f, const cv::Matx23d& photoToCanvas, cv::Size phot
   return side >= SecondPassBar::kMinPaddedSide * photoSide;
 }
 
-bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& face, const DetectOptions& options, double maxSide,
-                      StageTimings* timings) {
+bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& face, const DetectOptions& options,
+                      double maxSide, StageTimings* timings) {
   // The face with a margin of half its box each side, as UprightLandmarks looks at it.
   const PixelRect& rect = face.rect;
   const cv::Rect region = SquareAround(rect, 2.0);
@@ -60,16 +63,17 @@ bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& fa
   const Box inCut{static_cast<float>((rect[0] - region.x) * toCut), static_cast<float>((rect[1] - region.y) * toCut),
                   static_cast<float>((rect[2] - region.x) * toCut), static_cast<float>((rect[3] - region.y) * toCut)};
   const double tilt = TiltOf(face.keypoints);
-  for (const Face& found : DetectRotated(detector, cut, options, std::abs(tilt) > kUprightWithinDegrees ? -tilt : 0.0, 0.0, maxSide,
-                                         timings)) {
+  for (const Face& found : DetectRotated(detector, cut, options, std::abs(tilt) > kUprightWithinDegrees ? -tilt : 0.0,
+                                         0.0, maxSide, timings)) {
     const Box box{float(found.rect[0]), float(found.rect[1]), float(found.rect[2]), float(found.rect[3])};
     if (Iou(box, inCut) >= kSameFaceIou) return true;
   }
   return false;
 }
 
-std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options, double degrees,
-                                double padding, double maxSide, StageTimings* timings, bool secondPass) {
+std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
+                                double degrees, double padding, double maxSide, StageTimings* timings,
+                                bool secondPass) {
   const auto t0 = Clock::now();
   const double radians = degrees * CV_PI / 180.0;
   const double c = std::abs(std::cos(radians)), s = std::abs(std::sin(radians));
@@ -78,13 +82,15 @@ std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, cons
   const double shrink = std::min(1.0, maxSide / turnedSide);
   cv::Mat source = bgr;
   if (shrink < 1.0) {
-    ResizeArea(bgr, source, cv::Size(std::max(1, static_cast<int>(std::lround(bgr.cols * shrink))),
-                                     std::max(1, static_cast<int>(std::lround(bgr.rows * shrink)))));
+    ResizeArea(bgr, source,
+               cv::Size(std::max(1, static_cast<int>(std::lround(bgr.cols * shrink))),
+                        std::max(1, static_cast<int>(std::lround(bgr.rows * shrink)))));
   }
   const double pad = padding * std::max(source.cols, source.rows);
   const cv::Size canvas(static_cast<int>(std::lround(c * source.cols + s * source.rows + 2 * pad)),
                         static_cast<int>(std::lround(s * source.cols + c * source.rows + 2 * pad)));
-  cv::Matx23d turn = cv::getRotationMatrix2D(cv::Point2f((source.cols - 1) / 2.f, (source.rows - 1) / 2.f), degrees, 1.0);
+  cv::Matx23d turn =
+      cv::getRotationMatrix2D(cv::Point2f((source.cols - 1) / 2.f, (source.rows - 1) / 2.f), degrees, 1.0);
   turn(0, 2) += (canvas.width - source.cols) / 2.0;
   turn(1, 2) += (canvas.height - source.rows) / 2.0;
   cv::Mat turned;
@@ -104,10 +110,11 @@ std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, cons
   for (Face face : detector.Detect(turned, whole, timings)) {
     if (secondPass && !FoundOnPhoto(face, photoToCanvas, bgr.size(), degrees)) continue;
     const cv::Point2d centre = toPhoto((face.rect[0] + face.rect[2]) / 2.0, (face.rect[1] + face.rect[3]) / 2.0);
-    const double halfW = (face.rect[2] - face.rect[0]) / (2 * shrink), halfH = (face.rect[3] - face.rect[1]) / (2 * shrink);
+    const double halfW = (face.rect[2] - face.rect[0]) / (2 * shrink),
+                 halfH = (face.rect[3] - face.rect[1]) / (2 * shrink);
     const auto clampTo = [](double v, int limit) { return std::clamp(static_cast<int>(std::lround(v)), 0, limit); };
-    face.rect = {clampTo(centre.x - halfW, bgr.cols), clampTo(centre.y - halfH, bgr.rows), clampTo(centre.x + halfW, bgr.cols),
-                 clampTo(centre.y + halfH, bgr.rows)};
+    face.rect = {clampTo(centre.x - halfW, bgr.cols), clampTo(centre.y - halfH, bgr.rows),
+                 clampTo(centre.x + halfW, bgr.cols), clampTo(centre.y + halfH, bgr.rows)};
     if (face.rect[2] <= face.rect[0] || face.rect[3] <= face.rect[1]) continue;
     for (size_t k = 0; k < face.keypoints.size(); k += 2) {
       const cv::Point2d p = toPhoto(face.keypoints[k], face.keypoints[k + 1]);
@@ -119,14 +126,15 @@ std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, cons
   return faces;
 }
 
-Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, const DetectOptions& options, double minDegrees,
-                      int maxRounds, double maxSide, StageTimings* timings) {
+Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, const DetectOptions& options,
+                      double minDegrees, int maxRounds, double maxSide, StageTimings* timings) {
   // The face with a margin of half its box each side, as the stored crop holds it: the detector needs some context.
   const PixelRect& rect = face.rect;
   const cv::Rect region = SquareAround(rect, 2.0);
   const cv::Mat cut = CutPadded(bgr, region);
   const double toCut = static_cast<double>(cut.cols) / region.width;  // CutPadded may shrink a huge region
-  const cv::Point2d centre(((rect[0] + rect[2]) / 2.0 - region.x) * toCut, ((rect[1] + rect[3]) / 2.0 - region.y) * toCut);
+  const cv::Point2d centre(((rect[0] + rect[2]) / 2.0 - region.x) * toCut,
+                           ((rect[1] + rect[3]) / 2.0 - region.y) * toCut);
   const double reach = std::max(rect[2] - rect[0], rect[3] - rect[1]) * toCut / 2;
   double lookedAt = 0;  // how far the last look turned the photo: none for the detection pass itself
   for (int round = 0; round < maxRounds; ++round) {
@@ -139,7 +147,8 @@ Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, con
     double best = reach;
     const std::vector<Face> faces = DetectRotated(detector, cut, options, -tilt, 0.0, maxSide, timings);
     for (const Face& found : faces) {
-      const double d = std::hypot((found.rect[0] + found.rect[2]) / 2.0 - centre.x, (found.rect[1] + found.rect[3]) / 2.0 - centre.y);
+      const double d = std::hypot((found.rect[0] + found.rect[2]) / 2.0 - centre.x,
+                                  (found.rect[1] + found.rect[3]) / 2.0 - centre.y);
       if (d <= best) {
         best = d;
         nearest = &found;

@@ -38,22 +38,23 @@ bool FoundOnPhoto(const Face& onCanvas, const cv::Matx23d& photoToCanvas, cv::Si
 // tilt its landmarks give: the view in which it finds faces best, of the photo's own pixels; found again means a face
 // there overlapping it by at least half (intersection over union). A second pass's face counts only when found so:
 // one the pass's canvas made up is seldom seen again from another angle and scale.
-bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& face, const DetectOptions& options, double maxSide,
-                      StageTimings* timings);
+bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& face, const DetectOptions& options,
+                      double maxSide, StageTimings* timings);
 
 // Faces of `bgr` found with the photo turned `degrees` counterclockwise (on a canvas grown to hold it, with a black
 // border of `padding` x its longer side, so a tight face crop keeps a margin), in `bgr`'s pixels. The box comes back
 // as the detected box's size around its mapped-back centre. A photo larger than `maxSide` is shrunk first: the
 // detector sees it at its small input size anyway. With `secondPass`, only faces FoundOnPhoto passes come back.
-std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options, double degrees,
-                                double padding, double maxSide, StageTimings* timings, bool secondPass = false);
+std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, const DetectOptions& options,
+                                double degrees, double padding, double maxSide, StageTimings* timings,
+                                bool secondPass = false);
 
 // The landmarks of the face at `rect` seen again turned upright. On a tilted face the detector places the landmarks
 // partway toward upright, so the tilt they give falls short of the true one; looked at turned by that tilt, the
 // face is nearer upright and its landmarks truer. Looks again while the last look saw the face more than
 // `minDegrees` from upright, at most `maxRounds` times; returns `keypoints` unchanged when the face is not found again.
 // The box comes back too: the one the upright look gave, as DetectRotated maps it back.
-Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, const DetectOptions& options, double minDegrees,
-                      int maxRounds, double maxSide, StageTimings* timings);
+Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, const DetectOptions& options,
+                      double minDegrees, int maxRounds, double maxSide, StageTimings* timings);
 
 }  // namespace edgecv

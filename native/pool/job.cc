@@ -37,12 +37,11 @@ void ClearPendingException(napi_env env) {
 }  // namespace
 
 Job::Job(Napi::Env env) : env_(env) {
-  if (napi_create_promise(env, &deferred_, &promise_) != napi_ok) throw Napi::Error::New(env, "could not create a promise");
+  if (napi_create_promise(env, &deferred_, &promise_) != napi_ok)
+    throw Napi::Error::New(env, "could not create a promise");
 }
 
-void Job::Pin(Napi::Value value) {
-  pins_.push_back(Napi::Reference<Napi::Value>::New(value, 1));
-}
+void Job::Pin(Napi::Value value) { pins_.push_back(Napi::Reference<Napi::Value>::New(value, 1)); }
 
 void Job::Run(WorkerContext& ctx) noexcept {
   try {
@@ -69,7 +68,8 @@ void Job::Reject(Napi::Env env, ErrorCode code, const std::string& message) noex
     // The Error could not be built (no memory, a throwing getter...): reject with the bare message, which needs
     // no property set, or with undefined.
     ClearPendingException(env);
-    if (napi_create_string_utf8(env, message.data(), message.size(), &reason) != napi_ok) napi_get_undefined(env, &reason);
+    if (napi_create_string_utf8(env, message.data(), message.size(), &reason) != napi_ok)
+      napi_get_undefined(env, &reason);
   }
   // napi_reject_deferred only fails before it consumes the deferred (pending exception, cleared above), so one
   // call settles the promise.

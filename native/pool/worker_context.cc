@@ -7,7 +7,8 @@
 namespace edgecv {
 
 InferenceModel& WorkerContext::RawModel(const ModelSource& source, const std::vector<std::string>& outputs) {
-  std::string key = std::string(RuntimeName(source.runtime)) + (source.gpu ? (source.gpuFusions ? " gpu" : " gpu basic") : "") + '\n' + source.path;
+  std::string key = std::string(RuntimeName(source.runtime)) +
+                    (source.gpu ? (source.gpuFusions ? " gpu" : " gpu basic") : "") + '\n' + source.path;
   for (const std::string& name : outputs) key += '\n' + name;
   auto found = rawModels_.find(key);
   if (found != rawModels_.end()) return *found->second;

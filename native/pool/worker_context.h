@@ -20,11 +20,11 @@ namespace edgecv {
 
 struct WorkerContext {
   RuntimeOptions runtime;
-  std::unique_ptr<FaceDetector> faceDetector;    // null if the engine has no face model
-  std::unique_ptr<PoseEstimator> poseEstimator;  // null if the engine has no pose model
+  std::unique_ptr<FaceDetector> faceDetector;      // null if the engine has no face model
+  std::unique_ptr<PoseEstimator> poseEstimator;    // null if the engine has no pose model
   std::unique_ptr<ObjectDetector> objectDetector;  // the objects route's model (CenterNet or YOLO); null if none
   std::unique_ptr<ObjectDetector> personDetector;  // finds people for pose when set; else objectDetector does
-  std::unique_ptr<FaceEmbedder> faceEmbedder;    // null if the engine has no embedding model
+  std::unique_ptr<FaceEmbedder> faceEmbedder;      // null if the engine has no embedding model
 
   // Raw-tensor models for runModel(), loaded on first use by this worker (one per file, runtime and outputs).
   // Throws JobError(INTERNAL) if the file cannot be loaded.

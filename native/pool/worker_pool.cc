@@ -47,9 +47,8 @@ void UnregisterPool(WorkerPool* pool) {
 
 }  // namespace
 
-WorkerPool::WorkerPool(std::vector<std::unique_ptr<WorkerContext>> contexts,
-                       int threadsPerWorker, size_t queueLimit, std::shared_ptr<IdleCores> idleCores,
-                       Completion onDone)
+WorkerPool::WorkerPool(std::vector<std::unique_ptr<WorkerContext>> contexts, int threadsPerWorker, size_t queueLimit,
+                       std::shared_ptr<IdleCores> idleCores, Completion onDone)
     : contexts_(std::move(contexts)),
       threadsPerWorker_(threadsPerWorker),
       queueLimit_(queueLimit),

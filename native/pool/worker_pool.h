@@ -38,8 +38,8 @@ class WorkerPool {
   // process-wide, not per thread: every worker's parallel regions share one
   // OpenCV/TBB pool, so total compute threads ~= workers x threadsPerWorker.
   // `idleCores` (may be null) is told of every job admitted and finished.
-  WorkerPool(std::vector<std::unique_ptr<WorkerContext>> contexts, int threadsPerWorker,
-             size_t queueLimit, std::shared_ptr<IdleCores> idleCores, Completion onDone);
+  WorkerPool(std::vector<std::unique_ptr<WorkerContext>> contexts, int threadsPerWorker, size_t queueLimit,
+             std::shared_ptr<IdleCores> idleCores, Completion onDone);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

@@ -78,8 +78,9 @@ void FindWebGpu(const OnnxRuntimeInfo* onnxRuntime, BackendInfo* info) {
   if (onnxRuntime == nullptr) {
     info->webGpuMissing = "onnxruntime is not loaded";
   } else if (!onnxRuntime->webGpu) {
-    info->webGpuMissing = "onnxruntime " + onnxRuntime->version + " at " + onnxRuntime->path +
-                          " has no WebGPU execution provider (onnxruntime-node's linux x64 build has it, arm64's does not)";
+    info->webGpuMissing =
+        "onnxruntime " + onnxRuntime->version + " at " + onnxRuntime->path +
+        " has no WebGPU execution provider (onnxruntime-node's linux x64 build has it, arm64's does not)";
   } else if (!info->gpu.found) {
     info->webGpuMissing = info->gpu.why;
   }
@@ -111,7 +112,8 @@ BackendInfo SelectBackend(const std::string& wanted, const OnnxRuntimeInfo* onnx
   }
   if (wanted == "cuda") {
     throw std::runtime_error(
-        "backend cuda was asked for, but neither OpenCV's DNN module nor the onnxruntime library has a usable CUDA device");
+        "backend cuda was asked for, but neither OpenCV's DNN module nor the onnxruntime library has a usable CUDA "
+        "device");
   }
   return info;
 }

@@ -14,9 +14,9 @@ enum class BackendKind { kCpu, kCuda };
 
 struct BackendInfo {
   BackendKind kind = BackendKind::kCpu;
-  std::string device;  // CPU model name or CUDA device name
-  int dnnBackend = 0;  // cv::dnn::Backend for models on OpenCV (CUDA only when OpenCV has it)
-  int dnnTarget = 0;   // cv::dnn::Target
+  std::string device;            // CPU model name or CUDA device name
+  int dnnBackend = 0;            // cv::dnn::Backend for models on OpenCV (CUDA only when OpenCV has it)
+  int dnnTarget = 0;             // cv::dnn::Target
   bool opencvCuda = false;       // OpenCV's DNN runs on the CUDA device
   bool onnxRuntimeCuda = false;  // onnxruntime's CUDA execution provider runs on it
   int cudaDevice = 0;
@@ -27,9 +27,7 @@ struct BackendInfo {
   std::string webGpuMissing;  // why not, when webGpu is false
 };
 
-inline const char* BackendName(BackendKind kind) {
-  return kind == BackendKind::kCuda ? "cuda" : "cpu";
-}
+inline const char* BackendName(BackendKind kind) { return kind == BackendKind::kCuda ? "cuda" : "cpu"; }
 
 struct OnnxRuntimeInfo;
 

@@ -18,12 +18,18 @@ enum class ErrorCode {
 
 inline const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kNone: return "NONE";
-    case ErrorCode::kOverloaded: return "OVERLOADED";
-    case ErrorCode::kInvalidImage: return "INVALID_IMAGE";
-    case ErrorCode::kClosed: return "CLOSED";
-    case ErrorCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case ErrorCode::kInternal: return "INTERNAL";
+    case ErrorCode::kNone:
+      return "NONE";
+    case ErrorCode::kOverloaded:
+      return "OVERLOADED";
+    case ErrorCode::kInvalidImage:
+      return "INVALID_IMAGE";
+    case ErrorCode::kClosed:
+      return "CLOSED";
+    case ErrorCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case ErrorCode::kInternal:
+      return "INTERNAL";
   }
   return "INTERNAL";
 }
@@ -32,8 +38,7 @@ inline const char* ErrorCodeName(ErrorCode code) {
 // that escapes a job becomes INTERNAL.
 class JobError : public std::runtime_error {
  public:
-  JobError(ErrorCode code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  JobError(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ErrorCode code() const noexcept { return code_; }
 
  private:

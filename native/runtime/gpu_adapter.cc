@@ -18,13 +18,20 @@ namespace {
 
 std::string VendorName(uint32_t id) {
   switch (id) {
-    case 0x10DE: return "NVIDIA";
-    case 0x8086: return "Intel";
-    case 0x1002: return "AMD";
-    case 0x13B5: return "ARM";
-    case 0x5143: return "Qualcomm";
-    case 0x1AE0: return "Google";  // SwiftShader
-    case 0x10005: return "Mesa";   // lavapipe (VK_VENDOR_ID_MESA)
+    case 0x10DE:
+      return "NVIDIA";
+    case 0x8086:
+      return "Intel";
+    case 0x1002:
+      return "AMD";
+    case 0x13B5:
+      return "ARM";
+    case 0x5143:
+      return "Qualcomm";
+    case 0x1AE0:
+      return "Google";  // SwiftShader
+    case 0x10005:
+      return "Mesa";  // lavapipe (VK_VENDOR_ID_MESA)
     default: {
       char hex[16];
       std::snprintf(hex, sizeof hex, "0x%04x", id);
@@ -35,22 +42,32 @@ std::string VendorName(uint32_t id) {
 
 const char* TypeName(VkPhysicalDeviceType type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
 // Lower is preferred, in the order Dawn ranks adapters for a high-performance device.
 int Rank(VkPhysicalDeviceType type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
-    default: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 4;
+    default:
+      return 3;
   }
 }
 
@@ -74,7 +91,8 @@ GpuAdapter Probe() {
     return adapter;
   }
   auto getProc = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(loader.handle, "vkGetInstanceProcAddr"));
-  auto createInstance = getProc ? reinterpret_cast<PFN_vkCreateInstance>(getProc(nullptr, "vkCreateInstance")) : nullptr;
+  auto createInstance =
+      getProc ? reinterpret_cast<PFN_vkCreateInstance>(getProc(nullptr, "vkCreateInstance")) : nullptr;
   if (!createInstance) {
     adapter.why = "libvulkan.so.1 is not a Vulkan loader";
     return adapter;
@@ -95,9 +113,12 @@ GpuAdapter Probe() {
     return adapter;
   }
   const auto destroy = reinterpret_cast<PFN_vkDestroyInstance>(getProc(instance, "vkDestroyInstance"));
-  const auto enumerate = reinterpret_cast<PFN_vkEnumeratePhysicalDevices>(getProc(instance, "vkEnumeratePhysicalDevices"));
-  const auto properties = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(getProc(instance, "vkGetPhysicalDeviceProperties"));
-  const auto properties2 = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties2>(getProc(instance, "vkGetPhysicalDeviceProperties2"));
+  const auto enumerate =
+      reinterpret_cast<PFN_vkEnumeratePhysicalDevices>(getProc(instance, "vkEnumeratePhysicalDevices"));
+  const auto properties =
+      reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(getProc(instance, "vkGetPhysicalDeviceProperties"));
+  const auto properties2 =
+      reinterpret_cast<PFN_vkGetPhysicalDeviceProperties2>(getProc(instance, "vkGetPhysicalDeviceProperties2"));
   uint32_t count = 0;
   std::vector<VkPhysicalDevice> devices;
   if (enumerate && properties && enumerate(instance, &count, nullptr) == VK_SUCCESS && count > 0) {
@@ -126,7 +147,8 @@ GpuAdapter Probe() {
       p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
       p2.pNext = &driver;
       properties2(device, &p2);
-      adapter.driver = std::string(driver.driverName) + (driver.driverInfo[0] ? std::string(" ") + driver.driverInfo : "");
+      adapter.driver =
+          std::string(driver.driverName) + (driver.driverInfo[0] ? std::string(" ") + driver.driverInfo : "");
     }
   }
   if (destroy) destroy(instance, nullptr);

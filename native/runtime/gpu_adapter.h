@@ -13,12 +13,12 @@ namespace edgecv {
 
 struct GpuAdapter {
   bool found = false;
-  std::string why;  // when none was found: the reason, for the start-up log and /server/capabilities/
-  std::string vendor;   // "NVIDIA", "Intel", "AMD", "Mesa" (lavapipe), or the PCI vendor id in hex
-  std::string device;   // the driver's device name, e.g. "NVIDIA H200" or "llvmpipe (LLVM 15.0.6, 256 bits)"
-  std::string driver;   // driver name and version where the driver says them (Vulkan 1.2), e.g. "llvmpipe Mesa 25.0.7"
-  std::string type;     // "discrete", "integrated", "virtual", "cpu" or "other"
-  std::string api;      // the Vulkan version the device supports, e.g. "1.4.305"
+  std::string why;     // when none was found: the reason, for the start-up log and /server/capabilities/
+  std::string vendor;  // "NVIDIA", "Intel", "AMD", "Mesa" (lavapipe), or the PCI vendor id in hex
+  std::string device;  // the driver's device name, e.g. "NVIDIA H200" or "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string driver;  // driver name and version where the driver says them (Vulkan 1.2), e.g. "llvmpipe Mesa 25.0.7"
+  std::string type;    // "discrete", "integrated", "virtual", "cpu" or "other"
+  std::string api;     // the Vulkan version the device supports, e.g. "1.4.305"
   bool software = false;  // a CPU device (VK_PHYSICAL_DEVICE_TYPE_CPU): `auto` never picks it
   int adapters = 0;       // Vulkan devices the loader listed
 };

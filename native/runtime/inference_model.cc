@@ -43,8 +43,8 @@ std::string QuotedNames(const std::vector<std::string>& names) {
 }
 
 bool IsNhwc(const cv::Mat& m, int h, int w, int channels) {
-  return m.type() == CV_32F && m.isContinuous() && m.dims == 4 && m.size[0] == 1 && m.size[1] == h &&
-         m.size[2] == w && m.size[3] == channels;
+  return m.type() == CV_32F && m.isContinuous() && m.dims == 4 && m.size[0] == 1 && m.size[1] == h && m.size[2] == w &&
+         m.size[3] == channels;
 }
 
 }  // namespace edgecv

@@ -32,7 +32,8 @@ std::shared_ptr<GpuSession> MakeGpuSession(const std::string& path, bool openInp
   so.SetIntraOpNumThreads(1);
   so.SetInterOpNumThreads(1);
   so.SetExecutionMode(ORT_SEQUENTIAL);
-  so.SetGraphOptimizationLevel(fusions ? GraphOptimizationLevel::ORT_ENABLE_ALL : GraphOptimizationLevel::ORT_ENABLE_BASIC);
+  so.SetGraphOptimizationLevel(fusions ? GraphOptimizationLevel::ORT_ENABLE_ALL
+                                       : GraphOptimizationLevel::ORT_ENABLE_BASIC);
   so.AppendExecutionProvider("WebGPU", std::unordered_map<std::string, std::string>{});
   auto gpu = std::make_shared<GpuSession>(Ort::Session(OnnxRuntimeEnv(), path.c_str(), so), openInput ? 1 : 2);
   gpu->inputDims = gpu->session.GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();

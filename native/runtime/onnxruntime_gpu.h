@@ -26,7 +26,7 @@ struct GpuSession {
   GpuSession(const GpuSession&) = delete;
   GpuSession& operator=(const GpuSession&) = delete;
   Ort::Session session;
-  ShapeRuns runs;  // guarded by GpuQueue()
+  ShapeRuns runs;                  // guarded by GpuQueue()
   std::vector<int64_t> inputDims;  // the graph's input shape, -1 where open
 
   // True when `shape` fits the graph's input. A run at a shape that does not fails on any device: it must not be

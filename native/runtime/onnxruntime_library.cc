@@ -76,7 +76,8 @@ OpenLibrary* Open(const std::string& path) {
   const std::string version = base->GetVersionString();
   const OrtApi* api = base->GetApi(ORT_API_VERSION);
   if (!api) {
-    throw std::runtime_error("onnxruntime " + version + " at " + path + " is older than the headers edgecv was built with (C API " +
+    throw std::runtime_error("onnxruntime " + version + " at " + path +
+                             " is older than the headers edgecv was built with (C API " +
                              std::to_string(ORT_API_VERSION) + ")");
   }
   Ort::InitApi(api);

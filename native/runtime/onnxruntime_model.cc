@@ -17,8 +17,8 @@
 #include "runtime/onnxruntime_library.h"
 #include "runtime/recycled_buffers.h"
 #include "runtime/shape_runs.h"
-#include "ops/uint8_lookup.h"  // LookupIsVectorized
-#include "runtime/stage_timings.h"   // Clock, MillisBetween
+#include "ops/uint8_lookup.h"       // LookupIsVectorized
+#include "runtime/stage_timings.h"  // Clock, MillisBetween
 
 namespace edgecv {
 
@@ -182,9 +182,12 @@ std::vector<int> TimingInputShape(Ort::Session& session, const std::vector<int>&
   const std::vector<int64_t> dims = session.GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();
   std::vector<int> shape;
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] > 0) shape.push_back(static_cast<int>(dims[i]));
-    else if (timingShape.size() == dims.size() && timingShape[i] > 0) shape.push_back(timingShape[i]);
-    else return {};
+    if (dims[i] > 0)
+      shape.push_back(static_cast<int>(dims[i]));
+    else if (timingShape.size() == dims.size() && timingShape[i] > 0)
+      shape.push_back(timingShape[i]);
+    else
+      return {};
   }
   return shape;
 }
@@ -243,7 +246,8 @@ OnnxRuntimeModel::OnnxRuntimeModel(const ModelSource& source, const std::vector<
       if (!options.gpuSessions) throw std::runtime_error(what + "a GPU net in an engine without GPU sessions");
       s.gpuSessions = options.gpuSessions;
       const std::string key = path + (source.gpuFusions ? "" : "\nbasic");
-      s.gpu = s.gpuSessions->sessions.Get<GpuSession>(key, [&] { return MakeGpuSession(path, openInput, source.gpuFusions); });
+      s.gpu = s.gpuSessions->sessions.Get<GpuSession>(
+          key, [&] { return MakeGpuSession(path, openInput, source.gpuFusions); });
     }
     Remember(graph, options);
     s.memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
@@ -262,8 +266,8 @@ OnnxRuntimeModel::OnnxRuntimeModel(const ModelSource& source, const std::vector<
       size_t index = 0;
       while (index < graphOutputs.size() && graphOutputs[index] != name) ++index;
       if (index == graphOutputs.size()) {
-        throw std::runtime_error(what + "output \"" + name + "\" is not an output of the graph (outputs: " +
-                                 QuotedNames(graphOutputs) + ")");
+        throw std::runtime_error(what + "output \"" + name +
+                                 "\" is not an output of the graph (outputs: " + QuotedNames(graphOutputs) + ")");
       }
       const Ort::TypeInfo type = s.session.GetOutputTypeInfo(index);
       const auto tensor = type.GetTensorTypeAndShapeInfo();
@@ -395,7 +399,8 @@ std::vector<cv::Mat> OnnxRuntimeModel::RunSession(Ort::Session& session, const c
   for (Ort::Value& out : outs) {
     const std::vector<int64_t> dims = out.GetTensorTypeAndShapeInfo().GetShape();
     const std::vector<int> shape(dims.begin(), dims.end());
-    results.push_back(cv::Mat(static_cast<int>(shape.size()), shape.data(), CV_32F, out.GetTensorMutableData<float>()).clone());
+    results.push_back(
+        cv::Mat(static_cast<int>(shape.size()), shape.data(), CV_32F, out.GetTensorMutableData<float>()).clone());
   }
   return results;
 }

@@ -1,7 +1,8 @@
 // InferenceModel on onnxruntime (CPU execution provider, or CUDA when the engine's backend is CUDA and the
-// loaded library has that provider, or the WebGPU provider for a GPU net: runtime/gpu_sessions.h). One session per worker, its intra-op threads = the worker's threads, so
-// with one thread a run executes on the worker thread itself and workers scale without sharing a pool. On the
-// CPU an int8 graph with SiLUs runs with edgecv's own operators in it (ops/int8_graph_fusion.h).
+// loaded library has that provider, or the WebGPU provider for a GPU net: runtime/gpu_sessions.h). One session per
+// worker, its intra-op threads = the worker's threads, so with one thread a run executes on the worker thread itself
+// and workers scale without sharing a pool. On the CPU an int8 graph with SiLUs runs with edgecv's own operators in it
+// (ops/int8_graph_fusion.h).
 #pragma once
 
 #include <memory>

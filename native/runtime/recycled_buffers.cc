@@ -114,8 +114,6 @@ cv::Mat RecycledFloatMat(const std::vector<int>& shape) {
   return mat;
 }
 
-RecycledBufferStats RecycledBuffers() {
-  return static_cast<RecyclingMatAllocator*>(RecyclingAllocator())->stats();
-}
+RecycledBufferStats RecycledBuffers() { return static_cast<RecyclingMatAllocator*>(RecyclingAllocator())->stats(); }
 
 }  // namespace edgecv

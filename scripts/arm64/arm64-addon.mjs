@@ -32,7 +32,10 @@ export function ensureCrossCompiler(log) {
   if (fs.existsSync(`/usr/bin/${TRIPLET}-g++`)) return;
   if (process.getuid?.() !== 0) throw new StepError(`${TRIPLET}-g++ is missing: apt-get install g++-${TRIPLET} (as root)`);
   run('apt-get', ['update', '-q'], { log });
-  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', `g++-${TRIPLET}`], { log, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', `g++-${TRIPLET}`], {
+    log,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
 
 function openCvVersion(sysroot) {
@@ -49,7 +52,7 @@ function writeCmakeFiles(sysroot) {
   const version = openCvVersion(sysroot);
   const files = {
     'toolchain.cmake': [
-      '# linux/arm64 with Debian\'s cross compiler; libraries and headers from the arm64 sysroot (scripts/arm64/arm64-addon.mjs)',
+      "# linux/arm64 with Debian's cross compiler; libraries and headers from the arm64 sysroot (scripts/arm64/arm64-addon.mjs)",
       'set(CMAKE_SYSTEM_NAME Linux)',
       'set(CMAKE_SYSTEM_PROCESSOR aarch64)',
       `set(CMAKE_C_COMPILER ${TRIPLET}-gcc)`,
@@ -100,8 +103,16 @@ function writeCmakeFiles(sysroot) {
   };
   const include = (h) => [h, path.join(sysroot, 'usr', 'include', h)];
   // libjpeg's with its multiarch jconfig.h beside them; libpng's and zlib's (FindPNG asks for zlib)
-  const jpeg = headers('jpeg-include', [...JPEG_HEADERS.map(include), ['jconfig.h', path.join(sysroot, 'usr', 'include', TRIPLET, 'jconfig.h')]], 'libjpeg62-turbo-dev');
-  const png = headers('png-include', ['png.h', 'pngconf.h', 'pnglibconf.h'].map((h) => [h, path.join(sysroot, 'usr', 'include', 'libpng16', h)]), 'libpng-dev');
+  const jpeg = headers(
+    'jpeg-include',
+    [...JPEG_HEADERS.map(include), ['jconfig.h', path.join(sysroot, 'usr', 'include', TRIPLET, 'jconfig.h')]],
+    'libjpeg62-turbo-dev',
+  );
+  const png = headers(
+    'png-include',
+    ['png.h', 'pngconf.h', 'pnglibconf.h'].map((h) => [h, path.join(sysroot, 'usr', 'include', 'libpng16', h)]),
+    'libpng-dev',
+  );
   const zlib = headers('zlib-include', ['zlib.h', 'zconf.h'].map(include), 'zlib1g-dev');
   return {
     toolchain: path.join(CACHE, 'toolchain.cmake'),
@@ -140,7 +151,8 @@ export function buildArm64Addon({ log = console.log } = {}) {
   const addon = path.join(out, 'Release', 'edgecv.node');
   // ELF e_machine (offset 18, little-endian): 183 is EM_AARCH64
   const machine = fs.existsSync(addon) ? fs.readFileSync(addon).readUInt16LE(18) : NaN;
-  if (machine !== 183) throw new StepError(`${addon} is ${Number.isNaN(machine) ? 'missing' : `an ELF object for machine ${machine}, not aarch64 (183)`}`);
+  if (machine !== 183)
+    throw new StepError(`${addon} is ${Number.isNaN(machine) ? 'missing' : `an ELF object for machine ${machine}, not aarch64 (183)`}`);
   return addon;
 }
 

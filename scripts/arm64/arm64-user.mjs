@@ -27,9 +27,16 @@ export const QEMU = '/usr/bin/qemu-aarch64-static';
 const SYSROOTS = {
   sysroot: ['libc6', 'libgcc-s1', 'libstdc++6'],
   'sysroot-opencv': [
-    'libc6', 'libgcc-s1', 'libstdc++6',
-    'libopencv-core-dev', 'libopencv-imgproc-dev', 'libopencv-dnn-dev', 'libopencv-flann-dev', 'libopencv-calib3d406',
-    'libjpeg62-turbo-dev', 'libpng-dev',
+    'libc6',
+    'libgcc-s1',
+    'libstdc++6',
+    'libopencv-core-dev',
+    'libopencv-imgproc-dev',
+    'libopencv-dnn-dev',
+    'libopencv-flann-dev',
+    'libopencv-calib3d406',
+    'libjpeg62-turbo-dev',
+    'libpng-dev',
   ],
 };
 /**
@@ -43,7 +50,10 @@ export function ensureQemu(log) {
   if (fs.existsSync(QEMU)) return;
   if (process.getuid?.() !== 0) throw new StepError(`${QEMU} is missing: apt-get install qemu-user-static (as root)`);
   run('apt-get', ['update', '-q'], { log });
-  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'qemu-user-static'], { log, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'qemu-user-static'], {
+    log,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
 
 /**
@@ -73,7 +83,8 @@ function linkAlternatives(sysroot) {
   for (const dir of ['blas', 'lapack']) {
     const from = path.join(lib, dir);
     if (!fs.existsSync(from)) continue;
-    for (const f of fs.readdirSync(from)) if (/^lib\w+\.so\.\d+$/.test(f) && !fs.existsSync(path.join(lib, f))) fs.symlinkSync(path.join(dir, f), path.join(lib, f));
+    for (const f of fs.readdirSync(from))
+      if (/^lib\w+\.so\.\d+$/.test(f) && !fs.existsSync(path.join(lib, f))) fs.symlinkSync(path.join(dir, f), path.join(lib, f));
   }
 }
 
@@ -87,7 +98,10 @@ export function ensureSysroot(name = 'sysroot', log = console.log) {
   const alone = (WITHOUT_DEPENDENCIES[name] ?? []).map((pkg) => ({ name: pkg, version: opencvVersion }));
   if (alone.length && !opencvVersion) throw new StepError(`${name}: no libopencv-core406 among ${SYSROOTS[name].join(', ')} and their dependencies`);
   const debs = cachedDebs(apt, [...closure, ...alone], path.join(cache, 'debs'));
-  const stamp = debs.map((d) => path.basename(d)).sort().join('\n');
+  const stamp = debs
+    .map((d) => path.basename(d))
+    .sort()
+    .join('\n');
   const stampFile = path.join(sysroot, '.debs');
   if (fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === stamp) return sysroot;
   // made beside and renamed into place, so an interrupted run leaves no half sysroot behind its stamp
@@ -97,7 +111,8 @@ export function ensureSysroot(name = 'sysroot', log = console.log) {
   for (const deb of debs) run('dpkg-deb', ['-x', deb, building], { log, quiet: true });
   writeCpuDescription(building);
   linkAlternatives(building);
-  if (!fs.existsSync(path.join(building, 'lib', 'ld-linux-aarch64.so.1'))) throw new StepError(`${building}: no lib/ld-linux-aarch64.so.1 after unpacking ${SYSROOTS[name].join(', ')}`);
+  if (!fs.existsSync(path.join(building, 'lib', 'ld-linux-aarch64.so.1')))
+    throw new StepError(`${building}: no lib/ld-linux-aarch64.so.1 after unpacking ${SYSROOTS[name].join(', ')}`);
   fs.writeFileSync(path.join(building, '.debs'), stamp);
   fs.rmSync(sysroot, { recursive: true, force: true });
   fs.renameSync(building, sysroot);

@@ -17,7 +17,10 @@ const HANDLER = '/usr/lib/binfmt.d/qemu-aarch64.conf';
 function ensureArchTest(log) {
   if (fs.existsSync('/usr/bin/arch-test')) return;
   if (process.getuid?.() !== 0) throw new StepError('arch-test is missing: apt-get install arch-test (as root)');
-  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'arch-test'], { log, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'arch-test'], {
+    log,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
 
 /**
@@ -33,7 +36,10 @@ export function ensureArm64Binfmt(log = console.log) {
   }
   if (fs.existsSync(`${BINFMT}/qemu-aarch64`)) return;
   if (!fs.existsSync(HANDLER)) throw new StepError(`${HANDLER} is missing: apt-get install --reinstall qemu-user-static`);
-  const line = fs.readFileSync(HANDLER, 'utf8').split('\n').find((l) => l.startsWith(':qemu-aarch64:'));
+  const line = fs
+    .readFileSync(HANDLER, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(':qemu-aarch64:'));
   if (!line) throw new StepError(`${HANDLER} holds no :qemu-aarch64: handler`);
   fs.writeFileSync(`${BINFMT}/register`, line);
   log(`binfmt_misc: qemu-aarch64 registered (${HANDLER})`);

@@ -38,11 +38,15 @@ function checks() {
   fs.mkdirSync(path.dirname(report), { recursive: true });
   fs.rmSync(report, { force: true });
   const vitest = path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs');
-  const r = spawnSync(process.execPath, [vitest, 'run', '--config', 'vitest.arm64.config.ts', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], {
-    cwd: ROOT,
-    stdio: 'inherit',
-    env: { ...process.env, EDGECV_ARM64_IMAGE: IMAGE },
-  });
+  const r = spawnSync(
+    process.execPath,
+    [vitest, 'run', '--config', 'vitest.arm64.config.ts', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+      env: { ...process.env, EDGECV_ARM64_IMAGE: IMAGE },
+    },
+  );
   const result = fs.existsSync(report) ? JSON.parse(fs.readFileSync(report, 'utf8')) : null;
   const passed = result?.numPassedTests ?? 0;
   const failed = result ? result.numFailedTests + (result.numTotalTests === 0 ? 1 : 0) : 1;

@@ -53,7 +53,10 @@ function tryCommand(cmd, args, options = {}) {
 
 /** The last meaningful line of a failed command's output: what goes into status.json and the bench table. */
 function lastError(out) {
-  const lines = out.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   return (lines.reverse().find((l) => /error|not found|ENOTFOUND|ERR!/i.test(l)) ?? lines[0] ?? 'no output').slice(0, 300);
 }
 
@@ -85,18 +88,18 @@ function probe(name, expr) {
 
 const probes = {
   sharp: () => probe('sharp', 'm.versions.sharp + " (libvips " + m.versions.vips + ")"'),
-  [OPENCV_PKG]: () => probe(OPENCV_PKG, `"${PACKAGE_JSON.dependencies[OPENCV_PKG]} (OpenCV " + [m.version.major, m.version.minor, m.version.revision].join(".") + ")"`),
+  [OPENCV_PKG]: () =>
+    probe(OPENCV_PKG, `"${PACKAGE_JSON.dependencies[OPENCV_PKG]} (OpenCV " + [m.version.major, m.version.minor, m.version.revision].join(".") + ")"`),
 };
 
 const previous = readStatus();
 const addon = path.join(DIR, 'node_modules', OPENCV_PKG, 'build', 'Release', 'opencv4nodejs.node');
 if (!FORCE && previous?.key === KEY) {
   // Up to date: check the packages still load (a failed one stays failed until --force: no 11-minute retry per bench).
-  const packages = Object.fromEntries(
-    Object.entries(previous.packages).map(([name, s]) => [name, s.ok ? probes[name]() : s]),
-  );
+  const packages = Object.fromEntries(Object.entries(previous.packages).map(([name, s]) => [name, s.ok ? probes[name]() : s]));
   if (Object.values(packages).every((s, i) => s.ok === Object.values(previous.packages)[i].ok)) {
-    for (const [name, s] of Object.entries(packages)) log(`${name}: ${s.ok ? `up to date, ${s.version}` : `not available (${s.reason}); --force retries`}`);
+    for (const [name, s] of Object.entries(packages))
+      log(`${name}: ${s.ok ? `up to date, ${s.version}` : `not available (${s.reason}); --force retries`}`);
     process.exit(0);
   }
   log('an installed package no longer loads: reinstalling');
@@ -131,12 +134,18 @@ function buildOpenCv() {
   }
   const pkgDir = path.join(DIR, 'node_modules', OPENCV_PKG);
   const logFile = path.join(DIR, 'opencv4nodejs-build.log');
-  log(`building ${OPENCV_PKG} against the system OpenCV ${opencv} (10 to 18 minutes on a busy 2-core machine; follow it with tail -f ${path.relative(ROOT, logFile)})`);
+  log(
+    `building ${OPENCV_PKG} against the system OpenCV ${opencv} (10 to 18 minutes on a busy 2-core machine; follow it with tail -f ${path.relative(ROOT, logFile)})`,
+  );
   const gyp = path.join(DIR, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
   const t = Date.now();
   // Output straight into the log file, so a long build can be followed with tail -f.
   const fd = fs.openSync(logFile, 'w');
-  const r = spawnSync(process.execPath, [gyp, 'rebuild', '--release', '--jobs', '2'], { cwd: pkgDir, env: { ...process.env, ...OPENCV_ENV }, stdio: ['ignore', fd, fd] });
+  const r = spawnSync(process.execPath, [gyp, 'rebuild', '--release', '--jobs', '2'], {
+    cwd: pkgDir,
+    env: { ...process.env, ...OPENCV_ENV },
+    stdio: ['ignore', fd, fd],
+  });
   fs.closeSync(fd);
   if (r.error || r.status !== 0) {
     return { ok: false, reason: `node-gyp build failed: ${lastError(fs.readFileSync(logFile, 'utf8'))} (see ${path.relative(ROOT, logFile)})` };

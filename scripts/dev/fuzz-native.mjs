@@ -59,7 +59,17 @@ function nativeFiles(dir) {
 /** Builds the fuzz target unless the binary is newer than a build of the same sources and flags. */
 function build() {
   const opencv = capture('pkg-config', ['--cflags', '--libs', 'opencv4', 'libjpeg', 'libpng']).split(/\s+/);
-  const args = ['-std=c++17', '-g', '-O1', '-fsanitize=fuzzer,address,undefined', '-fno-sanitize-recover=undefined', '-Inative', ...SOURCES, ...opencv, '-o'];
+  const args = [
+    '-std=c++17',
+    '-g',
+    '-O1',
+    '-fsanitize=fuzzer,address,undefined',
+    '-fno-sanitize-recover=undefined',
+    '-Inative',
+    ...SOURCES,
+    ...opencv,
+    '-o',
+  ];
   const hash = createHash('sha256').update(args.join(' '));
   // Every native file: the sources include headers from across native/.
   for (const f of nativeFiles(path.join(ROOT, 'native'))) hash.update(f).update(fs.readFileSync(f));
@@ -111,7 +121,12 @@ async function pngKindSeeds() {
 async function writeSeeds(dir) {
   fs.mkdirSync(dir, { recursive: true });
   const seeds = await pngKindSeeds();
-  for (const [w, h] of [[16, 16], [33, 7], [1, 64], [64, 1]]) {
+  for (const [w, h] of [
+    [16, 16],
+    [33, 7],
+    [1, 64],
+    [64, 1],
+  ]) {
     const png = new PNG({ width: w, height: h });
     png.data = gradient(w, h);
     seeds[`rgba-${w}x${h}.png`] = PNG.sync.write(png);
@@ -165,8 +180,16 @@ async function main() {
   console.log(`[fuzz-native] ${JSON.stringify(summary)}`);
   console.log(`[fuzz-native] full log: ${path.relative(ROOT, path.join(WORK, 'last-run.log'))}`);
   if (r.status !== 0 || found.length > 0) {
-    console.error(`[fuzz-native] FINDINGS: libFuzzer exit ${r.status}; reproduce with ${path.relative(ROOT, binary)} <file in ${path.relative(ROOT, findings)}>`);
-    console.error(output.split('\n').filter((l) => /ERROR|SUMMARY|==\d+==/.test(l)).slice(0, 30).join('\n'));
+    console.error(
+      `[fuzz-native] FINDINGS: libFuzzer exit ${r.status}; reproduce with ${path.relative(ROOT, binary)} <file in ${path.relative(ROOT, findings)}>`,
+    );
+    console.error(
+      output
+        .split('\n')
+        .filter((l) => /ERROR|SUMMARY|==\d+==/.test(l))
+        .slice(0, 30)
+        .join('\n'),
+    );
     process.exit(1);
   }
 }

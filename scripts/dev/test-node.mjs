@@ -92,7 +92,8 @@ function main() {
 
   // The onnxruntime headers set-up fetched (the work copy has no .cache of its own).
   const ortInclude = path.join(ROOT, '.cache', 'onnxruntime', 'include');
-  if (!fs.existsSync(path.join(ortInclude, 'onnxruntime_cxx_api.h'))) throw new StepError(`${ortInclude} has no onnxruntime headers: run node scripts/setup/setup.mjs`);
+  if (!fs.existsSync(path.join(ortInclude, 'onnxruntime_cxx_api.h')))
+    throw new StepError(`${ortInclude} has no onnxruntime headers: run node scripts/setup/setup.mjs`);
   nativeModule({
     name: 'edgecv addon',
     cacheDir,
@@ -100,11 +101,15 @@ function main() {
     target: path.join(work, 'build', 'Release', 'edgecv.node'),
     // cmake-js takes the headers of the Node that runs it from that Node's own include/node.
     build: () =>
-      run(node, [path.join(work, 'node_modules', 'cmake-js', 'bin', 'cmake-js'), 'compile', '--out', 'build', `--CDEDGECV_ONNXRUNTIME_INCLUDE=${ortInclude}`], {
-        cwd: work,
-        env: { ...env, CMAKE_BUILD_PARALLEL_LEVEL: '2' },
-        log,
-      }),
+      run(
+        node,
+        [path.join(work, 'node_modules', 'cmake-js', 'bin', 'cmake-js'), 'compile', '--out', 'build', `--CDEDGECV_ONNXRUNTIME_INCLUDE=${ortInclude}`],
+        {
+          cwd: work,
+          env: { ...env, CMAKE_BUILD_PARALLEL_LEVEL: '2' },
+          log,
+        },
+      ),
   });
 
   log(`running the suite on Node ${release.version}`);
@@ -119,4 +124,3 @@ try {
   console.error(`[test-node] FAILED: ${e instanceof StepError ? e.message : e.stack}`);
   process.exit(1);
 }
-

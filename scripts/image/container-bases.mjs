@@ -35,17 +35,45 @@ const MIRRORS = [
   `deb http://deb.debian.org/debian-security ${SUITE}-security main`,
 ];
 /** What Debian's slim images leave out (their dpkg path-exclude rules, /etc/dpkg/dpkg.cfg.d/docker). */
-const SLIM_EXCLUDES = ['/usr/share/doc/*', '/usr/share/man/*', '/usr/share/info/*', '/usr/share/locale/*', '/usr/share/groff/*', '/usr/share/lintian/*'];
+const SLIM_EXCLUDES = [
+  '/usr/share/doc/*',
+  '/usr/share/man/*',
+  '/usr/share/info/*',
+  '/usr/share/locale/*',
+  '/usr/share/groff/*',
+  '/usr/share/lintian/*',
+];
 /**
  * mmdebstrap's minbase installs usrmerge (for a merged /usr) and, through it, perl with its modules: 50 MB that
  * Debian's own slim image, merged at creation, does not carry. Purged once the root file system is made; the empty
  * usr-is-merged stands in for usrmerge in init-system-helpers' dependency.
  */
-const NOT_IN_DEBIAN_SLIM = ['usrmerge', 'libfile-find-rule-perl', 'libnumber-compare-perl', 'libtext-glob-perl', 'perl', 'perl-modules-5.36', 'libperl5.36', 'libgdbm-compat4'];
+const NOT_IN_DEBIAN_SLIM = [
+  'usrmerge',
+  'libfile-find-rule-perl',
+  'libnumber-compare-perl',
+  'libtext-glob-perl',
+  'perl',
+  'perl-modules-5.36',
+  'libperl5.36',
+  'libgdbm-compat4',
+];
 /** The images, by their name's tail: Debian packages beyond minbase (and purged), and whether Node and npm go in. */
 const FLAVOURS = (nodeMajor) => ({
-  [`node:${nodeMajor}-${SUITE}`]: { packages: ['ca-certificates', 'g++', 'make', 'python3', 'pkg-config'], purge: [], excludes: [], includes: [], node: true },
-  [`debian:${SUITE}-slim`]: { packages: ['usr-is-merged'], purge: NOT_IN_DEBIAN_SLIM, excludes: SLIM_EXCLUDES, includes: ['/usr/share/doc/*/copyright'], node: false },
+  [`node:${nodeMajor}-${SUITE}`]: {
+    packages: ['ca-certificates', 'g++', 'make', 'python3', 'pkg-config'],
+    purge: [],
+    excludes: [],
+    includes: [],
+    node: true,
+  },
+  [`debian:${SUITE}-slim`]: {
+    packages: ['usr-is-merged'],
+    purge: NOT_IN_DEBIAN_SLIM,
+    excludes: SLIM_EXCLUDES,
+    includes: ['/usr/share/doc/*/copyright'],
+    node: false,
+  },
 });
 const LABEL = 'edgecv.base-inputs';
 /** Where the base images of another platform than amd64 are named: a registry name nothing is pulled from. */
@@ -55,7 +83,9 @@ const PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 /** The image's edgecv.base-inputs label, or null when there is no such image. */
 function imageInputs(image) {
   try {
-    return capture('buildah', ['inspect', '--type', 'image', '--format', `{{index .OCIv1.Config.Labels "${LABEL}"}}`, image], { stdio: ['ignore', 'pipe', 'ignore'] });
+    return capture('buildah', ['inspect', '--type', 'image', '--format', `{{index .OCIv1.Config.Labels "${LABEL}"}}`, image], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
   } catch {
     return null;
   }
@@ -119,7 +149,10 @@ function makeImage({ image, arch, inputs, rootfs, stage, node, log }) {
     run('buildah', ['add', '--quiet', ctr, rootfs, '/'], { log, quiet: true });
     if (stage) run('buildah', ['add', '--quiet', ctr, stage, '/'], { log, quiet: true });
     const env = ['--env', PATH_ENV, ...(node ? ['--env', `NODE_VERSION=${node.version}`] : [])];
-    run('buildah', ['config', ...env, '--arch', arch, '--os', 'linux', '--label', `${LABEL}=${inputs}`, '--cmd', node ? 'node' : 'bash', ctr], { log, quiet: true });
+    run('buildah', ['config', ...env, '--arch', arch, '--os', 'linux', '--label', `${LABEL}=${inputs}`, '--cmd', node ? 'node' : 'bash', ctr], {
+      log,
+      quiet: true,
+    });
     run('buildah', ['commit', '--quiet', '--rm', ctr, image], { log, quiet: true, capture: true });
   } catch (e) {
     removeQuietly(['rm', ctr]);
@@ -141,7 +174,10 @@ export function baseImageName(name, arch = 'amd64') {
 export function registriesConf(root, arch) {
   const file = path.join(root, '.cache', 'container-bases', `registries-${arch}.conf`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, `# written by scripts/image/container-bases.mjs: ${arch} base images first\nunqualified-search-registries = ["${ARCH_REGISTRY[arch]}", "docker.io"]\nshort-name-mode = "permissive"\n`);
+  fs.writeFileSync(
+    file,
+    `# written by scripts/image/container-bases.mjs: ${arch} base images first\nunqualified-search-registries = ["${ARCH_REGISTRY[arch]}", "docker.io"]\nshort-name-mode = "permissive"\n`,
+  );
   return file;
 }
 

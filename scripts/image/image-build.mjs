@@ -45,7 +45,10 @@ function writeFileLists(sysroot) {
     const pkg = execFileSync('dpkg-deb', ['-f', file, 'Package'], { encoding: 'utf8' }).trim();
     const listing = execFileSync('dpkg-deb', ['-c', file], { encoding: 'utf8', maxBuffer: 1 << 28 });
     // "-rw-r--r-- root/root 1234 2024-01-01 00:00 ./usr/lib/x.so.1 [-> target]": the path, as dpkg lists it
-    const paths = listing.split('\n').map((l) => /\s\.(\/\S*)/.exec(l)?.[1]).filter((p) => p && p !== '/');
+    const paths = listing
+      .split('\n')
+      .map((l) => /\s\.(\/\S*)/.exec(l)?.[1])
+      .filter((p) => p && p !== '/');
     fs.writeFileSync(path.join(info, `${pkg}.list`), paths.map((p) => p.replace(/\/$/, '')).join('\n') + '\n');
   }
 }

@@ -36,7 +36,7 @@ function missing(binaries) {
 function realpathIn(root, p) {
   const parts = p.split('/').filter(Boolean);
   let at = '/';
-  for (let hops = 0; parts.length; ) {
+  for (let hops = 0; parts.length;) {
     const next = path.posix.join(at, parts.shift());
     const st = fs.lstatSync(path.join(root, next));
     if (!st.isSymbolicLink()) {
@@ -54,8 +54,19 @@ function realpathIn(root, p) {
 /** The directories a root's dynamic linker searches, by its etc/ld.so.conf.d (the multiarch ones), then the defaults. */
 function searchDirs(root) {
   const confDir = path.join(root, 'etc', 'ld.so.conf.d');
-  const confs = fs.existsSync(confDir) ? fs.readdirSync(confDir).filter((f) => f.endsWith('.conf')).sort() : [];
-  const dirs = confs.flatMap((f) => fs.readFileSync(path.join(confDir, f), 'utf8').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter((l) => l.startsWith('/')));
+  const confs = fs.existsSync(confDir)
+    ? fs
+        .readdirSync(confDir)
+        .filter((f) => f.endsWith('.conf'))
+        .sort()
+    : [];
+  const dirs = confs.flatMap((f) =>
+    fs
+      .readFileSync(path.join(confDir, f), 'utf8')
+      .split('\n')
+      .map((l) => l.replace(/#.*/, '').trim())
+      .filter((l) => l.startsWith('/')),
+  );
   return [...dirs, '/lib', '/usr/lib'];
 }
 
@@ -89,7 +100,10 @@ function fileOwners(root) {
 function owner(root, file, owners) {
   if (owners) return owners.get(file) ?? null;
   try {
-    return execFileSync('dpkg-query', [`--admindir=${path.join(root, 'var/lib/dpkg')}`, '-S', file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split(':')[0];
+    return execFileSync('dpkg-query', [`--admindir=${path.join(root, 'var/lib/dpkg')}`, '-S', file], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).split(':')[0];
   } catch {
     return null;
   }

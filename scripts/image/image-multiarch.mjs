@@ -33,12 +33,18 @@ function options(argv) {
     const i = argv.indexOf(`--${name}`);
     return i < 0 ? fallback : argv[i + 1];
   };
-  return { out: path.resolve(opt('out', path.join(ROOT, '.cache', 'image', 'edgecv-multiarch.oci.tar'))), name: opt('name', 'localhost/edgecv:latest') };
+  return {
+    out: path.resolve(opt('out', path.join(ROOT, '.cache', 'image', 'edgecv-multiarch.oci.tar'))),
+    name: opt('name', 'localhost/edgecv:latest'),
+  };
 }
 
 /** Removes a manifest list or image of that name, if there is one. */
 function removeName(name) {
-  for (const args of [['manifest', 'rm', name], ['rmi', name]]) {
+  for (const args of [
+    ['manifest', 'rm', name],
+    ['rmi', name],
+  ]) {
     try {
       execFileSync('buildah', args, { stdio: 'ignore' });
     } catch {
@@ -54,7 +60,8 @@ function archivePlatforms(file) {
   const platforms = [];
   for (const m of read('index.json').manifests) {
     if (m.platform) platforms.push(`${m.platform.os}/${m.platform.architecture}`);
-    else if (/index|manifest\.list/.test(m.mediaType)) for (const i of blob(m.digest).manifests) platforms.push(`${i.platform.os}/${i.platform.architecture}`);
+    else if (/index|manifest\.list/.test(m.mediaType))
+      for (const i of blob(m.digest).manifests) platforms.push(`${i.platform.os}/${i.platform.architecture}`);
   }
   return platforms.sort();
 }
@@ -85,7 +92,8 @@ function main() {
   log(`${out}: ${(fs.statSync(out).size / 1e6).toFixed(1)} MB, written in ${seconds(Date.now() - t)}`);
   const platforms = archivePlatforms(out);
   const wanted = ARCHES.map((a) => `linux/${a}`);
-  if (JSON.stringify(platforms) !== JSON.stringify(wanted)) throw new StepError(`${out} lists ${platforms.join(', ') || 'no image'}, not ${wanted.join(', ')}`);
+  if (JSON.stringify(platforms) !== JSON.stringify(wanted))
+    throw new StepError(`${out} lists ${platforms.join(', ') || 'no image'}, not ${wanted.join(', ')}`);
   log(`${name}: ${platforms.join(', ')} (buildah manifest inspect ${name}); npm run image:multiarch took ${seconds(Date.now() - t0)}`);
   log(capture('buildah', ['manifest', 'inspect', name]).replace(/\s+/g, ' ').slice(0, 400));
 }

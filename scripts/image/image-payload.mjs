@@ -31,12 +31,25 @@ function targetOf(argv) {
     return i < 0 ? undefined : argv[i + 1];
   };
   const nodeDir = opt('node');
-  if (!nodeDir) return { arch: process.arch, addon: path.join(ROOT, 'build', 'Release', 'edgecv.node'), node: process.execPath, napi: Number(process.versions.napi), strip: 'strip' };
+  if (!nodeDir)
+    return {
+      arch: process.arch,
+      addon: path.join(ROOT, 'build', 'Release', 'edgecv.node'),
+      node: process.execPath,
+      napi: Number(process.versions.napi),
+      strip: 'strip',
+    };
   const version = fs.readFileSync(path.join(nodeDir, 'include', 'node', 'node_version.h'), 'utf8');
   const napi = Number(/#define\s+NODE_API_SUPPORTED_VERSION_MAX\s+(\d+)/.exec(version)?.[1]);
   const arch = opt('arch') ?? process.arch;
   const strip = arch === process.arch ? 'strip' : `${{ arm64: 'aarch64', x64: 'x86_64' }[arch]}-linux-gnu-strip`;
-  return { arch, addon: path.resolve(opt('addon') ?? path.join(ROOT, 'build', 'Release', 'edgecv.node')), node: path.join(nodeDir, 'bin', 'node'), napi, strip };
+  return {
+    arch,
+    addon: path.resolve(opt('addon') ?? path.join(ROOT, 'build', 'Release', 'edgecv.node')),
+    node: path.join(nodeDir, 'bin', 'node'),
+    napi,
+    strip,
+  };
 }
 const TARGET = targetOf(process.argv.slice(3));
 
@@ -74,7 +87,8 @@ function runtimePackages(lock, pkg) {
       if (BUILD_ONLY.has(name)) continue; // usearch lists node-addon-api: its headers, for compiling
       const dep = resolveLocked(lock.packages, at, name);
       if (dep) queue.push(dep);
-      else if (!entry.optionalDependencies?.[name] && !entry.peerDependencies?.[name]) throw new Error(`${at} needs ${name}, which package-lock.json lacks`);
+      else if (!entry.optionalDependencies?.[name] && !entry.peerDependencies?.[name])
+        throw new Error(`${at} needs ${name}, which package-lock.json lacks`);
     }
   }
   return reached;
@@ -95,7 +109,10 @@ function copyNodeModules(dest) {
 }
 
 /** Native modules' C/C++ sources, which their prebuilt binaries make unneeded at run time. */
-const NATIVE_SOURCES = { 'better-sqlite3': ['deps', 'src', 'build'], usearch: ['c', 'cpp', 'include', 'numkong', 'cmake', 'binding.gyp', 'javascript/lib.cpp'] };
+const NATIVE_SOURCES = {
+  'better-sqlite3': ['deps', 'src', 'build'],
+  usearch: ['c', 'cpp', 'include', 'numkong', 'cmake', 'binding.gyp', 'javascript/lib.cpp'],
+};
 
 /** Leaves each native module its binary for the target platform only, and no sources. */
 function trimNativeModules(modules) {
@@ -115,7 +132,8 @@ function trimNativeModules(modules) {
     if (!fs.existsSync(prebuilds)) continue;
     for (const p of fs.readdirSync(prebuilds)) if (p !== target && p !== `${target}.node`) fs.rmSync(path.join(prebuilds, p), { recursive: true });
   }
-  for (const [name, paths] of Object.entries(NATIVE_SOURCES)) for (const p of paths) fs.rmSync(path.join(modules, name, p), { recursive: true, force: true });
+  for (const [name, paths] of Object.entries(NATIVE_SOURCES))
+    for (const p of paths) fs.rmSync(path.join(modules, name, p), { recursive: true, force: true });
   // TypeScript sources and declarations, source maps and Markdown: read by editors and compilers, never by Node
   for (const f of fs.readdirSync(modules, { recursive: true })) {
     if (/\.(m|c)?ts$|\.map$|\.md$/i.test(f) && fs.lstatSync(path.join(modules, f)).isFile()) fs.rmSync(path.join(modules, f));
@@ -143,7 +161,9 @@ async function copyModels(dest) {
   // where a model's OpenCV and onnxruntime files are the same bytes (yolov5s-320/416/512), one file serves both
   const byDigest = new Map();
   const once = (file) => {
-    const digest = createHash('sha256').update(fs.readFileSync(path.join(from, file))).digest('hex');
+    const digest = createHash('sha256')
+      .update(fs.readFileSync(path.join(from, file)))
+      .digest('hex');
     if (!byDigest.has(digest)) {
       byDigest.set(digest, file);
       fs.cpSync(path.join(from, file), path.join(out, file));

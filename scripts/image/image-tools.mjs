@@ -15,7 +15,12 @@ const HOST_ARCH = { x64: 'amd64', arm64: 'arm64' }[process.arch];
 
 export function installTools(log) {
   const r = spawnSync('dpkg-query', ['-W', '-f=${Package} ${db:Status-Status}\n', 'buildah', 'mmdebstrap'], { encoding: 'utf8' });
-  const installed = new Set((r.stdout ?? '').split('\n').filter((l) => l.endsWith(' installed')).map((l) => l.split(' ')[0]));
+  const installed = new Set(
+    (r.stdout ?? '')
+      .split('\n')
+      .filter((l) => l.endsWith(' installed'))
+      .map((l) => l.split(' ')[0]),
+  );
   const missing = ['buildah', 'mmdebstrap'].filter((p) => !installed.has(p));
   if (!missing.length) return log('buildah and mmdebstrap present');
   if (process.getuid?.() !== 0) throw new StepError(`missing ${missing.join(', ')}: sudo apt-get install ${missing.join(' ')}`);
@@ -25,7 +30,11 @@ export function installTools(log) {
 
 /** The CA bundle this host's npm and Node trust (these machines' TLS interception included), if any. */
 export function hostCaBundle() {
-  const candidates = [process.env.NODE_EXTRA_CA_CERTS, spawnSync('npm', ['config', 'get', 'cafile'], { encoding: 'utf8' }).stdout?.trim(), '/etc/ssl/certs/ca-certificates.crt'];
+  const candidates = [
+    process.env.NODE_EXTRA_CA_CERTS,
+    spawnSync('npm', ['config', 'get', 'cafile'], { encoding: 'utf8' }).stdout?.trim(),
+    '/etc/ssl/certs/ca-certificates.crt',
+  ];
   return candidates.find((f) => f && f !== 'null' && fs.existsSync(f)) ?? null;
 }
 
@@ -45,7 +54,21 @@ export function dockerfileNodeMajor(root) {
 export function buildImage({ root, image, arch = 'amd64', log }) {
   const ca = hostCaBundle();
   // buildah 1.28 predefines TARGETARCH but not BUILDPLATFORM, which the build stage's FROM names (BuildKit does)
-  const args = ['bud', '--isolation', 'chroot', '--format', 'docker', '--pull=never', '--layers', '-f', 'deploy/Dockerfile', '-t', image, '--build-arg', `BUILDPLATFORM=linux/${HOST_ARCH}`];
+  const args = [
+    'bud',
+    '--isolation',
+    'chroot',
+    '--format',
+    'docker',
+    '--pull=never',
+    '--layers',
+    '-f',
+    'deploy/Dockerfile',
+    '-t',
+    image,
+    '--build-arg',
+    `BUILDPLATFORM=linux/${HOST_ARCH}`,
+  ];
   if (arch !== HOST_ARCH) args.push('--platform', `linux/${arch}`);
   if (ca) args.push('--secret', `id=ca,src=${ca}`);
   const env = arch === HOST_ARCH ? process.env : { ...process.env, CONTAINERS_REGISTRIES_CONF: registriesConf(root, arch) };
@@ -61,7 +84,13 @@ export function layers(image) {
   const { store } = JSON.parse(capture('buildah', ['info']));
   const layersFile = path.join(store.GraphRoot, `${store.GraphDriverName}-layers`, 'layers.json');
   const sizes = new Map(JSON.parse(fs.readFileSync(layersFile, 'utf8')).map((l) => [l['diff-digest'], l['diff-size']]));
-  const rows = diffIds.map((d, i) => ({ bytes: sizes.get(d) ?? NaN, step: (i === 0 ? `base image (${history[i]?.created_by ?? '?'})` : history[i]?.created_by ?? '?').replace(/\s+/g, ' ').replace(/^\/bin\/sh -c (#\(nop\) )?/, '').slice(0, 110) }));
+  const rows = diffIds.map((d, i) => ({
+    bytes: sizes.get(d) ?? NaN,
+    step: (i === 0 ? `base image (${history[i]?.created_by ?? '?'})` : (history[i]?.created_by ?? '?'))
+      .replace(/\s+/g, ' ')
+      .replace(/^\/bin\/sh -c (#\(nop\) )?/, '')
+      .slice(0, 110),
+  }));
   return { rows, total: rows.reduce((s, r) => s + r.bytes, 0) };
 }
 

@@ -51,10 +51,13 @@ export function parseAptSources(files) {
         const m = /^(deb|deb-src)\s+(?:\[([^\]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)$/.exec(line);
         if (!m) continue;
         const opts = Object.fromEntries(
-          (m[2] ?? '').split(/\s+/).filter(Boolean).map((o) => {
-            const i = o.indexOf('=');
-            return [o.slice(0, i).toLowerCase(), o.slice(i + 1)];
-          }),
+          (m[2] ?? '')
+            .split(/\s+/)
+            .filter(Boolean)
+            .map((o) => {
+              const i = o.indexOf('=');
+              return [o.slice(0, i).toLowerCase(), o.slice(i + 1)];
+            }),
         );
         entries.push({
           types: [m[1]],
@@ -145,12 +148,18 @@ export class PrivateApt {
       for (const f of fs.readdirSync(this.lists)) if (f !== 'partial' && f !== 'lock') fs.rmSync(path.join(this.lists, f), { force: true });
     }
     this.opts = [
-      '-o', `Dir::Etc::SourceList=${this.list}`,
-      '-o', 'Dir::Etc::SourceParts=/dev/null',
-      '-o', `Dir::State::Lists=${this.lists}`,
-      '-o', `Dir::Cache=${path.join(cacheDir, 'pkgcache')}`,
-      '-o', 'Dir::Cache::pkgcache=',
-      '-o', 'Dir::Cache::srcpkgcache=',
+      '-o',
+      `Dir::Etc::SourceList=${this.list}`,
+      '-o',
+      'Dir::Etc::SourceParts=/dev/null',
+      '-o',
+      `Dir::State::Lists=${this.lists}`,
+      '-o',
+      `Dir::Cache=${path.join(cacheDir, 'pkgcache')}`,
+      '-o',
+      'Dir::Cache::pkgcache=',
+      '-o',
+      'Dir::Cache::srcpkgcache=',
     ];
     if (opts.arch) this.opts.push('-o', `APT::Architecture=${opts.arch}`, '-o', `APT::Architectures=${opts.arch}`);
     if (process.getuid?.() === 0) this.opts.push('-o', 'APT::Sandbox::User=root');
@@ -189,7 +198,10 @@ export class PrivateApt {
 export function installClosure(apt, packages) {
   const status = path.join(apt.dir, 'empty-status');
   fs.writeFileSync(status, '');
-  const r = apt.aptGet(['-o', `Dir::State::status=${status}`, '-q', '-s', 'install', '--no-install-recommends', ...packages], { capture: true, quiet: true });
+  const r = apt.aptGet(['-o', `Dir::State::status=${status}`, '-q', '-s', 'install', '--no-install-recommends', ...packages], {
+    capture: true,
+    quiet: true,
+  });
   const found = [...r.stdout.toString().matchAll(/^Inst (\S+) \((\S+) /gm)].map((m) => ({ name: m[1].replace(/:.*$/, ''), version: m[2] }));
   if (!found.length) throw new StepError(`apt-get -s install ${packages.join(' ')} listed nothing to install`);
   return found;

@@ -23,7 +23,8 @@ const argv = process.argv.slice(2);
 const unknown = argv.filter((a) => !KNOWN.has(a));
 if (unknown.length || argv.includes('--help')) {
   (unknown.length ? console.error : console.log)(
-    'usage: node scripts/setup/setup.mjs [--test] [--bench] [--fuzz] [--force-build]' + (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
+    'usage: node scripts/setup/setup.mjs [--test] [--bench] [--fuzz] [--force-build]' +
+      (unknown.length ? `\nunknown argument: ${unknown.join(' ')}` : ''),
   );
   process.exit(unknown.length ? 2 : 0);
 }
@@ -41,9 +42,18 @@ function fail(message) {
 
 /** Runs a command in the repo root with inherited stdio; exits non-zero with the exact command on failure. */
 function run(cmd, args, env) {
-  const envPrefix = env ? Object.entries(env).map(([k, v]) => `${k}=${quote(v)} `).join('') : '';
+  const envPrefix = env
+    ? Object.entries(env)
+        .map(([k, v]) => `${k}=${quote(v)} `)
+        .join('')
+    : '';
   try {
-    runCommand(cmd, args, { cwd: ROOT, env: env ? { ...process.env, ...env } : process.env, log, label: `${envPrefix}${[cmd, ...args].map(quote).join(' ')}` });
+    runCommand(cmd, args, {
+      cwd: ROOT,
+      env: env ? { ...process.env, ...env } : process.env,
+      log,
+      label: `${envPrefix}${[cmd, ...args].map(quote).join(' ')}`,
+    });
   } catch (e) {
     fail(e.message);
   }
@@ -134,8 +144,16 @@ function systemPackages() {
   // Their recommends (node-exporter, ipmitool, ...) are not needed. Chromium (/usr/bin/chromium) is the real
   // browser test/demo-page.test.ts drives with playwright-core.
   // InfluxDB 1.x (influxd) is the fleet metrics platform's database (test/metrics-platform.test.ts); HAProxy is the
-  // load balancer in front of several servers (test/fleet-balancer.test.ts). Each: the command, and its package.
-  const testToolPackages = { prometheus: 'prometheus', 'redis-server': 'redis-server', chromium: 'chromium', influxd: 'influxdb', haproxy: 'haproxy' };
+  // load balancer in front of several servers (test/fleet-balancer.test.ts). clang-format checks the C++ layout
+  // (test/formatting.test.ts). Each: the command, and its package.
+  const testToolPackages = {
+    prometheus: 'prometheus',
+    'redis-server': 'redis-server',
+    chromium: 'chromium',
+    influxd: 'influxdb',
+    haproxy: 'haproxy',
+    'clang-format': 'clang-format',
+  };
   const testTools = Object.keys(testToolPackages);
   const missingTestTools = WANT_TEST ? testTools.filter((t) => !has(t)).map((t) => testToolPackages[t]) : [];
   // The native fuzz target (native/fuzz/) is built with clang and linked with its libFuzzer runtime.
@@ -144,7 +162,9 @@ function systemPackages() {
     missingTestTools.push(...['clang-14', 'libclang-rt-14-dev'].filter((p) => !fuzzInstalled.has(p)));
   }
   if (missing.length === 0 && missingTestTools.length === 0) {
-    log(`system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? `, ${testTools.join(', ')}` : ''}${WANT_FUZZ ? ', clang 14 with libFuzzer' : ''} present`);
+    log(
+      `system packages: OpenCV 4 (with contrib), cmake, g++${WANT_TEST ? `, ${testTools.join(', ')}` : ''}${WANT_FUZZ ? ', clang 14 with libFuzzer' : ''} present`,
+    );
     return;
   }
   const installCmds = [
@@ -188,7 +208,9 @@ function nativeAddon(ortInclude) {
     return;
   }
   log(`native addon: ${fs.existsSync(addon) ? 'rebuilding' : 'building'} build/Release/edgecv.node`);
-  const env = process.env.CMAKE_BUILD_PARALLEL_LEVEL ? undefined : { CMAKE_BUILD_PARALLEL_LEVEL: String(os.availableParallelism?.() ?? os.cpus().length) };
+  const env = process.env.CMAKE_BUILD_PARALLEL_LEVEL
+    ? undefined
+    : { CMAKE_BUILD_PARALLEL_LEVEL: String(os.availableParallelism?.() ?? os.cpus().length) };
   run('npx', ['cmake-js', 'compile', '--out', 'build'], env);
   if (!fs.existsSync(addon)) fail(`npx cmake-js compile --out build succeeded but ${rel(addon)} is missing`);
   touch(addon); // cmake may not relink when only non-source files changed
@@ -246,12 +268,20 @@ function modelFilesIntact(manifestFile) {
     const st = fs.statSync(path.join(dir, file));
     const known = verified[file];
     if (known && known.size === st.size && known.mtimeMs === st.mtimeMs && known.sha256 === want) return true;
-    return createHash('sha256').update(fs.readFileSync(path.join(dir, file))).digest('hex') === want;
+    return (
+      createHash('sha256')
+        .update(fs.readFileSync(path.join(dir, file)))
+        .digest('hex') === want
+    );
   };
   try {
     const { models } = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
     return Object.values(models).every(
-      (m) => intact(m.file, m.sha256) && typeof m.ortSha256 === 'string' && intact(m.ortFile, m.ortSha256) && (!m.int8 || intact(m.int8.ortFile, m.int8.sha256)),
+      (m) =>
+        intact(m.file, m.sha256) &&
+        typeof m.ortSha256 === 'string' &&
+        intact(m.ortFile, m.ortSha256) &&
+        (!m.int8 || intact(m.int8.ortFile, m.int8.sha256)),
     );
   } catch {
     return false;

@@ -29,5 +29,7 @@ export function run(cmd, args, opts = {}) {
 
 /** Runs a command and returns its standard output as text, trimmed; a StepError when it fails. */
 export function capture(cmd, args, opts = {}) {
-  return run(cmd, args, { quiet: true, capture: true, ...opts }).stdout.toString().trim();
+  return run(cmd, args, { quiet: true, capture: true, ...opts })
+    .stdout.toString()
+    .trim();
 }

@@ -83,7 +83,8 @@ export function ensureSoftwareVulkan({ root }) {
   const depends = dependsNames(capture('dpkg-deb', ['-f', deb, 'Depends']));
   const missing = notInstalled(depends);
   if (missing.length > 0) {
-    if (process.getuid?.() !== 0) throw new StepError(`the software Vulkan device needs: sudo apt-get install -y --no-install-recommends ${missing.join(' ')}`);
+    if (process.getuid?.() !== 0)
+      throw new StepError(`the software Vulkan device needs: sudo apt-get install -y --no-install-recommends ${missing.join(' ')}`);
     run('apt-get', ['install', '-y', '--no-install-recommends', ...missing], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
   }
   fs.rmSync(unpacked, { recursive: true, force: true });

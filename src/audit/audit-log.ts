@@ -51,10 +51,7 @@ export class AuditLog {
       this.#bytes = 0;
     }
     this.#dest = pino.destination({ dest: this.file, sync: true, mode: 0o600 });
-    this.#logger = pino(
-      { base: null, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
-      this.#dest,
-    );
+    this.#logger = pino({ base: null, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } }, this.#dest);
   }
 
   write(record: AuditRecord): void {

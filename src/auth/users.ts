@@ -36,7 +36,9 @@ export function usersFile(dataDir: string): string {
 
 export function checkUsername(username: string): void {
   if (!USERNAME.test(username)) {
-    throw new UserError(`invalid username ${JSON.stringify(username)}: 1-${MAX_USERNAME_LENGTH} letters, digits, '.', '_', '@' or '-', starting with a letter or digit`);
+    throw new UserError(
+      `invalid username ${JSON.stringify(username)}: 1-${MAX_USERNAME_LENGTH} letters, digits, '.', '_', '@' or '-', starting with a letter or digit`,
+    );
   }
 }
 

@@ -5,7 +5,15 @@
 import path from 'node:path';
 import { apiRequest, ClientError, normalizeAddr, type TlsChoice } from '../client/api-client.js';
 import { loadBenchImages } from '../client/bench/images.js';
-import { BENCH_ROUTES, runBench, type BenchProgress, type BenchReport, type BenchRoute, type BenchTransport, type Percentiles } from '../client/bench/run-bench.js';
+import {
+  BENCH_ROUTES,
+  runBench,
+  type BenchProgress,
+  type BenchReport,
+  type BenchRoute,
+  type BenchTransport,
+  type Percentiles,
+} from '../client/bench/run-bench.js';
 import { ConfigError } from '../config.js';
 import { parseCommandArgs, requiredFlag, stringFlag } from './args.js';
 
@@ -54,7 +62,12 @@ export function formatReport(r: BenchReport): string {
     `  frames: ${r.frames} answered, ${errors.length ? errors.map(([s, n]) => `${n} × ${s}`).join(', ') : 'no errors'}`,
     `  FPS: ${r.fps.total} total; per client ${r.fps.perClient.join(', ')}`,
   ];
-  if (r.usage) lines.push(`  server usage (mean / max): ${Object.entries(r.usage).map(([k, u]) => `${k} ${u.mean} / ${u.max}`).join(', ')}`);
+  if (r.usage)
+    lines.push(
+      `  server usage (mean / max): ${Object.entries(r.usage)
+        .map(([k, u]) => `${k} ${u.mean} / ${u.max}`)
+        .join(', ')}`,
+    );
   return lines.join('\n');
 }
 

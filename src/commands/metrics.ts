@@ -17,7 +17,8 @@ const KEYS = ['region', 'app-org', 'appname', 'appvers', 'selector', 'last', 'st
 
 export async function runMetrics(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== 'app') throw new ConfigError(sub === undefined ? 'which metrics? only `metrics app` exists' : `unknown metrics kind '${sub}': only 'app'`);
+  if (sub !== 'app')
+    throw new ConfigError(sub === undefined ? 'which metrics? only `metrics app` exists' : `unknown metrics kind '${sub}': only 'app'`);
   const p = parseCommandArgs(
     rest,
     { addr: { type: 'string' }, 'output-format': { type: 'string' }, cacert: { type: 'string' }, insecure: { type: 'boolean' } },
@@ -46,7 +47,11 @@ export async function runMetrics(args: string[]): Promise<number> {
     }
     const cacert = stringFlag(p, 'cacert');
     const tls: TlsChoice =
-      p.flags['insecure'] === true ? { insecure: true } : cacert !== undefined ? { cacert: path.resolve(cacert) } : { cacert: saved.cacert, insecure: saved.insecure };
+      p.flags['insecure'] === true
+        ? { insecure: true }
+        : cacert !== undefined
+          ? { cacert: path.resolve(cacert) }
+          : { cacert: saved.cacert, insecure: saved.insecure };
     const answer = await apiRequest({ addr, method: 'POST', path: '/api/v1/auth/metrics/app', body, token: saved.token, tls });
     console.log(JSON.stringify(answer, null, 2));
     return 0;

@@ -83,7 +83,8 @@ interface ImportRun {
 
 function parseImportArgs(args: string[]): ImportRun {
   const [sub, ...rest] = args;
-  if (sub !== 'import') throw new ConfigError(sub === undefined ? 'which one? only `trainer import` exists' : `unknown trainer subcommand '${sub}': only 'import'`);
+  if (sub !== 'import')
+    throw new ConfigError(sub === undefined ? 'which one? only `trainer import` exists' : `unknown trainer subcommand '${sub}': only 'import'`);
   const fileArg = rest[0] !== undefined && !rest[0].startsWith('-') ? rest[0] : undefined;
   if (!fileArg) throw new ConfigError('give the JSON-lines file to import: edgecv trainer import FILE --addr ...');
   const p = parseCommandArgs(
@@ -124,7 +125,14 @@ function progressLine(progress: Progress, total: number): (final: boolean) => vo
 }
 
 /** Sends one batch of `count` file lines; on its acknowledgement, records it in the progress file. */
-async function sendBatch(run: ImportRun, addr: string, progress: Progress, show: (final: boolean) => void, lines: string[], count: number): Promise<void> {
+async function sendBatch(
+  run: ImportRun,
+  addr: string,
+  progress: Progress,
+  show: (final: boolean) => void,
+  lines: string[],
+  count: number,
+): Promise<void> {
   // The first batch of a replace import replaces; the rest (and every batch after a resume) append.
   const batchMode = run.mode === 'replace' && progress.lines === 0 ? 'replace' : 'append';
   if (lines.every((l) => l.trim() === '')) {
@@ -200,7 +208,9 @@ export async function runTrainer(args: string[]): Promise<number> {
   }
   const progress = readProgress(progressFile, stat, run.mode);
   if (progress.done) {
-    console.error(`edgecv trainer import: ${file} was imported already (${progress.added} samples; see ${progressFile}): remove that file to import it again`);
+    console.error(
+      `edgecv trainer import: ${file} was imported already (${progress.added} samples; see ${progressFile}): remove that file to import it again`,
+    );
     return 1;
   }
   try {
@@ -211,7 +221,7 @@ export async function runTrainer(args: string[]): Promise<number> {
     if (!(e instanceof ClientError)) throw e;
     if (process.stderr.isTTY) process.stderr.write('\n');
     let message = e.message;
-    if (e.status === 401 || e.status === 403) message += '\ngive the server\'s admin key with --admin-key or $EDGECV_ADMIN_KEY';
+    if (e.status === 401 || e.status === 403) message += "\ngive the server's admin key with --admin-key or $EDGECV_ADMIN_KEY";
     console.error(`edgecv trainer import: ${message}`);
     console.error(`${progress.lines.toLocaleString('en')} lines are imported and kept; run the same command again to carry on.`);
     return 1;

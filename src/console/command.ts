@@ -59,7 +59,8 @@ export function parseConsoleArgs(args: string[], env: NodeJS.ProcessEnv = proces
   for (const word of regionWords) {
     const eq = word.indexOf('=');
     const name = word.slice(0, eq).trim();
-    if (eq <= 0 || !REGION_NAME.test(name)) throw new ConfigError(`--region takes NAME=URL, e.g. eu=http://127.0.0.1:8086/edgecv (got a bad name in '${word.slice(0, 40)}')`);
+    if (eq <= 0 || !REGION_NAME.test(name))
+      throw new ConfigError(`--region takes NAME=URL, e.g. eu=http://127.0.0.1:8086/edgecv (got a bad name in '${word.slice(0, 40)}')`);
     if (regions.has(name)) throw new ConfigError(`region '${name}' given twice`);
     regions.set(name, word.slice(eq + 1).trim());
   }
@@ -87,7 +88,10 @@ export async function runConsole(args: string[]): Promise<number> {
   const clients = new Map<string, InfluxClient>();
   try {
     for (const [name, url] of config.regions) {
-      clients.set(name, new InfluxClient(parseInfluxUrl(url, { credentials: config.influxCredentials, ca: config.influxCa }), { timeoutMs: 30_000, maxSockets: 16 }));
+      clients.set(
+        name,
+        new InfluxClient(parseInfluxUrl(url, { credentials: config.influxCredentials, ca: config.influxCa }), { timeoutMs: 30_000, maxSockets: 16 }),
+      );
     }
   } catch (e) {
     if (e instanceof InfluxUrlError) throw new ConfigError(`--region: ${e.message}`);

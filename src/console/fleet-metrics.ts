@@ -117,7 +117,10 @@ const FILTER_FIELDS: Record<keyof InstanceFilter, string> = {
 
 /** What InfluxDB cannot take in a query is the client's error (400 naming the field), not the database's. */
 function checkForInflux(q: MetricsAppQuery, now: bigint): void {
-  for (const [field, t] of [['starttime', q.window.start], ['endtime', q.window.end]] as const) {
+  for (const [field, t] of [
+    ['starttime', q.window.start],
+    ['endtime', q.window.end],
+  ] as const) {
     if (t !== undefined && (t < INFLUX_MIN_NS || t > INFLUX_MAX_NS)) {
       throw new HttpError(400, `${field} is outside InfluxDB's time range (1677-09-21T00:12:43.145224194Z to 2262-04-11T23:47:16.854775806Z)`);
     }
@@ -126,11 +129,15 @@ function checkForInflux(q: MetricsAppQuery, now: bigint): void {
   const width = n === undefined ? 0n : buckets(q.window, n, now).width;
   // GROUP BY time() takes an int64 count of nanoseconds: InfluxDB answers a longer bucket "invalid duration"
   if (width > INFLUX_MAX_DURATION_NS) {
-    throw new HttpError(400, `starttime to endtime cut into numsamples=${n} buckets makes buckets of ${width} ns, longer than InfluxDB's longest interval (${INFLUX_MAX_DURATION_NS} ns, about 292 years): ask for more numsamples or a shorter window`);
+    throw new HttpError(
+      400,
+      `starttime to endtime cut into numsamples=${n} buckets makes buckets of ${width} ns, longer than InfluxDB's longest interval (${INFLUX_MAX_DURATION_NS} ns, about 292 years): ask for more numsamples or a shorter window`,
+    );
   }
   for (const filter of q.instances) {
     for (const [key, value] of Object.entries(filter) as [keyof InstanceFilter, string | undefined][]) {
-      if (value !== undefined && /[\u0000\r\n]/.test(value)) throw new HttpError(400, `${FILTER_FIELDS[key]} holds a NUL, CR or LF character, which no metrics tag holds`);
+      if (value !== undefined && /[\u0000\r\n]/.test(value))
+        throw new HttpError(400, `${FILTER_FIELDS[key]} holds a NUL, CR or LF character, which no metrics tag holds`);
     }
   }
 }
@@ -181,7 +188,9 @@ export class FleetMetrics {
         const tagCells = TAG_COLUMNS.map((c) => tags[c] ?? '');
         const tagText = JSON.stringify(tagCells).slice(1, -1);
         // where each value column comes from: a column of the answer, or a tag (the port)
-        const sources = VALUE_COLUMNS[selector].map((col) => (tagValues.includes(col.name) ? String(Number(tags[col.name] ?? 0)) : s.columns.indexOf(col.name)));
+        const sources = VALUE_COLUMNS[selector].map((col) =>
+          tagValues.includes(col.name) ? String(Number(tags[col.name] ?? 0)) : s.columns.indexOf(col.name),
+        );
         const port = tagValues.length > 0 ? String(Number(tags[tagValues[0]!] ?? 0)).padStart(5, '0') : '';
         // within a time: by instance, then port, as an instance's own answer is ordered
         const order = `${tagCells.join('\u0000')}\u0000${port}`;
@@ -213,7 +222,8 @@ export class FleetMetrics {
       // SLIMIT cuts the series beyond the limit silently: reaching it says the answer would be too large
       const perSeries = rowsPerSeries(q);
       const slimit = perSeries === undefined ? undefined : seriesLimit(perSeries, maxRows);
-      const cutBySlimit = slimit !== undefined && results.some((r) => new Set((r?.series ?? []).map((s) => JSON.stringify(s.tags ?? {}))).size >= slimit);
+      const cutBySlimit =
+        slimit !== undefined && results.some((r) => new Set((r?.series ?? []).map((s) => JSON.stringify(s.tags ?? {}))).size >= slimit);
       if (cutBySlimit || results.reduce((n, r) => n + (r?.series ?? []).reduce((m, s) => m + s.values.length, 0), 0) > maxRows) {
         throw new InfluxError('too many rows', 413, false);
       }
@@ -224,7 +234,10 @@ export class FleetMetrics {
       }
       this.#log(`[edgecv console] region ${q.app.region}: ${(e as Error).message}`);
       if (e instanceof InfluxAnswerTooLarge) {
-        throw new HttpError(502, `the metrics database of region '${q.app.region}' answered more than ${e.capBytes} bytes, the console's cap: narrow starttime/endtime, or ask for last=N or numsamples=N`);
+        throw new HttpError(
+          502,
+          `the metrics database of region '${q.app.region}' answered more than ${e.capBytes} bytes, the console's cap: narrow starttime/endtime, or ask for last=N or numsamples=N`,
+        );
       }
       throw new HttpError(503, `the metrics database of region '${q.app.region}' did not answer; try again later`, { 'Retry-After': '5' });
     }

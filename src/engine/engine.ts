@@ -116,7 +116,21 @@ export class Engine {
   /** Loads the models (one copy per worker) and starts the workers. */
   static async open(opts: EngineOptions = {}): Promise<Engine> {
     const checked = checkEngineOptions(opts);
-    const { workers, threadsPerWorker, queueLimit, idleCores, warmUp, limits, poseModel, faceEmbedder, faceAlignment, modelDir, precision, backend, library } = checked;
+    const {
+      workers,
+      threadsPerWorker,
+      queueLimit,
+      idleCores,
+      warmUp,
+      limits,
+      poseModel,
+      faceEmbedder,
+      faceAlignment,
+      modelDir,
+      precision,
+      backend,
+      library,
+    } = checked;
     const manifest = await readManifest(modelDir);
     const binding = loadNative();
     const onnxRuntimeLibrary = library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {};
@@ -124,14 +138,19 @@ export class Engine {
     let specs = await modelSpecs(opts, checked, manifest, () => fixed);
     // The GPU check (gpu-check.ts) first: a net it puts on the GPU runs its fp32 file there, and is not timed on the CPU.
     const gpu = await planGpu(binding, checked, { threadsPerWorker, ...onnxRuntimeLibrary }, manifest, specNames(checked, specs), fixed);
-    const onGpu = new Set(Object.entries(gpu?.nets ?? {}).filter(([, c]) => c.device === 'gpu').map(([key]) => specNames(checked, specs)[key]));
+    const onGpu = new Set(
+      Object.entries(gpu?.nets ?? {})
+        .filter(([, c]) => c.device === 'gpu')
+        .map(([key]) => specNames(checked, specs)[key]),
+    );
     const precisionOf = (name: string, cpu: Precision) => (onGpu.has(name) ? 'fp32' : cpu);
     let timed: Record<string, PrecisionTiming> = {};
     if (precision === 'auto') {
       const both = modelsWithBothForms(manifest, checked, specNames(checked, specs)).filter((name) => !onGpu.has(name));
       timed = await timeModelForms(binding, { threadsPerWorker, backend, ...onnxRuntimeLibrary }, manifest, modelDir, both);
     }
-    if (precision === 'auto' || onGpu.size > 0) specs = await modelSpecs(opts, checked, manifest, (name) => precisionOf(name, timed[name]?.chosen ?? fixed));
+    if (precision === 'auto' || onGpu.size > 0)
+      specs = await modelSpecs(opts, checked, manifest, (name) => precisionOf(name, timed[name]?.chosen ?? fixed));
     const { face: spec, pose: poseEstimator, objects, persons, embedder } = withGpuDevices(specs, gpu);
     // Synchronous: loads and warms up workers x models; throws a clear Error if a model is unusable.
     const native = binding.createEngine({
@@ -148,7 +167,9 @@ export class Engine {
       ...(persons ? { personDetector: persons.spec } : {}),
       ...(embedder ? { faceEmbedder: embedder.spec } : {}),
     });
-    const embedderInfo = embedder ? { ...embedder.info, version: embedderVersion(embedder.info.version, faceAlignment), dim: native.embeddingSize() } : null;
+    const embedderInfo = embedder
+      ? { ...embedder.info, version: embedderVersion(embedder.info.version, faceAlignment), dim: native.embeddingSize() }
+      : null;
     // An own object model (a file) has no manifest entry: modelPrecision finds none and says fp32.
     const modelNames = specNames(checked, specs);
     const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, fixed, modelNames, timed, gpu);
@@ -282,7 +303,7 @@ export class Engine {
     const personClassId = this.#personClassId;
     const mode = choiceOption(opts.mode, 'mode', POSE_MODES, personClassId >= 0 ? POSE_DEFAULTS.mode : 'whole');
     if (mode === 'persons' && personClassId < 0) {
-      throw invalidArgument("mode 'persons' needs an object model or personDetector with a \"person\" class (this engine has none)");
+      throw invalidArgument('mode \'persons\' needs an object model or personDetector with a "person" class (this engine has none)');
     }
     const defaultMax = mode === 'persons' ? POSE_DEFAULTS.maxPosesPersons : POSE_DEFAULTS.maxPoses;
     const defaultScore = mode === 'persons' ? POSE_DEFAULTS.scoreThresholdPersons : POSE_DEFAULTS.scoreThreshold;
@@ -403,5 +424,4 @@ export class Engine {
       throw toEngineError(e);
     }
   }
-
 }

@@ -156,8 +156,12 @@ export function checkEmbedOptions(opts: unknown, detect: (o: unknown) => Checked
   const keypoints = opts['keypoints'];
   if (keypoints !== undefined) {
     if (out.rect === undefined) throw invalid('keypoints needs rect: they align the face at rect');
-    if (!Array.isArray(keypoints) || keypoints.length !== 12 || !keypoints.every((v) => typeof v === 'number' && Number.isFinite(v) && Math.abs(v) < 1e9)) {
-      throw invalid('keypoints must be the 12 finite numbers of a detected face\'s keypoints');
+    if (
+      !Array.isArray(keypoints) ||
+      keypoints.length !== 12 ||
+      !keypoints.every((v) => typeof v === 'number' && Number.isFinite(v) && Math.abs(v) < 1e9)
+    ) {
+      throw invalid("keypoints must be the 12 finite numbers of a detected face's keypoints");
     }
     out.keypoints = keypoints as number[];
   }

@@ -66,7 +66,8 @@ export function agrees(a: Agreement, bar: AgreementBar = GPU_AGREEMENT): boolean
   return a.cosine >= bar.minCosine && a.maxRelativeError <= bar.maxRelativeError;
 }
 
-const agreementText = (a: Agreement) => `cosine ${a.cosine.toFixed(6)}, largest difference ${a.maxRelativeError.toExponential(1)} of the output's range`;
+const agreementText = (a: Agreement) =>
+  `cosine ${a.cosine.toFixed(6)}, largest difference ${a.maxRelativeError.toExponential(1)} of the output's range`;
 
 /** Timed runs of each device for 'auto' (after one untimed run each, which pays for allocations and shaders). */
 const TIMED_RUNS = 3;
@@ -174,8 +175,15 @@ async function checkNet(
     first ??= agreement;
     if (!agrees(agreement, bar)) continue;
     const fusions = graph === 'basic' ? `, with onnxruntime's fusions off (on: ${agreementText(first)})` : '';
-    const check: GpuNetCheck = { device: 'gpu', code: 'agrees', graph, reason: `agrees with the CPU (${agreementText(agreement)}${fusions})`, ...agreement };
-    if (forcedGpu || request.backend === 'gpu') return forcedGpu ? { ...check, code: 'forced', reason: `forced to the GPU; it ${check.reason}` } : check;
+    const check: GpuNetCheck = {
+      device: 'gpu',
+      code: 'agrees',
+      graph,
+      reason: `agrees with the CPU (${agreementText(agreement)}${fusions})`,
+      ...agreement,
+    };
+    if (forcedGpu || request.backend === 'gpu')
+      return forcedGpu ? { ...check, code: 'forced', reason: `forced to the GPU; it ${check.reason}` } : check;
     const cpuSpec = rawModelSpec(request.manifest, request.modelDir, name, 'onnxruntime', request.cpuPrecision(name)) ?? spec;
     const gpuMs = await medianMs(native, input, gpuSpec);
     const cpuMs = await medianMs(native, input, cpuSpec);

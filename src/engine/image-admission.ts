@@ -36,10 +36,7 @@ export function admitImage(image: Uint8Array, limits: ImageLimits): AdmittedImag
     throw new EngineError('INVALID_IMAGE', `image is ${width}x${height}: a side under ${limits.minSide} pixels is too small for any model`);
   }
   if (long > short * limits.maxAspectRatio) {
-    throw new EngineError(
-      'INVALID_IMAGE',
-      `image is ${width}x${height}: an aspect ratio over ${limits.maxAspectRatio}:1 is not usable by any model`,
-    );
+    throw new EngineError('INVALID_IMAGE', `image is ${width}x${height}: an aspect ratio over ${limits.maxAspectRatio}:1 is not usable by any model`);
   }
   // a progressive JPEG's scans are passes over its pixels: a small file must not buy many full-size decodes
   return { header, bytes: checkImageContainer(image, header, limits.maxPixels * MAX_SCAN_PASSES) };

@@ -77,12 +77,19 @@ function manifestEntry(manifest: LoadedManifest, name: string): unknown {
  * (`int8.architectures`, set by set-up where a float upsampling between its integer layers rounds otherwise on
  * other architectures: docs/int8.md, "The same answers on every CPU").
  */
-export function modelPrecision(manifest: LoadedManifest, name: string, precision: Precision, runtime: RuntimeChoice, arch: string = process.arch): Precision {
+export function modelPrecision(
+  manifest: LoadedManifest,
+  name: string,
+  precision: Precision,
+  runtime: RuntimeChoice,
+  arch: string = process.arch,
+): Precision {
   const entry = manifestEntry(manifest, name);
   if (precision === 'fp32' || runtime === 'opencv' || !isRecord(entry) || int8OrtFile(manifest, name, entry) === null) return 'fp32';
   const architectures = (entry['int8'] as Record<string, unknown>)['architectures'];
   if (architectures === undefined) return 'int8';
-  if (!Array.isArray(architectures) || !architectures.every((a) => typeof a === 'string')) throw manifestError(manifest.file, `model "${name}": int8.architectures must be a list of names`);
+  if (!Array.isArray(architectures) || !architectures.every((a) => typeof a === 'string'))
+    throw manifestError(manifest.file, `model "${name}": int8.architectures must be a list of names`);
   return architectures.includes(arch) ? 'int8' : 'fp32';
 }
 
@@ -95,7 +102,8 @@ export function int8ScoreThreshold(manifest: LoadedManifest, name: string, key: 
   const int8 = isRecord(entry) ? entry['int8'] : undefined;
   const threshold = isRecord(int8) ? int8[key] : undefined;
   if (threshold === undefined) return undefined;
-  if (typeof threshold !== 'number' || !(threshold > 0 && threshold < 1)) throw manifestError(manifest.file, `model "${name}": int8.${key} must be in (0, 1)`);
+  if (typeof threshold !== 'number' || !(threshold > 0 && threshold < 1))
+    throw manifestError(manifest.file, `model "${name}": int8.${key} must be in (0, 1)`);
   return threshold;
 }
 
@@ -433,7 +441,10 @@ export async function choosePersonDetector(
 ): Promise<ObjectDetectorChoice | null> {
   const stockYolo = objects !== null && objects.info.kind === 'yolo' && (OBJECT_DETECTOR_MODELS as readonly string[]).includes(objects.info.name);
   const fallback = stockYolo && objects.info.name !== ENGINE_DEFAULTS.personDetector ? ENGINE_DEFAULTS.personDetector : null;
-  const model = opts.personDetector === undefined ? fallback : modelOption(opts.personDetector, 'personDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.personDetector);
+  const model =
+    opts.personDetector === undefined
+      ? fallback
+      : modelOption(opts.personDetector, 'personDetector', OBJECT_DETECTOR_MODELS, ENGINE_DEFAULTS.personDetector);
   if (model === null || model === objects?.info.name || poseModel === null) return null;
   return objectDetectorSpec(manifest, modelDir, model, runtime, precision);
 }

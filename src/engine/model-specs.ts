@@ -25,7 +25,12 @@ export interface ModelSpecs {
 export type PrecisionOf = (model: string) => Precision;
 
 /** The specs of every model `checked` asks for, the form of each file from `precisionOf`. */
-export async function modelSpecs(opts: EngineOptions, checked: CheckedEngineOptions, manifest: LoadedManifest, precisionOf: PrecisionOf): Promise<ModelSpecs> {
+export async function modelSpecs(
+  opts: EngineOptions,
+  checked: CheckedEngineOptions,
+  manifest: LoadedManifest,
+  precisionOf: PrecisionOf,
+): Promise<ModelSpecs> {
   const { modelDir, runtime, faceDetector, poseModel, faceEmbedder } = checked;
   const face = await faceDetectorSpec(manifest, modelDir, faceDetector, runtime);
   const pose = poseModel === null ? undefined : await poseEstimatorSpec(manifest, modelDir, poseModel, runtime, precisionOf(poseModel));

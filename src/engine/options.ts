@@ -182,5 +182,22 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   if (runtime === 'onnxruntime' && library !== null && 'missing' in library) {
     throw invalidArgument(`runtime onnxruntime: ${library.missing}`);
   }
-  return { workers, threadsPerWorker, queueLimit, idleCores, warmUp, limits, faceDetector, poseModel, faceEmbedder, faceAlignment, modelDir, runtime, precision, backend, netDevices, library };
+  return {
+    workers,
+    threadsPerWorker,
+    queueLimit,
+    idleCores,
+    warmUp,
+    limits,
+    faceDetector,
+    poseModel,
+    faceEmbedder,
+    faceAlignment,
+    modelDir,
+    runtime,
+    precision,
+    backend,
+    netDevices,
+    library,
+  };
 }

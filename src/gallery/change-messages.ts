@@ -26,7 +26,9 @@ export interface WireVector {
 }
 
 /** `write` names the transaction: a server that timed out waiting for its own write knows it when it comes. */
-export type ChangeMessage = { origin: string; write?: string } & ({ op: 'add'; samples: WireVector[] } | { op: 'remove'; ids: number[] } | { op: 'resync' });
+export type ChangeMessage = { origin: string; write?: string } & (
+  { op: 'add'; samples: WireVector[] } | { op: 'remove'; ids: number[] } | { op: 'resync' }
+);
 
 /** A checked change message: the vectors decoded. */
 export type ChangeOf =
@@ -52,7 +54,8 @@ function wireVector(v: unknown): SampleVector | string {
   if (!isRecord(v)) return 'a sample is not an object';
   const { id, subject, createdAt, model, modelVersion, embedding } = v;
   if (!isSampleId(id)) return 'a sample id is not a positive integer';
-  if (typeof subject !== 'string' || subjectProblem(subject) !== null) return `sample ${id}: ${typeof subject === 'string' ? subjectProblem(subject) : 'no subject'}`;
+  if (typeof subject !== 'string' || subjectProblem(subject) !== null)
+    return `sample ${id}: ${typeof subject === 'string' ? subjectProblem(subject) : 'no subject'}`;
   if (typeof createdAt !== 'number' || !Number.isFinite(createdAt)) return `sample ${id}: 'createdAt' is not a number`;
   if (typeof model !== 'string' || typeof modelVersion !== 'string') return `sample ${id}: no model or model version`;
   if (typeof embedding !== 'string') return `sample ${id}: no embedding`;
@@ -82,7 +85,8 @@ export function parseChangeMessage(text: string): ChangeOf | string {
   }
   if (op === 'add') {
     const list = m['samples'];
-    if (!Array.isArray(list) || list.length === 0 || list.length > MAX_ADD_MESSAGE) return `'samples' is not a list of 1 to ${MAX_ADD_MESSAGE} samples`;
+    if (!Array.isArray(list) || list.length === 0 || list.length > MAX_ADD_MESSAGE)
+      return `'samples' is not a list of 1 to ${MAX_ADD_MESSAGE} samples`;
     const samples: SampleVector[] = [];
     for (const item of list) {
       const v = wireVector(item);

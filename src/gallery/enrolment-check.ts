@@ -40,6 +40,7 @@ export function checkEnrolmentPhoto(r: FaceEmbeddingResult): { embedded: Embedde
   if (side < MIN_FACE_SIDE) throw new EnrolmentError('too-small', `${side} px, at least ${MIN_FACE_SIDE} px`);
   const quality = r.crop ? sampleQuality(r.crop.jpeg, r.crop.rect) : null;
   const sharpness = quality?.sharpness;
-  if (sharpness !== undefined && sharpness < MIN_SHARPNESS) throw new EnrolmentError('too-blurred', `sharpness ${sharpness}, at least ${MIN_SHARPNESS}`);
+  if (sharpness !== undefined && sharpness < MIN_SHARPNESS)
+    throw new EnrolmentError('too-blurred', `sharpness ${sharpness}, at least ${MIN_SHARPNESS}`);
   return { embedded: r as Embedded, quality };
 }

@@ -123,7 +123,12 @@ export function parseImport(text: string): ImportItem[] {
     const rectValue = rec['crop_rect'];
     let cropRect: Rect | null = null;
     if (rectValue !== undefined && rectValue !== null) {
-      if (!Array.isArray(rectValue) || rectValue.length !== 4 || !rectValue.every(Number.isInteger) || !(rectValue[0] < rectValue[2] && rectValue[1] < rectValue[3])) {
+      if (
+        !Array.isArray(rectValue) ||
+        rectValue.length !== 4 ||
+        !rectValue.every(Number.isInteger) ||
+        !(rectValue[0] < rectValue[2] && rectValue[1] < rectValue[3])
+      ) {
         throw new ImportError(line, "'crop_rect' must be [left, top, right, bottom] integers");
       }
       cropRect = rectValue as Rect;

@@ -19,7 +19,12 @@ export interface LibraryPage {
   next: number | null;
 }
 
-export async function libraryPage(store: GalleryStore, qualities: SampleQualities, subject: string, request: SamplePageRequest): Promise<LibraryPage> {
+export async function libraryPage(
+  store: GalleryStore,
+  qualities: SampleQualities,
+  subject: string,
+  request: SamplePageRequest,
+): Promise<LibraryPage> {
   const page = await store.samplesOf(subject, request);
   let bytes = 0;
   let kept = page.samples.length;

@@ -37,10 +37,7 @@ export function annFileFor(config: GalleryPlace): string {
   return path.join(config.dataDir, name);
 }
 
-export async function openRecognition(
-  engine: RecognitionEngine,
-  config: RecognitionOpenOptions,
-): Promise<RecognitionService> {
+export async function openRecognition(engine: RecognitionEngine, config: RecognitionOpenOptions): Promise<RecognitionService> {
   const store = await openGalleryStore(config);
   const gallery: GalleryIndexOptions = { annFile: annFileFor(config) };
   if (config.galleryAnnThreshold !== undefined) gallery.annThreshold = config.galleryAnnThreshold;

@@ -41,6 +41,7 @@ export function identifiedFace(
     rect: face.rect,
     score,
     unjudged,
-    match: unjudged === null && match ? { subject: match.subject, sampleId: match.id, distance: calibratedDistance(match.cosine, distanceScale) } : null,
+    match:
+      unjudged === null && match ? { subject: match.subject, sampleId: match.id, distance: calibratedDistance(match.cosine, distanceScale) } : null,
   };
 }

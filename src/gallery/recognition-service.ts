@@ -16,6 +16,7 @@ import { calibratedDistance, EER_DISTANCE, type FaceEmbedderInfo, type FaceEmbed
 import { checkEnrolmentPhoto } from './enrolment-check.js';
 import { identifiedFace, unjudgedReason } from './recognition-quality.js';
 import type { GalleryIndex } from '../engine/gallery/gallery-index.js';
+import { annBuildNote } from '../engine/gallery/ann-index.js';
 import { sampleFromImportItem } from './import-item.js';
 import { checkSubject, exportLine, ImportError, parseImport, type ImportItem, type SubjectRules } from './jsonl.js';
 import { retryUntilDone } from './retry.js';
@@ -213,7 +214,7 @@ export class RecognitionService {
         if (this.#closed) return;
         await work();
         const ann = this.#index.annBuild;
-        const how = ann && what !== 'import' ? (ann.how === 'loaded' ? `, HNSW graph loaded (${ann.patched} rows patched)` : `, HNSW graph built (${ann.reason})`) : '';
+        const how = ann && what !== 'import' ? annBuildNote(ann) : '';
         this.#log(`gallery ${what}: ${this.#subjectOf.size} samples in ${((performance.now() - t0) / 1000).toFixed(1)} s${how}`);
       } finally {
         if (--this.#rebuilding === 0) {

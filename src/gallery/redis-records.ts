@@ -13,7 +13,14 @@ export interface SampleRecord {
 }
 
 export function record(s: NewSample): SampleRecord {
-  return { subject: s.subject, createdAt: s.createdAt, model: s.model, modelVersion: s.modelVersion, embedding: embeddingToBytes(s.embedding).toString('base64'), cropRect: s.cropRect };
+  return {
+    subject: s.subject,
+    createdAt: s.createdAt,
+    model: s.model,
+    modelVersion: s.modelVersion,
+    embedding: embeddingToBytes(s.embedding).toString('base64'),
+    cropRect: s.cropRect,
+  };
 }
 
 /** A stored record, checked; a string says why it cannot be read. */
@@ -37,7 +44,8 @@ export function parseRecord(text: string): SampleRecord | string {
 /** A stored row as a vector, or why it is quarantined. */
 export function decodeRow(idText: string, text: string): SampleVector | QuarantinedSample {
   const id = Number(idText);
-  if (!isSampleId(id)) return { id: Number.isFinite(id) ? id : -1, subject: null, reason: `the key ${JSON.stringify(idText.slice(0, 40))} is not a sample id` };
+  if (!isSampleId(id))
+    return { id: Number.isFinite(id) ? id : -1, subject: null, reason: `the key ${JSON.stringify(idText.slice(0, 40))} is not a sample id` };
   const r = parseRecord(text);
   if (typeof r === 'string') return { id, subject: null, reason: r };
   const embedding = embeddingFromBase64(r.embedding);

@@ -259,7 +259,9 @@ export class RedisGalleryStore implements GalleryStore {
     if (candidates.length === 0) return [];
     const write = randomUUID();
     const head = JSON.stringify({ origin: this.origin, write, op: 'remove', ids: [] }).slice(0, -2); // up to "ids":[
-    const multi = this.#client.multi().eval(REMOVE_SCRIPT, 3, KEY.samples, KEY.crops, KEY.subjects, subject, CHANNEL, head, ']}', ...candidates.map(String));
+    const multi = this.#client
+      .multi()
+      .eval(REMOVE_SCRIPT, 3, KEY.samples, KEY.crops, KEY.subjects, subject, CHANNEL, head, ']}', ...candidates.map(String));
     const [removed] = await this.#exec(multi, write, 'gallery removal');
     return (removed as string[]).map(Number);
   }
@@ -317,7 +319,9 @@ export class RedisGalleryStore implements GalleryStore {
       const write = randomUUID();
       // Published as the sample added again under its new subject: every server replaces the id in its index.
       const message: ChangeMessage = { origin: this.origin, write, op: 'add', samples: [{ id, ...moved }] };
-      const multi = this.#client.multi().eval(MOVE_SCRIPT, 2, KEY.samples, KEY.subjects, String(id), text, from, JSON.stringify(moved), to, CHANNEL, JSON.stringify(message));
+      const multi = this.#client
+        .multi()
+        .eval(MOVE_SCRIPT, 2, KEY.samples, KEY.subjects, String(id), text, from, JSON.stringify(moved), to, CHANNEL, JSON.stringify(message));
       const [applied] = await this.#exec(multi, write, 'gallery move');
       // [] : the answer was lost but the broadcast came, so the script did move it.
       if (applied === 1 || applied === undefined) return { ...v, subject: to };
@@ -338,7 +342,11 @@ export class RedisGalleryStore implements GalleryStore {
       if (text == null) return; // removed meanwhile
       const r = parseRecord(text);
       if (typeof r === 'string') return; // unreadable: stays quarantined
-      multi.hset(KEY.samples, String(u.id), JSON.stringify({ ...r, model: u.model, modelVersion: u.modelVersion, embedding: embeddingToBytes(u.embedding).toString('base64') }));
+      multi.hset(
+        KEY.samples,
+        String(u.id),
+        JSON.stringify({ ...r, model: u.model, modelVersion: u.modelVersion, embedding: embeddingToBytes(u.embedding).toString('base64') }),
+      );
     });
     const results = await multi.exec();
     const failed = results?.find(([err]) => err);
@@ -430,4 +438,3 @@ export class RedisGalleryStore implements GalleryStore {
     await this.#client.quit().catch(() => this.#client.disconnect());
   }
 }
-

@@ -29,11 +29,14 @@ export async function retryUntilDone(step: () => Promise<void>, options: RetryOp
 function sleepUnless(ms: number, stop: () => boolean): Promise<void> {
   return new Promise((resolve) => {
     const started = Date.now();
-    const tick = setInterval(() => {
-      if (stop() || Date.now() - started >= ms) {
-        clearInterval(tick);
-        resolve();
-      }
-    }, Math.min(ms, 100));
+    const tick = setInterval(
+      () => {
+        if (stop() || Date.now() - started >= ms) {
+          clearInterval(tick);
+          resolve();
+        }
+      },
+      Math.min(ms, 100),
+    );
   });
 }

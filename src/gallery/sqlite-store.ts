@@ -5,7 +5,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Database, statementCache, type Prepare, type SqliteDatabase, type SqliteStatement } from '../sqlite.js';
-import { embeddingFromBytes, embeddingToBytes, type GalleryStore, type NewSample, type QuarantinedSample, type Rect, type SamplePage, type SamplePageRequest, type SampleVector, type StoreDurability, type StoredSample, type StoredVectors } from './types.js';
+import {
+  embeddingFromBytes,
+  embeddingToBytes,
+  type GalleryStore,
+  type NewSample,
+  type QuarantinedSample,
+  type Rect,
+  type SamplePage,
+  type SamplePageRequest,
+  type SampleVector,
+  type StoreDurability,
+  type StoredSample,
+  type StoredVectors,
+} from './types.js';
 
 export const GALLERY_DB_FILE = 'gallery.db';
 const SCHEMA_VERSION = 1;
@@ -45,7 +58,14 @@ function decodeRow(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector | Qua
 }
 
 function toVector(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector {
-  return { id: r.id, subject: r.subject, createdAt: r.created_at, model: r.model, modelVersion: r.model_version, embedding: embeddingFromBytes(r.embedding) };
+  return {
+    id: r.id,
+    subject: r.subject,
+    createdAt: r.created_at,
+    model: r.model,
+    modelVersion: r.model_version,
+    embedding: embeddingFromBytes(r.embedding),
+  };
 }
 
 export class SqliteGalleryStore implements GalleryStore {
@@ -126,8 +146,9 @@ export class SqliteGalleryStore implements GalleryStore {
   }
 
   #insert(s: NewSample): StoredSample {
-    const info = this.#prepare('INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)')
-      .run(s.subject, s.createdAt, s.model, s.modelVersion, embeddingToBytes(s.embedding), s.crop, s.cropRect ? JSON.stringify(s.cropRect) : null);
+    const info = this.#prepare(
+      'INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ).run(s.subject, s.createdAt, s.model, s.modelVersion, embeddingToBytes(s.embedding), s.crop, s.cropRect ? JSON.stringify(s.cropRect) : null);
     return { ...s, id: Number(info.lastInsertRowid) };
   }
 
@@ -157,7 +178,11 @@ export class SqliteGalleryStore implements GalleryStore {
 
   async samplesOf(subject: string, { after, limit }: SamplePageRequest): Promise<SamplePage> {
     // One more row than asked tells whether there is a next page; (subject, id) is the index samples_subject.
-    const rows = this.#prepare('SELECT * FROM samples WHERE subject = ? AND id > ? ORDER BY id LIMIT ?').all(subject, after, limit + 1) as SampleRow[];
+    const rows = this.#prepare('SELECT * FROM samples WHERE subject = ? AND id > ? ORDER BY id LIMIT ?').all(
+      subject,
+      after,
+      limit + 1,
+    ) as SampleRow[];
     const { n } = this.#prepare('SELECT count(*) AS n FROM samples WHERE subject = ?').get(subject) as { n: number };
     const page = rows.slice(0, limit);
     const samples: StoredSample[] = [];
@@ -170,7 +195,10 @@ export class SqliteGalleryStore implements GalleryStore {
 
   async move(id: number, from: string, to: string): Promise<SampleVector | null> {
     return this.#db.transaction(() => {
-      const row = this.#prepare('SELECT id, subject, created_at, model, model_version, embedding FROM samples WHERE id = ? AND subject = ?').get(id, from) as SampleRow | undefined;
+      const row = this.#prepare('SELECT id, subject, created_at, model, model_version, embedding FROM samples WHERE id = ? AND subject = ?').get(
+        id,
+        from,
+      ) as SampleRow | undefined;
       if (!row) return null;
       const v = decodeRow(row);
       if ('reason' in v) return null; // unreadable: it stays where it is, quarantined

@@ -38,7 +38,9 @@ export function sortStoredRows(
 
 /** The log line for rows just quarantined (`total`: how many are now). */
 export function quarantineMessage(rows: readonly QuarantinedSample[], where: string, total: number): string {
-  const named = rows.slice(0, QUARANTINE_LOG_ROWS).map((r) => `id ${r.id}${r.subject === null ? '' : ` (${JSON.stringify(r.subject)})`}: ${r.reason}`);
+  const named = rows
+    .slice(0, QUARANTINE_LOG_ROWS)
+    .map((r) => `id ${r.id}${r.subject === null ? '' : ` (${JSON.stringify(r.subject)})`}: ${r.reason}`);
   const more = rows.length > QUARANTINE_LOG_ROWS ? `; and ${rows.length - QUARANTINE_LOG_ROWS} more` : '';
   return `gallery: ${rows.length} ${where} quarantined, left out of the index (${total} in all; remove with POST /trainer/remove/ subject and id): ${named.join('; ')}${more}`;
 }

@@ -98,7 +98,8 @@ export function parseInfluxUrl(raw: string, files: { credentials?: string; ca?: 
   } catch {
     throw new InfluxUrlError(`not a URL: expected http(s)://host:8086/database`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InfluxUrlError(`InfluxDB URL must be http:// or https:// (got ${url.protocol})`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new InfluxUrlError(`InfluxDB URL must be http:// or https:// (got ${url.protocol})`);
   if (url.search !== '' || url.hash !== '') throw new InfluxUrlError('InfluxDB URL takes no ?query or #fragment: http(s)://host:8086/database');
   const segments = url.pathname.split('/').filter((s) => s !== '');
   if (segments.length !== 1) throw new InfluxUrlError('InfluxDB URL must name the database as its path: http(s)://host:8086/database');
@@ -256,7 +257,9 @@ export class InfluxClient {
           answer.on('data', (d: Buffer) => {
             bytes += d.length;
             if (bytes > this.#maxAnswerBytes) {
-              abort(new InfluxAnswerTooLarge(`InfluxDB ${this.target.address} answered more than ${this.#maxAnswerBytes} bytes`, this.#maxAnswerBytes));
+              abort(
+                new InfluxAnswerTooLarge(`InfluxDB ${this.target.address} answered more than ${this.#maxAnswerBytes} bytes`, this.#maxAnswerBytes),
+              );
               return;
             }
             if (onData && answer.statusCode === 200) onData(d);
@@ -335,7 +338,12 @@ export class InfluxClient {
       const parsed = JSON.parse(line) as { results?: InfluxStatementResult[]; error?: string };
       if (parsed.error) throw new InfluxError(`InfluxDB ${this.target.address}: ${parsed.error}`, 400, false);
       for (const r of parsed.results ?? []) {
-        if (!isStatementResult(r)) throw new InfluxError(`InfluxDB ${this.target.address}: an answer that is not InfluxDB's (a series without name, columns or values)`, 0, false);
+        if (!isStatementResult(r))
+          throw new InfluxError(
+            `InfluxDB ${this.target.address}: an answer that is not InfluxDB's (a series without name, columns or values)`,
+            0,
+            false,
+          );
         const into = results.get(r.statement_id) ?? { statement_id: r.statement_id };
         results.set(r.statement_id, into);
         if (r.error) into.error = r.error;
@@ -363,7 +371,8 @@ export class InfluxClient {
             if (text !== '') pending.push(text);
             // a chunk of CHUNK_POINTS points is well under a MB: parsing much more at once would stall the event loop
             pendingLength += text.length;
-            if (pendingLength > MAX_CHUNK_CHARS) throw new InfluxError(`InfluxDB ${this.target.address}: an answer chunk longer than ${MAX_CHUNK_CHARS} characters`, 0, false);
+            if (pendingLength > MAX_CHUNK_CHARS)
+              throw new InfluxError(`InfluxDB ${this.target.address}: an answer chunk longer than ${MAX_CHUNK_CHARS} characters`, 0, false);
           } catch (e) {
             broken = e; // thrown after the answer ended, not from inside the socket's handler
           }

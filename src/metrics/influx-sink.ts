@@ -188,7 +188,9 @@ export class InfluxSink {
     this.#acknowledge(rows, upTo, rows.length - dropped);
     this.#refused += dropped;
     this.#lastRefusal = e.message;
-    this.#log(`[edgecv] metrics sink ${this.#key}: InfluxDB refused ${dropped} of ${rows.length} points up to ${formatRfc3339Nano(upTo)} (${e.message}); not sent again`);
+    this.#log(
+      `[edgecv] metrics sink ${this.#key}: InfluxDB refused ${dropped} of ${rows.length} points up to ${formatRfc3339Nano(upTo)} (${e.message}); not sent again`,
+    );
   }
 
   #acknowledge(rows: SinkRow[], upTo: bigint, stored = rows.length): void {

@@ -17,7 +17,10 @@ export function percentile(sorted: readonly number[], p: number): number {
 
 /** The median (P50, the mean of the two middle values of an even count); 0 for an empty list. */
 export function median(values: readonly number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 }
 
 export function latencyPercentiles(values: readonly number[]): number[] {

@@ -108,10 +108,19 @@ function instanceFilter(appinst: unknown, where: string): InstanceFilter {
   };
   const clusterInst = optionalRecord((appinst as Record<string, unknown>)['cluster_inst_key'], `${where}.cluster_inst_key`);
   const narrowing = {
-    cluster: optionalString(optionalRecord(clusterInst['cluster_key'], `${where}.cluster_inst_key.cluster_key`)['name'], `${where}.cluster_inst_key.cluster_key.name`),
+    cluster: optionalString(
+      optionalRecord(clusterInst['cluster_key'], `${where}.cluster_inst_key.cluster_key`)['name'],
+      `${where}.cluster_inst_key.cluster_key.name`,
+    ),
     clusterorg: optionalString(clusterInst['organization'], `${where}.cluster_inst_key.organization`),
-    cloudlet: optionalString(optionalRecord(clusterInst['cloudlet_key'], `${where}.cluster_inst_key.cloudlet_key`)['name'], `${where}.cluster_inst_key.cloudlet_key.name`),
-    cloudletorg: optionalString(optionalRecord(clusterInst['cloudlet_key'], `${where}.cluster_inst_key.cloudlet_key`)['organization'], `${where}.cluster_inst_key.cloudlet_key.organization`),
+    cloudlet: optionalString(
+      optionalRecord(clusterInst['cloudlet_key'], `${where}.cluster_inst_key.cloudlet_key`)['name'],
+      `${where}.cluster_inst_key.cloudlet_key.name`,
+    ),
+    cloudletorg: optionalString(
+      optionalRecord(clusterInst['cloudlet_key'], `${where}.cluster_inst_key.cloudlet_key`)['organization'],
+      `${where}.cluster_inst_key.cloudlet_key.organization`,
+    ),
   };
   for (const [k, v] of Object.entries(narrowing)) if (v !== undefined) filter[k as 'cluster'] = v;
   return filter;
@@ -127,10 +136,12 @@ export function parseMetricsAppQuery(body: unknown): MetricsAppQuery {
   if (body['appinst'] !== undefined || body['appinsts'] === undefined) instances.push(instanceFilter(body['appinst'], 'appinst'));
   const list = body['appinsts'];
   if (list !== undefined && list !== null) {
-    if (!Array.isArray(list) || list.length > MAX_APPINSTS) throw new QueryError(`appinsts must be a list of at most ${MAX_APPINSTS} appinst objects`);
+    if (!Array.isArray(list) || list.length > MAX_APPINSTS)
+      throw new QueryError(`appinsts must be a list of at most ${MAX_APPINSTS} appinst objects`);
     list.forEach((entry, i) => instances.push(instanceFilter(entry, `appinsts[${i}]`)));
   }
-  if (instances.length === 0) throw new QueryError('appinst.app_key is required: {"appinst":{"app_key":{"organization":...,"name":...,"version":...}}}');
+  if (instances.length === 0)
+    throw new QueryError('appinst.app_key is required: {"appinst":{"app_key":{"organization":...,"name":...,"version":...}}}');
   const first = instances[0]!;
   const app: AppFilter = { region: requiredString(body['region'], 'region'), apporg: first.apporg, app: first.app, ver: first.ver };
   const window: RowWindow = {};
@@ -175,9 +186,7 @@ export function answerMetricsApp(store: MetricsStore, identity: InstanceIdentity
   const series = q.selectors.map((selector): Series => ({
     name: seriesName(selector),
     columns: seriesColumns(selector),
-    values: store
-      .rows(selector, app, q.window)
-      .map((r) => [formatRfc3339Nano(r.time), ...TAG_COLUMNS.map((c) => r.tags[c]), ...r.values]),
+    values: store.rows(selector, app, q.window).map((r) => [formatRfc3339Nano(r.time), ...TAG_COLUMNS.map((c) => r.tags[c]), ...r.values]),
   }));
   return { data: [{ Series: series }] };
 }

@@ -24,7 +24,14 @@ export const VALUE_COLUMNS: Record<Selector, readonly ValueColumn[]> = {
   disk: ints(['disk', 'disk']),
   network: ints(['sendBytes', 'send_bytes'], ['recvBytes', 'recv_bytes']),
   connections: [
-    ...ints(['port', 'port'], ['active', 'active'], ['handled', 'handled'], ['accepts', 'accepts'], ['bytesSent', 'bytes_sent'], ['bytesRecvd', 'bytes_recvd']),
+    ...ints(
+      ['port', 'port'],
+      ['active', 'active'],
+      ['handled', 'handled'],
+      ['accepts', 'accepts'],
+      ['bytesSent', 'bytes_sent'],
+      ['bytesRecvd', 'bytes_recvd'],
+    ),
     ...(
       [
         ['P0', 'p0'],

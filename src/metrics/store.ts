@@ -140,9 +140,7 @@ export class MetricsStore {
   #prepareInsert(): (instance: number, s: MetricsSample) => void {
     const insert = (name: Selector) => {
       const cols = VALUE_COLUMNS[name].map((c) => c.sql);
-      return this.#prepare(
-        `INSERT INTO ${name} (instance, time, ${cols.join(', ')}) VALUES (?, ?, ${cols.map(() => '?').join(', ')})`,
-      );
+      return this.#prepare(`INSERT INTO ${name} (instance, time, ${cols.join(', ')}) VALUES (?, ?, ${cols.map(() => '?').join(', ')})`);
     };
     const statements = Object.fromEntries(SELECTORS.map((s) => [s, insert(s)])) as Record<Selector, SqliteStatement>;
     return this.#db.transaction((instance: number, s: MetricsSample) => {
@@ -161,15 +159,13 @@ export class MetricsStore {
   instanceId(id: InstanceIdentity): number {
     const tags = [id.region, id.appOrg, id.appname, id.appvers, id.cluster, id.clusterorg, id.cloudlet, id.cloudletorg, id.pod];
     this.#prepare(
-        `INSERT OR IGNORE INTO instance (region, apporg, app, ver, cluster, clusterorg, cloudlet, cloudletorg, pod)
+      `INSERT OR IGNORE INTO instance (region, apporg, app, ver, cluster, clusterorg, cloudlet, cloudletorg, pod)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(...tags);
+    ).run(...tags);
     const row = this.#prepare(
-        `SELECT id FROM instance WHERE region = ? AND apporg = ? AND app = ? AND ver = ? AND cluster = ? AND clusterorg = ?
+      `SELECT id FROM instance WHERE region = ? AND apporg = ? AND app = ? AND ver = ? AND cluster = ? AND clusterorg = ?
          AND cloudlet = ? AND cloudletorg = ? AND pod = ?`,
-      )
-      .get(...tags) as { id: number };
+    ).get(...tags) as { id: number };
     return row.id;
   }
 
@@ -200,10 +196,9 @@ export class MetricsStore {
   rows(selector: Selector, app: AppFilter, window: RowWindow = {}): StoredRow[] {
     // The tags of the matching instances, read once: rows only carry the instance id.
     const instances = this.#prepare(
-        `SELECT id, ${TAG_COLUMNS.map((c) => `${TAG_SQL[c]} AS ${c}`).join(', ')} FROM instance
+      `SELECT id, ${TAG_COLUMNS.map((c) => `${TAG_SQL[c]} AS ${c}`).join(', ')} FROM instance
          WHERE region = @region AND apporg = @apporg AND app = @app AND ver = @ver`,
-      )
-      .all(app) as ({ id: number } & Record<TagColumn, string>)[];
+    ).all(app) as ({ id: number } & Record<TagColumn, string>)[];
     if (instances.length === 0) return [];
     const tagsById = new Map(
       instances.map((i) => [i.id, Object.fromEntries(TAG_COLUMNS.map((c) => [c, String(i[c])])) as Record<TagColumn, string>]),
@@ -224,12 +219,10 @@ export class MetricsStore {
     if (window.last !== undefined || window.numsamples !== undefined) {
       // Pick the sample times first (cheap: one column), then read the rows of those times only.
       const limit = window.numsamples === undefined ? ` LIMIT ${window.last}` : '';
-      let times = (
-        this.#prepare(`SELECT DISTINCT time FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY time DESC${limit}`)
-          .pluck()
-          .safeIntegers(true)
-          .all(...params) as bigint[]
-      );
+      let times = this.#prepare(`SELECT DISTINCT time FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY time DESC${limit}`)
+        .pluck()
+        .safeIntegers(true)
+        .all(...params) as bigint[];
       if (window.numsamples !== undefined) times = spreadTimes(times, window.numsamples, window.start, window.end);
       if (window.last !== undefined) times = times.slice(0, window.last);
       if (times.length === 0) return [];
@@ -239,7 +232,9 @@ export class MetricsStore {
 
     const columns = VALUE_COLUMNS[selector];
     const order = selector === 'connections' ? 'time DESC, port ASC' : 'time DESC';
-    const raw = this.#prepare(`SELECT instance, time, ${columns.map((c) => c.sql).join(', ')} FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY ${order}`)
+    const raw = this.#prepare(
+      `SELECT instance, time, ${columns.map((c) => c.sql).join(', ')} FROM ${selector} WHERE ${conditions.join(' AND ')} ORDER BY ${order}`,
+    )
       .raw()
       .safeIntegers(true)
       .all(...params) as (bigint | number)[][];
@@ -272,7 +267,9 @@ export class MetricsStore {
     const out: SinkRow[] = [];
     for (const selector of SELECTORS) {
       const columns = VALUE_COLUMNS[selector].map((c) => `s.${c.sql}`).join(', ');
-      const raw = this.#prepare(`SELECT s.time, ${tags}, ${columns} FROM ${selector} s JOIN instance i ON i.id = s.instance WHERE s.time > ? AND s.time <= ? ORDER BY s.time`)
+      const raw = this.#prepare(
+        `SELECT s.time, ${tags}, ${columns} FROM ${selector} s JOIN instance i ON i.id = s.instance WHERE s.time > ? AND s.time <= ? ORDER BY s.time`,
+      )
         .raw()
         .safeIntegers(true)
         .all(clampInt64(afterNs), clampInt64(upToNs)) as (bigint | number | string)[][];
@@ -291,14 +288,14 @@ export class MetricsStore {
   /** A sink's cursor; a new sink starts before every stored sample. */
   sinkCursor(target: string): SinkCursor {
     const row = this.#prepare('SELECT acked, inflight FROM sink_cursor WHERE target = ?').safeIntegers(true).get(target) as
-      | { acked: bigint; inflight: bigint | null }
-      | undefined;
+      { acked: bigint; inflight: bigint | null } | undefined;
     return row ?? { acked: INT64_MIN, inflight: null };
   }
 
   setSinkCursor(target: string, cursor: SinkCursor): void {
-    this.#prepare('INSERT INTO sink_cursor (target, acked, inflight) VALUES (?, ?, ?) ON CONFLICT (target) DO UPDATE SET acked = excluded.acked, inflight = excluded.inflight')
-      .run(target, cursor.acked, cursor.inflight);
+    this.#prepare(
+      'INSERT INTO sink_cursor (target, acked, inflight) VALUES (?, ?, ?) ON CONFLICT (target) DO UPDATE SET acked = excluded.acked, inflight = excluded.inflight',
+    ).run(target, cursor.acked, cursor.inflight);
   }
 
   close(): void {

@@ -38,7 +38,10 @@ import { usageRoutes } from './routes/usage.js';
 
 export interface AppDeps {
   engine: FaceEngine & PoseObjectEngine;
-  config: Pick<ServerConfig, 'bodyLimit' | 'poseRequiresGpu' | 'poseMode' | 'adminKey' | 'apiKey' | 'metricsAccess' | 'deepstackEnrolmentKey' | 'allowedOrigins'>;
+  config: Pick<
+    ServerConfig,
+    'bodyLimit' | 'poseRequiresGpu' | 'poseMode' | 'adminKey' | 'apiKey' | 'metricsAccess' | 'deepstackEnrolmentKey' | 'allowedOrigins'
+  >;
   /** Login, the metrics query and the audit trail; without it those routes are absent. */
   ops?: OpsDeps;
   /** Face recognition and its gallery; without it the /recognizer and /trainer routes are absent. */
@@ -61,7 +64,11 @@ const ANY_HOST_PATH = /^\/health\/(live|ready)\/?$/;
  * strict: false serves every route with and without a trailing slash. `page`: served outside the 405 handling.
  * The fleet console (src/console/app.ts) serves its routes through it too.
  */
-export function serverApp(deps: Pick<AppDeps, 'config' | 'hosts' | 'trustedProxies'> & { ops?: Pick<OpsDeps, 'audit'>; engine?: FaceEngine }, api: Hono, page?: Hono): Hono {
+export function serverApp(
+  deps: Pick<AppDeps, 'config' | 'hosts' | 'trustedProxies'> & { ops?: Pick<OpsDeps, 'audit'>; engine?: FaceEngine },
+  api: Hono,
+  page?: Hono,
+): Hono {
   const app = new Hono({ strict: false });
   const limit = deps.config.bodyLimit;
 
@@ -87,8 +94,7 @@ export function serverApp(deps: Pick<AppDeps, 'config' | 'hosts' | 'trustedProxi
     '*',
     bodyLimit({
       maxSize: limit,
-      onError: (c) =>
-        errorResponse(c, 413, bodyTooLargeMessage(limit), { Connection: 'close' }),
+      onError: (c) => errorResponse(c, 413, bodyTooLargeMessage(limit), { Connection: 'close' }),
     }),
   );
   app.use('*', allowedMethods(api));

@@ -22,7 +22,10 @@ export function currentClient(fallback = 'server'): string {
  */
 export function parseTrustedProxies(list: string | undefined): Set<string> {
   const out = new Set<string>();
-  for (const entry of (list ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+  for (const entry of (list ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
     if (net.isIP(entry) === 0) throw new Error(`invalid --trusted-proxies entry ${JSON.stringify(entry)}: expected an IP address, e.g. 10.0.0.2`);
     out.add(unmapped(entry.toLowerCase()));
   }

@@ -43,7 +43,10 @@ export const MULTIPART = 'multipart/form-data';
 export const URLENCODED = 'application/x-www-form-urlencoded';
 
 function tooMany(what: string, opts: FormReadOptions): Error {
-  return opts.overLimit?.(what) ?? new HttpError(413, `${what}: this server reads at most ${FORM_LIMITS.parts} form fields, ${FORM_LIMITS.files} of them files`);
+  return (
+    opts.overLimit?.(what) ??
+    new HttpError(413, `${what}: this server reads at most ${FORM_LIMITS.parts} form fields, ${FORM_LIMITS.files} of them files`)
+  );
 }
 
 /** Stops a read of the body from inside a chunk handler; the error is the answer. */

@@ -47,7 +47,9 @@ export function parseAllowedHosts(list: string | undefined): string[] | '*' {
     const withPort = entry.startsWith('[') ? !entry.endsWith(']') : colons === 1;
     const ipv6 = colons >= 2 && /^[0-9a-f:.]+$/.test(name);
     if (withPort || entry.includes('/') || !(HOST_NAME.test(name) || ipv6)) {
-      throw new Error(`invalid --allowed-hosts entry ${JSON.stringify(entry)}: expected a host name or address without scheme or port, e.g. edgecv.example.com, or *`);
+      throw new Error(
+        `invalid --allowed-hosts entry ${JSON.stringify(entry)}: expected a host name or address without scheme or port, e.g. edgecv.example.com, or *`,
+      );
     }
     return name;
   });

@@ -73,14 +73,7 @@ function record(opts: HttpGuardOptions, tracid: string, method: string, path: st
 }
 
 /** Answers a request Hono never sees, then reads and drops its body for at most lingerMs. */
-function answerEarly(
-  req: IncomingMessage,
-  res: ServerResponse,
-  status: number,
-  message: string,
-  opts: HttpGuardOptions,
-  close = false,
-): void {
+function answerEarly(req: IncomingMessage, res: ServerResponse, status: number, message: string, opts: HttpGuardOptions, close = false): void {
   const tracid = newTraceId();
   const body = JSON.stringify(errorBody(message));
   res.writeHead(status, {
@@ -194,10 +187,14 @@ function onClientError(err: Error & { code?: string }, socket: Socket, opts: Htt
     socket.destroy();
     return;
   }
-  afterAnswers(socket, () => {
-    if (socket.writable) writeRawAnswer(socket, e.status, e.reason, e.message, opts, { method: '', path: '' });
-    else socket.destroy();
-  }, opts);
+  afterAnswers(
+    socket,
+    () => {
+      if (socket.writable) writeRawAnswer(socket, e.status, e.reason, e.message, opts, { method: '', path: '' });
+      else socket.destroy();
+    },
+    opts,
+  );
 }
 
 /**
@@ -269,7 +266,9 @@ function writeRawAnswer(
     [TRACE_HEADER]: tracid,
     ...SECURITY_HEADERS,
   };
-  const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const head = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   const answer = `HTTP/1.1 ${status} ${reason}\r\n${head}\r\n${body}`;
   setTimeout(() => socket.destroy(), 1000).unref();
   if ('appTracid' in of) {
@@ -315,7 +314,8 @@ export function installHttpGuards(server: http.Server | https.Server, opts: Http
   server.on('clientError', (err: Error, socket: Socket) => onClientError(err, socket, opts));
   // Without this listener Node drops a CONNECT request without a word.
   server.on('connect', (req: IncomingMessage, socket: Socket) =>
-    writeRawAnswer(socket, 405, 'Method Not Allowed', 'CONNECT is not supported here', opts, { method: 'CONNECT', path: req.url ?? '' }));
+    writeRawAnswer(socket, 405, 'Method Not Allowed', 'CONNECT is not supported here', opts, { method: 'CONNECT', path: req.url ?? '' }),
+  );
 }
 
 /** Options for http(s).createServer that the guards rely on (the handshake timeout only matters with TLS). */

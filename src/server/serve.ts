@@ -194,7 +194,9 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
   }
   const objectModel = engine.objectModel;
   if (objectModel) {
-    console.log(`edgecv: object model ${objectModel.name} (${objectModel.kind}, ${objectModel.inputSize} px, ${objectModel.classes} classes; weights licence: ${objectModel.licence})`);
+    console.log(
+      `edgecv: object model ${objectModel.name} (${objectModel.kind}, ${objectModel.inputSize} px, ${objectModel.classes} classes; weights licence: ${objectModel.licence})`,
+    );
   }
   const { persons } = engine.models;
   if (persons !== null && persons !== objectModel?.name) console.log(`edgecv: pose finds people with ${persons}`);
@@ -206,31 +208,46 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
     if (note.warning) console.warn(note.warning);
   }
   const { warmUp } = engine.stats();
-  console.log(`edgecv: models warmed at the input shapes they take (${warmUp.runs} runs) and every route's path run on each worker, in ${Math.round(warmUp.ms)} ms`);
+  console.log(
+    `edgecv: models warmed at the input shapes they take (${warmUp.runs} runs) and every route's path run on each worker, in ${Math.round(warmUp.ms)} ms`,
+  );
   console.log(`edgecv: listening on ${listeners.running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => {
     const ops = fusedOps[role];
-    const fused = ops && ops.siluLookups + ops.upsamples + ops.concats > 0 ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings, ${ops.concats} concats` : '';
+    const fused =
+      ops && ops.siluLookups + ops.upsamples + ops.concats > 0
+        ? `, fused: ${ops.siluLookups} SiLU lookups, ${ops.upsamples} upsamplings, ${ops.concats} concats`
+        : '';
     return `${role} on ${runtime} (${precisions[role] ?? 'fp32'}${fused})`;
   });
   console.log(
     `edgecv: models: ${models.join(', ')}; ` +
-      (onnxRuntime ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}` : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
+      (onnxRuntime
+        ? `onnxruntime ${onnxRuntime.version} from ${onnxRuntime.path}`
+        : `onnxruntime not loaded (${onnxRuntimeMissing ?? 'not asked for'})`),
   );
   logGpu(info);
   if (precisionTimings) {
-    const timed = Object.entries(precisionTimings).map(([role, t]) => `${role} ${t.chosen} (int8 ${t.int8Ms.toFixed(1)} ms, fp32 ${t.fp32Ms.toFixed(1)} ms)`);
-    console.log(`edgecv: precision auto, the faster file of each model on this CPU (median of ${Math.min(...Object.values(precisionTimings).map((t) => t.runs))}+ runs on one worker): ${timed.join(', ')}`);
+    const timed = Object.entries(precisionTimings).map(
+      ([role, t]) => `${role} ${t.chosen} (int8 ${t.int8Ms.toFixed(1)} ms, fp32 ${t.fp32Ms.toFixed(1)} ms)`,
+    );
+    console.log(
+      `edgecv: precision auto, the faster file of each model on this CPU (median of ${Math.min(...Object.values(precisionTimings).map((t) => t.runs))}+ runs on one worker): ${timed.join(', ')}`,
+    );
   }
   if (onnxRuntime && !onnxRuntime.int8DotProduct && Object.values(precisions).includes('int8')) {
-    console.log("edgecv: this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)");
+    console.log(
+      "edgecv: this CPU has no VNNI: int8 models with 8-bit weights run onnxruntime's exact int8 kernels, slower than with VNNI (docs/int8.md)",
+    );
   }
 }
 
 /** Where each net runs with backend gpu or auto, and why (docs/gpu.md). */
 function logGpu({ gpu, gpuChecks, devices }: BackendInfo): void {
   if (!gpu || (!gpu.found && !gpuChecks)) return;
-  const adapter = gpu.found ? `${gpu.vendor} ${gpu.device} (${gpu.type}${gpu.software ? ', software' : ''}; ${gpu.api}; driver ${gpu.driver || 'unnamed'})` : 'none';
+  const adapter = gpu.found
+    ? `${gpu.vendor} ${gpu.device} (${gpu.type}${gpu.software ? ', software' : ''}; ${gpu.api}; driver ${gpu.driver || 'unnamed'})`
+    : 'none';
   console.log(`edgecv: GPU: ${adapter}${gpu.usable ? '' : `: not used, ${gpu.why}`}`);
   for (const [net, check] of Object.entries(gpuChecks ?? {})) {
     console.log(`edgecv: GPU check: ${net} on the ${check.device === 'gpu' ? 'GPU' : 'CPU'}: ${check.reason}`);

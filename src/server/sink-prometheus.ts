@@ -38,9 +38,17 @@ function sinkCounter(name: string, help: string, value: (s: SinkStatus) => numbe
   });
 }
 
-sinkGauge('edgecv_metrics_sink_lag_seconds', 'Age of the oldest metrics sample InfluxDB has not acknowledged yet (0: caught up)', (s) => s.lagSeconds);
+sinkGauge(
+  'edgecv_metrics_sink_lag_seconds',
+  'Age of the oldest metrics sample InfluxDB has not acknowledged yet (0: caught up)',
+  (s) => s.lagSeconds,
+);
 sinkGauge('edgecv_metrics_sink_backlog_samples', 'Metrics samples stored locally and not yet acknowledged by InfluxDB', (s) => s.backlogSamples);
-sinkCounter('edgecv_metrics_sink_errors_total', 'Failed sends (and checks) of metrics samples to InfluxDB; each is retried with backoff', (s) => s.errors);
+sinkCounter(
+  'edgecv_metrics_sink_errors_total',
+  'Failed sends (and checks) of metrics samples to InfluxDB; each is retried with backoff',
+  (s) => s.errors,
+);
 sinkCounter('edgecv_metrics_sink_points_total', 'Points (rows of the five series) InfluxDB acknowledged', (s) => s.pointsWritten);
 sinkCounter(
   'edgecv_metrics_sink_refused_points_total',

@@ -90,21 +90,27 @@ export async function generateSelfSigned(): Promise<{ cert: string; key: string 
   const notAfter = new Date(now);
   notAfter.setFullYear(notAfter.getFullYear() + VALID_YEARS);
   const dnsNames = [...new Set(['localhost', host].filter((h) => h && /^[A-Za-z0-9.-]+$/.test(h)))];
-  const pems = await generate([{ name: 'commonName', value: 'edgecv' }, { name: 'organizationName', value: 'edgecv self-signed' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    notBeforeDate: new Date(now.getTime() - 60_000),
-    notAfterDate: notAfter,
-    extensions: [
-      { name: 'basicConstraints', cA: false },
-      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      {
-        name: 'subjectAltName',
-        altNames: [...dnsNames.map((value) => ({ type: 2 as const, value })), { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }],
-      },
+  const pems = await generate(
+    [
+      { name: 'commonName', value: 'edgecv' },
+      { name: 'organizationName', value: 'edgecv self-signed' },
     ],
-  });
+    {
+      keySize: 2048,
+      algorithm: 'sha256',
+      notBeforeDate: new Date(now.getTime() - 60_000),
+      notAfterDate: notAfter,
+      extensions: [
+        { name: 'basicConstraints', cA: false },
+        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
+        { name: 'extKeyUsage', serverAuth: true },
+        {
+          name: 'subjectAltName',
+          altNames: [...dnsNames.map((value) => ({ type: 2 as const, value })), { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }],
+        },
+      ],
+    },
+  );
   return { cert: pems.cert, key: pems.private };
 }
 

@@ -55,7 +55,12 @@ export function rejectHandshake(err: Error, socket: Duplex): void {
  */
 export function answerIgnoringUpgrade(server: http.Server, req: http.IncomingMessage, socket: Socket, head: Buffer): void {
   if (req.headers['transfer-encoding'] !== undefined) {
-    rejectUpgrade(socket, 400, 'Bad Request', `upgrading to ${JSON.stringify(req.headers.upgrade)} is not supported; send the request without Upgrade`);
+    rejectUpgrade(
+      socket,
+      400,
+      'Bad Request',
+      `upgrading to ${JSON.stringify(req.headers.upgrade)} is not supported; send the request without Upgrade`,
+    );
     return;
   }
   const copy = new http.IncomingMessage(socket);
@@ -119,7 +124,12 @@ export function admitUpgrade(gate: UpgradeGate, req: http.IncomingMessage, socke
   if (!isAllowedOrigin(req.headers.origin, req.headers.host, gate.allowedOrigins)) {
     gate.counts.refusedOrigin++;
     observeWebSocketRefused('origin');
-    rejectUpgrade(socket, 403, 'Forbidden', `WebSocket upgrade from origin ${JSON.stringify(req.headers.origin)} refused: only this server's own pages and --allowed-origins may open sockets`);
+    rejectUpgrade(
+      socket,
+      403,
+      'Forbidden',
+      `WebSocket upgrade from origin ${JSON.stringify(req.headers.origin)} refused: only this server's own pages and --allowed-origins may open sockets`,
+    );
     return null;
   }
   return takeSocketPlace(gate, req, socket) ? restPath + url.search : null;
@@ -132,7 +142,13 @@ function takeSocketPlace({ budget, counts }: UpgradeGate, req: http.IncomingMess
   if (refused === 'address') {
     counts.refusedPerAddress++;
     observeWebSocketRefused('address');
-    rejectUpgrade(socket, 429, 'Too Many Requests', `too many WebSocket sockets from this address (at most ${budget.maxPerAddress})`, 'Retry-After: 10\r\n');
+    rejectUpgrade(
+      socket,
+      429,
+      'Too Many Requests',
+      `too many WebSocket sockets from this address (at most ${budget.maxPerAddress})`,
+      'Retry-After: 10\r\n',
+    );
     return false;
   }
   if (refused === 'all') {

@@ -105,7 +105,12 @@ export function attachWebSocketRoutes(server: http.Server, opts: WebSocketRoutes
 /** A close frame's reason is at most 123 bytes (ws throws on more). */
 function closeReason(reason: string): string {
   const bytes = Buffer.from(reason);
-  return bytes.length <= 123 ? reason : bytes.subarray(0, 123).toString().replace(/\uFFFD+$/, '');
+  return bytes.length <= 123
+    ? reason
+    : bytes
+        .subarray(0, 123)
+        .toString()
+        .replace(/\uFFFD+$/, '');
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {

@@ -29,14 +29,25 @@ function writeArmCpu(dir: string): void {
   const core = (i: number) =>
     `processor\t: ${i}\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\n` +
     'CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\nCPU part\t: 0xd0b\nCPU revision\t: 1\n\n';
-  const files: Record<string, string> = { 'proc/cpuinfo': core(0) + core(1), 'sys/devices/system/cpu/possible': '0-1\n', 'sys/devices/system/cpu/present': '0-1\n' };
+  const files: Record<string, string> = {
+    'proc/cpuinfo': core(0) + core(1),
+    'sys/devices/system/cpu/possible': '0-1\n',
+    'sys/devices/system/cpu/present': '0-1\n',
+  };
   for (const [file, text] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     fs.writeFileSync(path.join(dir, file), text);
   }
 }
 
-export function startArm64Server(opts: { image: string; dataDir: string; cpuDir: string; port: number; uid: number; timeoutMs: number }): Promise<ImageServer> {
+export function startArm64Server(opts: {
+  image: string;
+  dataDir: string;
+  cpuDir: string;
+  port: number;
+  uid: number;
+  timeoutMs: number;
+}): Promise<ImageServer> {
   writeArmCpu(opts.cpuDir);
   return startImageServer({
     image: opts.image,

@@ -55,7 +55,8 @@ function objectDifferences(a: Record<string, unknown>, b: Record<string, unknown
     const out: string[] = [];
     if (m.class !== t.class) out.push(`[${i}] ${m.class} vs ${t.class}`);
     if (Math.abs(Number(m.confidence) - Number(t.confidence)) > OBJECTS.confidence) out.push(`[${i}] confidence ${m.confidence} vs ${t.confidence}`);
-    if (!(iou(m.rect, t.rect) >= OBJECTS.iou)) out.push(`[${i}] ${JSON.stringify(m.rect)} vs ${JSON.stringify(t.rect)}: IoU ${iou(m.rect, t.rect).toFixed(2)}`);
+    if (!(iou(m.rect, t.rect) >= OBJECTS.iou))
+      out.push(`[${i}] ${JSON.stringify(m.rect)} vs ${JSON.stringify(t.rect)}: IoU ${iou(m.rect, t.rect).toFixed(2)}`);
     return out;
   });
 }
@@ -79,7 +80,14 @@ beforeAll(async () => {
   // both start at once; each is kept as soon as it is up, so afterAll stops it even when the other fails
   const starting = [
     startServerProcess(['--data-dir', tempDir('edgecv-arm64-reference-')]).then((s) => (reference = s)),
-    startArm64Server({ image: IMAGE, dataDir: tempDir('edgecv-arm64-data-'), cpuDir: tempDir('edgecv-arm64-cpu-'), port: await freePort(), uid, timeoutMs: 840_000 }).then((s) => (server = s)),
+    startArm64Server({
+      image: IMAGE,
+      dataDir: tempDir('edgecv-arm64-data-'),
+      cpuDir: tempDir('edgecv-arm64-cpu-'),
+      port: await freePort(),
+      uid,
+      timeoutMs: 840_000,
+    }).then((s) => (server = s)),
   ];
   for (const r of await Promise.allSettled(starting)) if (r.status === 'rejected') throw r.reason;
   console.log(`[arm64] ${IMAGE}: ready ${(server.readyMs / 1000).toFixed(1)} s after start (emulated)`);
@@ -94,15 +102,27 @@ afterAll(async () => {
 
 describe(`the linux/arm64 image ${IMAGE} under emulation`, () => {
   it('is an arm64 image of arm64 code: its node, addon, native modules and shared libraries are aarch64 ELF objects', () => {
-    expect(execFileSync('buildah', ['inspect', '--type', 'image', '--format', '{{.OCIv1.OS}}/{{.OCIv1.Architecture}}', IMAGE], { encoding: 'utf8' }).trim()).toBe('linux/arm64');
+    expect(
+      execFileSync('buildah', ['inspect', '--type', 'image', '--format', '{{.OCIv1.OS}}/{{.OCIv1.Architecture}}', IMAGE], {
+        encoding: 'utf8',
+      }).trim(),
+    ).toBe('linux/arm64');
     const machine = (file: string) => fs.readFileSync(file).readUInt16LE(18); // ELF e_machine: 183 is EM_AARCH64
     const app = path.join(rootfs, imageConfig(IMAGE).WorkingDir);
-    const natives = fs.readdirSync(app, { recursive: true }).map(String).filter((f) => f.endsWith('.node'));
+    const natives = fs
+      .readdirSync(app, { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.node'));
     expect(natives.map((f) => path.basename(f)).sort()).toEqual(expect.arrayContaining(['edgecv.node', 'onnxruntime_binding.node', 'usearch.node']));
     expect(natives.some((f) => /better.sqlite3/.test(f))).toBe(true);
     const libs = fs.readdirSync(path.join(rootfs, 'usr/local/lib')).filter((f) => /\.so(\.|$)/.test(f));
     expect(libs.some((f) => f.startsWith('libopencv_dnn'))).toBe(true);
-    for (const f of [path.join(rootfs, 'usr/local/bin/node'), ...natives.map((n) => path.join(app, n)), ...libs.map((l) => path.join(rootfs, 'usr/local/lib', l))]) expect([f, machine(f)]).toEqual([f, 183]);
+    for (const f of [
+      path.join(rootfs, 'usr/local/bin/node'),
+      ...natives.map((n) => path.join(app, n)),
+      ...libs.map((l) => path.join(rootfs, 'usr/local/lib', l)),
+    ])
+      expect([f, machine(f)]).toEqual([f, 183]);
   });
 
   it.each(PHOTOS)('answers POST /%s as the x64 checkout does', async (route, photos) => {
@@ -130,7 +150,9 @@ describe(`the linux/arm64 image ${IMAGE} under emulation`, () => {
       }
     }
     for (const j of johns()) {
-      const [mine, theirs] = await Promise.all([server.url, reference.url].map((u) => postWith(u, 'recognizer/predict/', photo(j.ask), 'image/jpeg', agent)));
+      const [mine, theirs] = await Promise.all(
+        [server.url, reference.url].map((u) => postWith(u, 'recognizer/predict/', photo(j.ask), 'image/jpeg', agent)),
+      );
       expect(mine.status).toBe(200);
       expect(mine.body['subject'], j.ask).toBe(j.subject);
       expect(differences(mine.body, theirs.body, TOLERANCE['recognizer/predict/']!), j.ask).toEqual([]);

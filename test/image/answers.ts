@@ -36,7 +36,13 @@ export function differences(a: unknown, b: unknown, tolerance: Tolerance, at = '
   return a === b ? [] : [`${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`];
 }
 
-export async function post(base: string, route: string, image: Buffer, contentType: string, agent: https.Agent): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function post(
+  base: string,
+  route: string,
+  image: Buffer,
+  contentType: string,
+  agent: https.Agent,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await httpsRequest(`${base}${route}`, { method: 'POST', headers: { 'content-type': contentType }, body: image, agent });
   return { status: res.status, body: JSON.parse(res.text) as Record<string, unknown> };
 }
@@ -47,7 +53,10 @@ const JOHNS = 'dlib/johns';
 /** Two photos each of two people: the first enrolled, the second asked about. */
 export function johns(): { subject: string; enrol: string; ask: string }[] {
   return ['John_Simm', 'John_Savage'].map((name) => {
-    const files = fs.readdirSync(path.join(DATA_DIR, JOHNS, name)).filter((f) => f.endsWith('.jpg')).sort();
+    const files = fs
+      .readdirSync(path.join(DATA_DIR, JOHNS, name))
+      .filter((f) => f.endsWith('.jpg'))
+      .sort();
     return { subject: name.toLowerCase(), enrol: `${JOHNS}/${name}/${files[0]}`, ask: `${JOHNS}/${name}/${files[1]}` };
   });
 }

@@ -97,15 +97,22 @@ describe(`the image ${IMAGE}`, () => {
 
   it('holds no compiler, headers or dev dependencies', () => {
     const bins = ['/usr/bin', '/usr/local/bin'].flatMap((d) => fs.readdirSync(path.join(rootfs, d)));
-    expect(bins.filter((b) => /^(cc|c\+\+|gcc|g\+\+|clang|clang\+\+|ld|as|make|cmake|x86_64-linux-gnu-gcc.*|aarch64-linux-gnu-gcc.*|npm|npx)$/.test(b))).toEqual([]);
+    expect(
+      bins.filter((b) => /^(cc|c\+\+|gcc|g\+\+|clang|clang\+\+|ld|as|make|cmake|x86_64-linux-gnu-gcc.*|aarch64-linux-gnu-gcc.*|npm|npx)$/.test(b)),
+    ).toEqual([]);
     for (const dir of ['usr/include', 'usr/local/include']) {
       const there = fs.existsSync(path.join(rootfs, dir)) ? fs.readdirSync(path.join(rootfs, dir), { recursive: true }).map(String) : [];
-      expect(there.filter((f) => /\.(h|hpp)$/.test(f)), dir).toEqual([]);
+      expect(
+        there.filter((f) => /\.(h|hpp)$/.test(f)),
+        dir,
+      ).toEqual([]);
     }
     const app = path.join(rootfs, imageConfig(IMAGE).WorkingDir);
     const pkg = JSON.parse(fs.readFileSync(path.join(app, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
     const modules = fs.readdirSync(path.join(app, 'node_modules'), { recursive: true, withFileTypes: true }).filter((e) => e.isDirectory());
-    const names = new Set(modules.map((e) => path.relative(path.join(app, 'node_modules'), path.join(e.parentPath, e.name)).replace(/^.*node_modules\//, '')));
+    const names = new Set(
+      modules.map((e) => path.relative(path.join(app, 'node_modules'), path.join(e.parentPath, e.name)).replace(/^.*node_modules\//, '')),
+    );
     expect(Object.keys(pkg.devDependencies).filter((d) => names.has(d))).toEqual([]);
     // built with, never loaded
     expect(['cmake-js', 'node-addon-api'].filter((d) => names.has(d))).toEqual([]);

@@ -35,7 +35,11 @@ export function checkProgram(name: string, sources: string[], args: string[], li
   // Built under a private name and renamed into place: files built at once (the unit tier runs in parallel) never
   // see a half-written binary.
   const partial = `${binary}.${process.pid}.partial`;
-  execFileSync('g++', command.map((a) => (a === '<out>' ? partial : a)), { stdio: 'pipe' });
+  execFileSync(
+    'g++',
+    command.map((a) => (a === '<out>' ? partial : a)),
+    { stdio: 'pipe' },
+  );
   fs.renameSync(partial, binary);
   return binary;
 }

@@ -59,7 +59,11 @@ function functionName(node: Node): string {
   if (own) return own;
   if (node.kind === SyntaxKind.Constructor) return 'constructor';
   const parent = node.parent as { kind?: SyntaxKind; name?: { text?: string } } | undefined;
-  if (parent?.kind === SyntaxKind.VariableDeclaration || parent?.kind === SyntaxKind.PropertyAssignment || parent?.kind === SyntaxKind.PropertyDeclaration) {
+  if (
+    parent?.kind === SyntaxKind.VariableDeclaration ||
+    parent?.kind === SyntaxKind.PropertyAssignment ||
+    parent?.kind === SyntaxKind.PropertyDeclaration
+  ) {
     return parent.name?.text ?? '<anonymous>';
   }
   return '<anonymous>';
@@ -216,6 +220,7 @@ export function codeSizeOffenders(root: string): Offender[] {
     fns.map((f): Offender => ({ file, line: f.line, what: f.name, lines: f.lines, limit: MAX_FUNCTION_LINES }));
   const tsFiles = files.filter((f) => /\.(ts|mts)$/.test(f));
   for (const [file, fns] of longTsFunctionsIn(root, tsFiles)) offenders.push(...long(file, fns));
-  for (const file of files.filter((f) => /\.(cc|cpp)$/.test(f))) offenders.push(...long(file, longCppFunctions(fs.readFileSync(path.join(root, file), 'utf8'))));
+  for (const file of files.filter((f) => /\.(cc|cpp)$/.test(f)))
+    offenders.push(...long(file, longCppFunctions(fs.readFileSync(path.join(root, file), 'utf8'))));
   return offenders.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
 }

@@ -19,7 +19,9 @@ export interface ImageConfig {
 }
 
 export function imageConfig(image: string): ImageConfig {
-  const inspect = JSON.parse(execFileSync('buildah', ['inspect', '--type', 'image', image], { encoding: 'utf8', maxBuffer: 1 << 26 })) as { Docker: { config: ImageConfig } };
+  const inspect = JSON.parse(execFileSync('buildah', ['inspect', '--type', 'image', image], { encoding: 'utf8', maxBuffer: 1 << 26 })) as {
+    Docker: { config: ImageConfig };
+  };
   return inspect.Docker.config;
 }
 
@@ -110,9 +112,26 @@ export async function startImageServer(opts: {
   const container = new Container(opts.image);
   const t0 = performance.now();
   const command = [...config.Entrypoint, '--port', String(opts.port), '--host', '127.0.0.1', ...(opts.args ?? [])];
-  const child: ChildProcess = spawn('buildah', ['run', '--isolation', 'chroot', '--network', 'host', '-v', `${opts.dataDir}:${volume}`, ...(opts.mounts ?? []).flatMap((m) => ['-v', m]), ...(opts.env ?? []).flatMap((e) => ['-e', e]), container.id, '--', ...command], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    'buildah',
+    [
+      'run',
+      '--isolation',
+      'chroot',
+      '--network',
+      'host',
+      '-v',
+      `${opts.dataDir}:${volume}`,
+      ...(opts.mounts ?? []).flatMap((m) => ['-v', m]),
+      ...(opts.env ?? []).flatMap((e) => ['-e', e]),
+      container.id,
+      '--',
+      ...command,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
@@ -135,7 +154,8 @@ export async function startImageServer(opts: {
     // buildah-chroot-exec, its parent, carries the same arguments; the exec'd program's argv[0] is its full path)
     const [program, ...entryArgs] = config.Entrypoint;
     node = descendants(child.pid!).find(
-      (p) => path.basename(p.argv[0] ?? '') === path.basename(program!) && p.argv.slice(1, config.Entrypoint.length).join(' ') === entryArgs.join(' '),
+      (p) =>
+        path.basename(p.argv[0] ?? '') === path.basename(program!) && p.argv.slice(1, config.Entrypoint.length).join(' ') === entryArgs.join(' '),
     );
     if (!node) throw new Error(`no node process under buildah run (pid ${child.pid})`);
   } catch (e) {
@@ -168,7 +188,10 @@ export async function startImageServer(opts: {
 
 /** The numeric user id of a user name in the image's /etc/passwd. */
 export function uidIn(rootfs: string, user: string): number {
-  const line = fs.readFileSync(path.join(rootfs, 'etc', 'passwd'), 'utf8').split('\n').find((l) => l.split(':')[0] === user);
+  const line = fs
+    .readFileSync(path.join(rootfs, 'etc', 'passwd'), 'utf8')
+    .split('\n')
+    .find((l) => l.split(':')[0] === user);
   if (!line) throw new Error(`no user ${user} in the image's /etc/passwd`);
   return Number(line.split(':')[2]);
 }

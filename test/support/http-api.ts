@@ -67,8 +67,17 @@ export function imageErrorCases(): ErrorCase[] {
     { name: 'truncated PNG', init: () => png(photo('skimage/astronaut.png').subarray(0, 600)), status: 400 },
     { name: 'truncated JPEG', init: () => png(photo('darknet/dog.jpg').subarray(0, 600)), status: 400 },
     { name: 'bad base64', init: () => form('image=!!!!not*base64'), status: 400 },
-    { name: 'malformed multipart', init: () => ({ method: 'POST', body: 'x', headers: { 'content-type': 'multipart/form-data; boundary=nope' } }), status: 400 },
-    { name: 'unsupported Content-Type', init: () => ({ method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } }), status: 415, error: /Content-Type/ },
+    {
+      name: 'malformed multipart',
+      init: () => ({ method: 'POST', body: 'x', headers: { 'content-type': 'multipart/form-data; boundary=nope' } }),
+      status: 400,
+    },
+    {
+      name: 'unsupported Content-Type',
+      init: () => ({ method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } }),
+      status: 415,
+      error: /Content-Type/,
+    },
     { name: 'too many pixels (from the header)', init: () => png(pngClaiming(30000, 30000)), status: 413 },
   ];
 }

@@ -55,7 +55,9 @@ const INCLUDE = /^\s*#\s*include\s+"([^"]+)"/gm;
 /** Repository-relative targets of a source's relative imports (TS) or quoted includes (C++, from native/). */
 export function importsOf(file: string, text: string): string[] {
   if (file.endsWith('.ts')) {
-    return [...text.matchAll(TS_SPECIFIER)].map((m) => path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1]!)).replace(/\.js$/, '.ts'));
+    return [...text.matchAll(TS_SPECIFIER)].map((m) =>
+      path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1]!)).replace(/\.js$/, '.ts'),
+    );
   }
   return [...text.matchAll(INCLUDE)].map((m) => `native/${m[1]!}`);
 }

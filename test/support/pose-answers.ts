@@ -28,7 +28,8 @@ export function poseDifferences(a: Record<string, unknown>, b: Record<string, un
       const t = theirs[p]![k]!;
       const at = `[${p}][${k}] ${JSON.stringify(m)} vs ${JSON.stringify(t)}`;
       const [listedM, listedT] = [m[2] > 0, t[2] > 0];
-      if (listedM !== listedT) return Math.max(m[2], t[2]) <= threshold + tolerance.score ? [] : [`${at}: listed on one side, far above the threshold`];
+      if (listedM !== listedT)
+        return Math.max(m[2], t[2]) <= threshold + tolerance.score ? [] : [`${at}: listed on one side, far above the threshold`];
       if (!listedM) return [];
       const far = Math.abs(m[0] - t[0]) > tolerance.px || Math.abs(m[1] - t[1]) > tolerance.px || Math.abs(m[2] - t[2]) > tolerance.score;
       return far ? [at] : [];

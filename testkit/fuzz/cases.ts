@@ -75,10 +75,19 @@ const IMAGE_ROUTES = [
 type Form = 'raw' | 'multipart' | 'multipart-base64' | 'urlencoded';
 const FORMS: readonly Form[] = ['raw', 'multipart', 'multipart-base64', 'urlencoded'];
 
-function request(method: string, path: string, headers: Record<string, string>, body: Buffer = Buffer.alloc(0), opts: { noLength?: boolean } = {}): Buffer {
+function request(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer = Buffer.alloc(0),
+  opts: { noLength?: boolean } = {},
+): Buffer {
   const all: Record<string, string> = { Host: '127.0.0.1', Connection: 'close', ...headers };
-  if (!opts.noLength && (body.length > 0 || method === 'POST') && all['Transfer-Encoding'] === undefined) all['Content-Length'] ??= String(body.length);
-  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(all).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  if (!opts.noLength && (body.length > 0 || method === 'POST') && all['Transfer-Encoding'] === undefined)
+    all['Content-Length'] ??= String(body.length);
+  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(all)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
   return Buffer.concat([Buffer.from(head, 'latin1'), body]);
 }
 
@@ -92,7 +101,12 @@ function wrap(form: Form, image: Buffer, rng: Rng): [Record<string, string>, Buf
       const boundary = `fuzz${rng.int(1e9)}`;
       const part =
         form === 'multipart'
-          ? Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="x"\r\nContent-Type: application/octet-stream\r\n\r\n`), image])
+          ? Buffer.concat([
+              Buffer.from(
+                `--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="x"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+              ),
+              image,
+            ])
           : Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"\r\n\r\n${image.toString('base64')}`);
       return [{ 'Content-Type': `multipart/form-data; boundary=${boundary}` }, Buffer.concat([part, Buffer.from(`\r\n--${boundary}--\r\n`)])];
     }
@@ -105,14 +119,26 @@ const auth = (path: string, key: string, apiKey?: string): Record<string, string
   path.startsWith('/trainer') ? { Authorization: `Bearer ${key}` } : apiKey && path.startsWith('/v1/') ? { 'X-API-Key': apiKey } : {};
 
 /** A form's fields before and after its image (`form` from wrap()), as multipart parts or urlencoded pairs. */
-function withFields(form: Form, headers: Record<string, string>, body: Buffer, before: Record<string, string>, after: Record<string, string>): Buffer {
+function withFields(
+  form: Form,
+  headers: Record<string, string>,
+  body: Buffer,
+  before: Record<string, string>,
+  after: Record<string, string>,
+): Buffer {
   if (form === 'raw') return body;
   if (form === 'urlencoded') {
-    const pairs = (f: Record<string, string>) => Object.entries(f).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}&`).join('');
+    const pairs = (f: Record<string, string>) =>
+      Object.entries(f)
+        .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}&`)
+        .join('');
     return Buffer.concat([Buffer.from(pairs(before)), body, Buffer.from(`&${pairs(after)}`)]);
   }
   const boundary = /boundary=(\S+)/.exec(headers['Content-Type'] ?? '')![1]!;
-  const parts = (f: Record<string, string>) => Object.entries(f).map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`).join('');
+  const parts = (f: Record<string, string>) =>
+    Object.entries(f)
+      .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
+      .join('');
   const end = Buffer.from(`--${boundary}--\r\n`);
   const image = body.subarray(0, body.length - end.length); // ends with the image part's \r\n
   return Buffer.concat([Buffer.from(parts(before)), image, Buffer.from(parts(after)), end]);
@@ -128,9 +154,19 @@ function imageCase(kind: string, label: string, image: Buffer, rng: Rng, ctx: Fu
     const first = rng.next() < 0.5;
     const key = { api_key: ctx.apiKey };
     const keyed = withFields(form, headers, body, first ? key : {}, first ? {} : key);
-    return { kind, label: `${label} via ${form} to ${path}, api_key ${first ? 'before' : 'after'} the image`, wire: request('POST', path, headers, keyed), expectsBody: true };
+    return {
+      kind,
+      label: `${label} via ${form} to ${path}, api_key ${first ? 'before' : 'after'} the image`,
+      wire: request('POST', path, headers, keyed),
+      expectsBody: true,
+    };
   }
-  return { kind, label: `${label} via ${form} to ${path}`, wire: request('POST', path, { ...headers, ...auth(path, ctx.adminKey, ctx.apiKey) }, body), expectsBody: true };
+  return {
+    kind,
+    label: `${label} via ${form} to ${path}`,
+    wire: request('POST', path, { ...headers, ...auth(path, ctx.adminKey, ctx.apiKey) }, body),
+    expectsBody: true,
+  };
 }
 
 function bitFlips(image: Buffer, rng: Rng): Buffer {
@@ -146,7 +182,12 @@ function bitFlips(image: Buffer, rng: Rng): Buffer {
 /** A PNG whose IDAT inflates to the full claimed size: legal, big when decoded, within the pixel limit. */
 function zeroPng(side: number): Buffer {
   const raw = Buffer.alloc((1 + side * 3) * side);
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', rgbIhdr(side, side)), pngChunk('IDAT', zlib.deflateSync(raw, { level: 9 })), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk('IHDR', rgbIhdr(side, side)),
+    pngChunk('IDAT', zlib.deflateSync(raw, { level: 9 })),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 type CaseMaker = (rng: Rng, ctx: FuzzContext) => FuzzCase;
@@ -162,7 +203,13 @@ export const GENERATORS: Record<string, CaseMaker> = {
   bitflip: (rng, ctx) => imageCase('bitflip', 'photo with flipped bits', bitFlips(rng.pick(ctx.photos), rng), rng, ctx),
   'random-bytes': (rng, ctx) => {
     const magic = rng.pick([Buffer.alloc(0), PNG_SIGNATURE, Buffer.from([0xff, 0xd8, 0xff])]);
-    return imageCase('random-bytes', `random bytes after ${magic.length} magic bytes`, Buffer.concat([magic, rng.bytes(1 + rng.int(20_000))]), rng, ctx);
+    return imageCase(
+      'random-bytes',
+      `random bytes after ${magic.length} magic bytes`,
+      Buffer.concat([magic, rng.bytes(1 + rng.int(20_000))]),
+      rng,
+      ctx,
+    );
   },
   shapes: (rng, ctx) => {
     const [label, make] = rng.pick<[string, () => Buffer]>([
@@ -192,16 +239,33 @@ export const GENERATORS: Record<string, CaseMaker> = {
     const photo = rng.pick(ctx.photos);
     const [label, headers, body] = rng.pick<[string, Record<string, string>, Buffer]>([
       ['multipart without boundary', { 'Content-Type': 'multipart/form-data' }, photo.subarray(0, 2000)],
-      ['multipart cut before its end', { 'Content-Type': 'multipart/form-data; boundary=b' }, Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="image"\r\n\r\n'), photo.subarray(0, 5000)])],
-      ['multipart with a header bomb', { 'Content-Type': 'multipart/form-data; boundary=b' }, Buffer.from(`--b\r\n${'X: y\r\n'.repeat(5000)}\r\n\r\n--b--\r\n`)],
+      [
+        'multipart cut before its end',
+        { 'Content-Type': 'multipart/form-data; boundary=b' },
+        Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="image"\r\n\r\n'), photo.subarray(0, 5000)]),
+      ],
+      [
+        'multipart with a header bomb',
+        { 'Content-Type': 'multipart/form-data; boundary=b' },
+        Buffer.from(`--b\r\n${'X: y\r\n'.repeat(5000)}\r\n\r\n--b--\r\n`),
+      ],
       ['base64 with bad letters', { 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from(`image=${'*!'.repeat(500)}`)],
       ['base64 with a bad %-escape', { 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from('image=%zz%')],
       ['data: URL not base64', { 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from('image=data:image/png,abc')],
-      ['base64 of random bytes', { 'Content-Type': 'application/x-www-form-urlencoded' }, Buffer.from(`image=${rng.bytes(3000).toString('base64url')}`)],
+      [
+        'base64 of random bytes',
+        { 'Content-Type': 'application/x-www-form-urlencoded' },
+        Buffer.from(`image=${rng.bytes(3000).toString('base64url')}`),
+      ],
       ['JSON body', { 'Content-Type': 'application/json' }, Buffer.from('{"image": 1}')],
       ['no Content-Type', {}, photo],
     ]);
-    return { kind: 'bad-forms', label: `${label} to ${path}`, wire: request('POST', path, { ...headers, ...auth(path, ctx.adminKey) }, body), expectsBody: true };
+    return {
+      kind: 'bad-forms',
+      label: `${label} to ${path}`,
+      wire: request('POST', path, { ...headers, ...auth(path, ctx.adminKey) }, body),
+      expectsBody: true,
+    };
   },
   encodings: (rng, ctx) => {
     const photo = rng.pick(ctx.photos);
@@ -214,7 +278,12 @@ export const GENERATORS: Record<string, CaseMaker> = {
       ['gzip, gzip', photo],
     ]);
     const path = rng.pick(IMAGE_ROUTES);
-    return { kind: 'encodings', label: `Content-Encoding ${encoding} to ${path}`, wire: request('POST', path, { 'Content-Type': 'image/jpeg', 'Content-Encoding': encoding, ...auth(path, ctx.adminKey) }, body), expectsBody: true };
+    return {
+      kind: 'encodings',
+      label: `Content-Encoding ${encoding} to ${path}`,
+      wire: request('POST', path, { 'Content-Type': 'image/jpeg', 'Content-Encoding': encoding, ...auth(path, ctx.adminKey) }, body),
+      expectsBody: true,
+    };
   },
   methods: (rng) => {
     const method = rng.pick(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'TRACE', 'CONNECT', 'PROPFIND']);
@@ -232,8 +301,14 @@ export const GENERATORS: Record<string, CaseMaker> = {
     const [label, wire] = rng.pick<[string, Buffer]>([
       ['bad Content-Length', request('POST', '/detector/detect/', { 'Content-Length': 'abc' }, Buffer.alloc(0), { noLength: true })],
       ['two Content-Lengths', Buffer.from('POST /detector/detect/ HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef')],
-      ['bad chunk size', request('POST', '/detector/detect/', { 'Transfer-Encoding': 'chunked', 'Content-Type': 'image/png' }, Buffer.from('zz\r\nabc\r\n0\r\n\r\n'))],
-      ['chunked and Content-Length', Buffer.from('POST /detector/detect/ HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')],
+      [
+        'bad chunk size',
+        request('POST', '/detector/detect/', { 'Transfer-Encoding': 'chunked', 'Content-Type': 'image/png' }, Buffer.from('zz\r\nabc\r\n0\r\n\r\n')),
+      ],
+      [
+        'chunked and Content-Length',
+        Buffer.from('POST /detector/detect/ HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'),
+      ],
       ['unknown method', Buffer.from('FROB / HTTP/1.1\r\nHost: a\r\n\r\n')],
       ['missing Host', Buffer.from('GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n')],
       ['HTTP/2 preface over HTTP/1.1', Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')],
@@ -256,18 +331,32 @@ export const GENERATORS: Record<string, CaseMaker> = {
   import: (rng, ctx) => {
     const [label, body, mode] = importBody(rng, ctx.embedder ?? { model: 'unknown', version: 'unknown', dim: 128 });
     const headers = { 'Content-Type': rng.pick(['application/x-ndjson', 'text/plain']), ...auth('/trainer', ctx.adminKey) };
-    return { kind: 'import', label: `${mode}: ${label}`.slice(0, 200), wire: request('POST', `/trainer/import/?mode=${mode}`, headers, Buffer.from(body)), expectsBody: true };
+    return {
+      kind: 'import',
+      label: `${mode}: ${label}`.slice(0, 200),
+      wire: request('POST', `/trainer/import/?mode=${mode}`, headers, Buffer.from(body)),
+      expectsBody: true,
+    };
   },
   // the DeepStack routes with no key, an empty, a wrong or the right one, as a header or a form field
   'deepstack-keys': (rng, ctx) => {
-    const path = rng.pick(['/v1/vision/detection', '/v1/vision/face/', '/v1/vision/face/recognize', '/v1/vision/face/register', '/v1/vision/face/list', '/v1/vision/face/delete', '/v1/vision/custom/list']);
+    const path = rng.pick([
+      '/v1/vision/detection',
+      '/v1/vision/face/',
+      '/v1/vision/face/recognize',
+      '/v1/vision/face/register',
+      '/v1/vision/face/list',
+      '/v1/vision/face/delete',
+      '/v1/vision/custom/list',
+    ]);
     const key = rng.pick(['none', 'empty', 'wrong', 'header', 'form', 'wrong header, right form'] as const);
     const form = rng.pick(FORMS);
     const [headers, body] = wrap(form, rng.pick(ctx.photos), rng);
     const right = ctx.apiKey ?? '';
     const fieldKey = key === 'empty' ? '' : key === 'wrong' ? `${right}x` : key === 'form' || key === 'wrong header, right form' ? right : undefined;
     const fields: Record<string, string> = { userid: `fuzz-ds-${rng.int(5)}`, ...(fieldKey !== undefined ? { api_key: fieldKey } : {}) };
-    const keyHeaders: Record<string, string> = key === 'header' ? { 'X-API-Key': right } : key === 'wrong header, right form' ? { Authorization: `Bearer ${right}x` } : {};
+    const keyHeaders: Record<string, string> =
+      key === 'header' ? { 'X-API-Key': right } : key === 'wrong header, right form' ? { Authorization: `Bearer ${right}x` } : {};
     const first = rng.next() < 0.5;
     const wire = request('POST', path, { ...headers, ...keyHeaders }, withFields(form, headers, body, first ? fields : {}, first ? {} : fields));
     // a raw body carries no form field: only the header key can open it
@@ -282,7 +371,14 @@ export const GENERATORS: Record<string, CaseMaker> = {
   },
   // forms of many parts, pairs or files are refused (413; 401 on a keyed DeepStack route without a key)
   'many-parts': (rng, ctx) => {
-    const path = rng.pick(['/detector/detect/', '/object/detect/', '/trainer/add/?subject=fuzz', '/trainer/remove/', '/v1/vision/detection', '/v1/vision/face/register']);
+    const path = rng.pick([
+      '/detector/detect/',
+      '/object/detect/',
+      '/trainer/add/?subject=fuzz',
+      '/trainer/remove/',
+      '/v1/vision/detection',
+      '/v1/vision/face/register',
+    ]);
     const shape = rng.pick(['parts', 'pairs', 'files'] as const);
     const count = rng.pick([FORM_LIMITS.parts - 1, FORM_LIMITS.parts + 1, 1000 + rng.int(30_000)]);
     const withImage = rng.next() < 0.5;
@@ -297,9 +393,22 @@ export const GENERATORS: Record<string, CaseMaker> = {
       total = count + (withImage ? 1 : 0);
     } else {
       type = `multipart/form-data; boundary=${boundary}`;
-      const one = shape === 'files' ? `--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="f"\r\n\r\nx\r\n` : `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\nx\r\n`;
-      const image = withImage ? Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="x.jpg"\r\n\r\n`), photo, Buffer.from('\r\n')]) : Buffer.alloc(0);
-      body = Buffer.concat([image, Buffer.from(one.repeat(shape === 'files' ? Math.min(count, 4 * FORM_LIMITS.files) : count)), Buffer.from(`--${boundary}--\r\n`)]);
+      const one =
+        shape === 'files'
+          ? `--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="f"\r\n\r\nx\r\n`
+          : `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\nx\r\n`;
+      const image = withImage
+        ? Buffer.concat([
+            Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="x.jpg"\r\n\r\n`),
+            photo,
+            Buffer.from('\r\n'),
+          ])
+        : Buffer.alloc(0);
+      body = Buffer.concat([
+        image,
+        Buffer.from(one.repeat(shape === 'files' ? Math.min(count, 4 * FORM_LIMITS.files) : count)),
+        Buffer.from(`--${boundary}--\r\n`),
+      ]);
       total = (shape === 'files' ? Math.min(count, 4 * FORM_LIMITS.files) : count) + (withImage ? 1 : 0);
     }
     const over = total > FORM_LIMITS.parts || (shape === 'files' && total > FORM_LIMITS.files);
@@ -315,7 +424,12 @@ export const GENERATORS: Record<string, CaseMaker> = {
     const claimed = rng.pick([30 * 1024 * 1024, 2 ** 40, 2 ** 53 + 1]);
     const headers: Record<string, string> = { 'Content-Type': 'image/jpeg', 'Content-Length': String(claimed) };
     if (rng.next() < 0.5) headers.Expect = '100-continue';
-    return { kind: 'oversize', label: `Content-Length ${claimed}${headers.Expect ? ' + 100-continue' : ''}`, wire: request('POST', '/detector/detect/', headers, rng.bytes(1000), { noLength: true }), expectsBody: true };
+    return {
+      kind: 'oversize',
+      label: `Content-Length ${claimed}${headers.Expect ? ' + 100-continue' : ''}`,
+      wire: request('POST', '/detector/detect/', headers, rng.bytes(1000), { noLength: true }),
+      expectsBody: true,
+    };
   },
 };
 

@@ -46,7 +46,13 @@ export function flatPng(width: number, height: number, extraChunks: Buffer[] = [
   const row = Buffer.alloc(1 + width * 3, 0x80);
   row[0] = 0; // filter: none
   const deflate = zlib.deflateSync(Buffer.concat(Array.from({ length: height }, () => row)));
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', rgbIhdr(width, height)), ...extraChunks, pngChunk('IDAT', deflate), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk('IHDR', rgbIhdr(width, height)),
+    ...extraChunks,
+    pngChunk('IDAT', deflate),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /**

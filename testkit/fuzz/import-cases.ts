@@ -41,7 +41,10 @@ export function importLine(rng: Rng, e: ChannelEmbedder, good: boolean): [string
     ['crop without crop_rect', () => JSON.stringify({ subject: 'x', crop: Buffer.from('not a jpeg').toString('base64') })],
     ['crop_rect inverted', () => JSON.stringify({ subject: 'x', crop: '/9j/', crop_rect: [10, 10, 0, 0] })],
     ['crop_rect huge', () => JSON.stringify({ subject: 'x', crop: '/9j/2w==', crop_rect: [0, 0, 2 ** 40, 2 ** 40] })],
-    ['crop not an image', () => JSON.stringify({ subject: 'x', model: 'other', crop: Buffer.from('not a jpeg at all').toString('base64'), crop_rect: [0, 0, 4, 4] })],
+    [
+      'crop not an image',
+      () => JSON.stringify({ subject: 'x', model: 'other', crop: Buffer.from('not a jpeg at all').toString('base64'), crop_rect: [0, 0, 4, 4] }),
+    ],
     ['image of random bytes', () => JSON.stringify({ subject: 'x', image: rng.bytes(200).toString('base64') })],
     ['created not a date', () => JSON.stringify({ ...base, created: 'yesterday', embedding: f32(v) })],
     ['another model, no crop', () => JSON.stringify({ ...base, model: 'other', embedding: f32(v) })],

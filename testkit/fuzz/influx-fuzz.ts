@@ -24,13 +24,43 @@ import { nowNs } from '../../src/metrics/time.js';
 import { Rng } from './cases.js';
 
 const ODD_STRINGS = [
-  "a'b", 'a"b', 'a\\b', 'a\\', '\\', 'a\u0000b', 'a\nb', 'a\rb', "'; DROP DATABASE x; --", '" OR 1=1 --', '/.*/', '*', ' ', 'ü☃𝄞',
-  '\ud800', 'x'.repeat(5000), '${x}', 'a,b=c d', '%zz', '\t', 'null',
+  "a'b",
+  'a"b',
+  'a\\b',
+  'a\\',
+  '\\',
+  'a\u0000b',
+  'a\nb',
+  'a\rb',
+  "'; DROP DATABASE x; --",
+  '" OR 1=1 --',
+  '/.*/',
+  '*',
+  ' ',
+  'ü☃𝄞',
+  '\ud800',
+  'x'.repeat(5000),
+  '${x}',
+  'a,b=c d',
+  '%zz',
+  '\t',
+  'null',
 ];
 const ODD_TIMES = [
-  '1500-01-01T00:00:00Z', '2300-01-01T00:00:00Z', '1677-09-21T00:12:43.145224191Z', '2262-04-11T23:47:16.854775807Z', '0000-01-01T00:00:00Z',
-  '9999-12-31T23:59:59.999999999Z', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-11-21T10:00:00+25:00', 'yesterday', '', '2026-11-21',
-  '2026-11-21T10:00:00.1234567891234Z', '2026-11-21T10:00:60Z',
+  '1500-01-01T00:00:00Z',
+  '2300-01-01T00:00:00Z',
+  '1677-09-21T00:12:43.145224191Z',
+  '2262-04-11T23:47:16.854775807Z',
+  '0000-01-01T00:00:00Z',
+  '9999-12-31T23:59:59.999999999Z',
+  '2026-13-01T00:00:00Z',
+  '2026-02-30T00:00:00Z',
+  '2026-11-21T10:00:00+25:00',
+  'yesterday',
+  '',
+  '2026-11-21',
+  '2026-11-21T10:00:00.1234567891234Z',
+  '2026-11-21T10:00:60Z',
 ];
 const ODD_NUMBERS: unknown[] = [0, -1, 1, 2, 1.5, 200_000, 200_001, 1e9, 2 ** 53, Number.MAX_SAFE_INTEGER, '5', null, true, [], {}, 1e308];
 
@@ -53,18 +83,37 @@ function oddValue(rng: Rng): unknown {
 export function hostileQuery(rng: Rng): Record<string, unknown> {
   const body: Record<string, unknown> = {
     region: 'eu',
-    appinst: { app_key: { organization: 'acme', name: 'svc', version: '1' }, cluster_inst_key: { cluster_key: { name: 'k1' }, organization: 'acme', cloudlet_key: { name: 'c1', organization: 'op' } } },
+    appinst: {
+      app_key: { organization: 'acme', name: 'svc', version: '1' },
+      cluster_inst_key: { cluster_key: { name: 'k1' }, organization: 'acme', cloudlet_key: { name: 'c1', organization: 'op' } },
+    },
     selector: rng.pick(['cpu', 'mem,disk', 'connections', '*', 'cpu,network,connections']),
   };
-  const fields = ['region', 'organization', 'name', 'version', 'cluster', 'clusterorg', 'cloudlet', 'cloudletorg', 'selector', 'starttime', 'endtime', 'last', 'numsamples', 'appinsts'];
+  const fields = [
+    'region',
+    'organization',
+    'name',
+    'version',
+    'cluster',
+    'clusterorg',
+    'cloudlet',
+    'cloudletorg',
+    'selector',
+    'starttime',
+    'endtime',
+    'last',
+    'numsamples',
+    'appinsts',
+  ];
   for (let i = 0, n = 1 + rng.int(3); i < n; i++) {
     const field = rng.pick(fields);
-    const app = (body['appinst'] as { app_key: Record<string, unknown>; cluster_inst_key: Record<string, unknown> });
+    const app = body['appinst'] as { app_key: Record<string, unknown>; cluster_inst_key: Record<string, unknown> };
     const v = field === 'starttime' || field === 'endtime' ? (rng.int(3) === 0 ? oddValue(rng) : rng.pick(ODD_TIMES)) : oddValue(rng);
     if (field === 'organization' || field === 'name' || field === 'version') app.app_key[field] = v;
     else if (field === 'cluster') app.cluster_inst_key['cluster_key'] = { name: v };
     else if (field === 'clusterorg') app.cluster_inst_key['organization'] = v;
-    else if (field === 'cloudlet' || field === 'cloudletorg') app.cluster_inst_key['cloudlet_key'] = { [field === 'cloudlet' ? 'name' : 'organization']: v };
+    else if (field === 'cloudlet' || field === 'cloudletorg')
+      app.cluster_inst_key['cloudlet_key'] = { [field === 'cloudlet' ? 'name' : 'organization']: v };
     else if (field === 'appinsts') body['appinsts'] = rng.int(2) === 0 ? v : [{ app_key: { organization: v, name: 'svc', version: '1' } }];
     else body[field] = v;
   }
@@ -86,13 +135,21 @@ export async function fuzzConsoleQueries(opts: { influxUrl: string; seed: number
   try {
     await addUser(dir, 'fuzz', 'fuzz-password-123', ['acme']);
     const app = createConsoleApp({ auth: new AuthService(dir), metrics });
-    const login = await app.request('/api/v1/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'fuzz', password: 'fuzz-password-123' }) });
+    const login = await app.request('/api/v1/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'fuzz', password: 'fuzz-password-123' }),
+    });
     const { token } = (await login.json()) as { token: string };
     const rng = new Rng(opts.seed);
     const report: ConsoleFuzzReport = { cases: 0, statuses: {}, failures: [] };
     for (let i = 0; i < opts.cases; i++) {
       const body = JSON.stringify(hostileQuery(rng));
-      const res = await app.request('/api/v1/auth/metrics/app', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body });
+      const res = await app.request('/api/v1/auth/metrics/app', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body,
+      });
       const text = await res.text();
       report.cases++;
       report.statuses[res.status] = (report.statuses[res.status] ?? 0) + 1;
@@ -139,7 +196,17 @@ function answerWith(fault: Fault, rng: Rng, res: http.ServerResponse, isWrite: b
     case '503':
       return json(Number(fault), rng.int(2) === 0 ? '{"error":"x"}' : rng.bytes(rng.int(200)).toString('latin1'));
     case 'garbage':
-      return json(200, rng.pick(['{', '{"results":[{"statement_id":0,"series":[{"name":"x"}]}]}', '[]', 'null', '{"results":"x"}', rng.bytes(100).toString('latin1')]));
+      return json(
+        200,
+        rng.pick([
+          '{',
+          '{"results":[{"statement_id":0,"series":[{"name":"x"}]}]}',
+          '[]',
+          'null',
+          '{"results":"x"}',
+          rng.bytes(100).toString('latin1'),
+        ]),
+      );
     case 'cut':
       res.socket?.destroy();
       return;
@@ -201,12 +268,30 @@ export async function fuzzSinkAnswers(opts: { seed: number; answers: number; tim
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const store = MetricsStore.open(dir);
-  const instance = store.instanceId({ region: 'eu', appOrg: 'acme', appname: 'svc', appvers: '1', cluster: '', clusterorg: '', cloudlet: '', cloudletorg: '', pod: 'p' });
+  const instance = store.instanceId({
+    region: 'eu',
+    appOrg: 'acme',
+    appname: 'svc',
+    appvers: '1',
+    cluster: '',
+    clusterorg: '',
+    cloudlet: '',
+    cloudletorg: '',
+    pod: 'p',
+  });
   const now = nowNs();
   for (let i = 0; i < 400; i++) {
     store.insert(instance, { time: now - BigInt(400 - i) * 1_000_000_000n, cpu: i, mem: i, disk: i, sendBytes: i, recvBytes: i, connections: [] });
   }
-  const sink = new InfluxSink({ store, target: parseInfluxUrl(`${origin}/db`), batchSamples: 7, timeoutMs: 500, backoffBaseMs: 5, backoffMaxMs: 40, log: () => {} });
+  const sink = new InfluxSink({
+    store,
+    target: parseInfluxUrl(`${origin}/db`),
+    batchSamples: 7,
+    timeoutMs: 500,
+    backoffBaseMs: 5,
+    backoffMaxMs: 40,
+    log: () => {},
+  });
   sink.start();
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   while (Date.now() < deadline) {

@@ -59,7 +59,8 @@ function scanline(img: PngImage, y: number, xs: number[]): Buffer {
 }
 
 function imageData(img: PngImage): Buffer {
-  const range = (from: number, to: number, step: number) => Array.from({ length: Math.max(0, Math.ceil((to - from) / step)) }, (_, i) => from + i * step);
+  const range = (from: number, to: number, step: number) =>
+    Array.from({ length: Math.max(0, Math.ceil((to - from) / step)) }, (_, i) => from + i * step);
   const rows: Buffer[] = [];
   for (const [x0, y0, dx, dy] of img.interlace ? ADAM7 : [[0, 0, 1, 1] as const]) {
     const xs = range(x0, img.width, dx);

@@ -36,7 +36,13 @@ export function sendRaw(host: string, port: number, wire: Buffer, timeoutMs: num
       settled = true;
       clearTimeout(timer);
       socket.destroy();
-      resolve({ status: answer?.status ?? 0, headers: answer?.headers ?? {}, body: answer?.body ?? Buffer.alloc(0), outcome, ms: performance.now() - t0 });
+      resolve({
+        status: answer?.status ?? 0,
+        headers: answer?.headers ?? {},
+        body: answer?.body ?? Buffer.alloc(0),
+        outcome,
+        ms: performance.now() - t0,
+      });
     };
     /** The first final answer in buf, once complete (or at close when `atClose`). */
     const tryParse = (atClose: boolean) => {

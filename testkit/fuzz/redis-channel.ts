@@ -28,11 +28,22 @@ const FAR_ID = 900_000_000;
 /** Every kind of malformed message, once: [label, message text]. */
 export function malformedChangeMessages(e: ChannelEmbedder): [string, string][] {
   const unit = Array.from({ length: e.dim }, (_, i) => (i === 0 ? 1 : 0));
-  const sample = (over: Record<string, unknown>) => ({ id: FAR_ID + 1, subject: 'x', createdAt: 0, model: e.model, modelVersion: e.version, embedding: b64(unit), ...over });
+  const sample = (over: Record<string, unknown>) => ({
+    id: FAR_ID + 1,
+    subject: 'x',
+    createdAt: 0,
+    model: e.model,
+    modelVersion: e.version,
+    embedding: b64(unit),
+    ...over,
+  });
   const add = (samples: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ origin: 'fuzz', op: 'add', samples, ...extra });
   return [
     // the message a probe sent that crashed 2 of 2 servers
-    ['a 2-byte embedding', '{"origin":"x","op":"add","samples":[{"id":9,"subject":"x","createdAt":0,"model":"faceres","modelVersion":"v","embedding":"AAA"}]}'],
+    [
+      'a 2-byte embedding',
+      '{"origin":"x","op":"add","samples":[{"id":9,"subject":"x","createdAt":0,"model":"faceres","modelVersion":"v","embedding":"AAA"}]}',
+    ],
     ['not JSON', 'not json at all'],
     ['empty', ''],
     ['JSON null', 'null'],

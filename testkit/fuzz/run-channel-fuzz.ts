@@ -13,7 +13,12 @@ export interface ChannelFuzzReport {
   wallMs: number;
 }
 
-export async function runChannelFuzz(opts: { redisUrl: string; seed: number; messages: number; embedder: ChannelEmbedder }): Promise<ChannelFuzzReport> {
+export async function runChannelFuzz(opts: {
+  redisUrl: string;
+  seed: number;
+  messages: number;
+  embedder: ChannelEmbedder;
+}): Promise<ChannelFuzzReport> {
   const publisher = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1 });
   const rng = new Rng(opts.seed);
   const byKind: Record<string, number> = {};

@@ -72,7 +72,10 @@ export function fuzzPhotos(dataDir: string, max = 8): Buffer[] {
   if (files.length === 0) throw new Error(`no photos under ${dataDir}: run \`node scripts/setup/setup.mjs --test\``);
   // Spread the picks over the folders rather than taking one folder's first files.
   const step = Math.max(1, Math.floor(files.length / max));
-  return files.filter((_, i) => i % step === 0).slice(0, max).map((f) => fs.readFileSync(f));
+  return files
+    .filter((_, i) => i % step === 0)
+    .slice(0, max)
+    .map((f) => fs.readFileSync(f));
 }
 
 function isJsonAnswer(body: Buffer): boolean {
@@ -108,7 +111,12 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const unexpected: string[] = [];
   const all: Array<{ label: string; ms: number }> = [];
   const embedder = await serverEmbedder(opts.host, opts.port, timeoutMs);
-  const cases = generateCases(opts.seed, opts.cases, { photos: opts.photos, adminKey: opts.adminKey, ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}), ...(embedder ? { embedder } : {}) });
+  const cases = generateCases(opts.seed, opts.cases, {
+    photos: opts.photos,
+    adminKey: opts.adminKey,
+    ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}),
+    ...(embedder ? { embedder } : {}),
+  });
   let done = 0;
 
   const runOne = async (c: FuzzCase) => {

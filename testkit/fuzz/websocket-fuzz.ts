@@ -76,7 +76,12 @@ function makeCase(rng: Rng, photos: Buffer[]): WsCase {
     }
     case 'ws-text': {
       const text = rng.pick(['ping', '{"t":1}', '', 'ü'.repeat(rng.int(300)), 'x'.repeat(rng.int(70_000))]);
-      return { ...base, label: `text frame of ${text.length} characters`, writes: [clientFrame(OPCODE.text, text)], expect: { answers: 1, echo: text } };
+      return {
+        ...base,
+        label: `text frame of ${text.length} characters`,
+        writes: [clientFrame(OPCODE.text, text)],
+        expect: { answers: 1, echo: text },
+      };
     }
     case 'ws-fragmented': {
       const m = mutate(rng, rng.pick(photos));
@@ -109,7 +114,12 @@ function makeCase(rng: Rng, photos: Buffer[]): WsCase {
       const m = mutate(rng, rng.pick(photos));
       const frame = clientFrame(OPCODE.binary, m.bytes);
       const n = rng.int(frame.length);
-      return { ...base, label: `frame cut at ${n} of ${frame.length}, then the connection ends`, writes: [frame.subarray(0, n)], expect: { any: true } };
+      return {
+        ...base,
+        label: `frame cut at ${n} of ${frame.length}, then the connection ends`,
+        writes: [frame.subarray(0, n)],
+        expect: { any: true },
+      };
     }
   }
 }
@@ -158,7 +168,8 @@ async function runCase(host: string, port: number, c: WsCase, timeoutMs: number)
       if (!isJsonAnswer(up.body)) return { outcome: `refused ${up.status}`, failure: `${c.label}: refusal not JSON: ${up.body.slice(0, 200)}` };
       return { outcome: `refused ${up.status}` };
     }
-    if (up.status !== 101) return { outcome: `refused ${up.status}`, failure: `${c.label}: handshake refused with ${up.status} ${up.body.slice(0, 200)}` };
+    if (up.status !== 101)
+      return { outcome: `refused ${up.status}`, failure: `${c.label}: handshake refused with ${up.status} ${up.body.slice(0, 200)}` };
     for (const w of c.writes) up.socket.write(w);
     const answers = () => up.frames.filter((f) => f.opcode === OPCODE.text);
     const closeFrame = () => up.frames.find((f) => f.opcode === OPCODE.close);
@@ -166,14 +177,19 @@ async function runCase(host: string, port: number, c: WsCase, timeoutMs: number)
       const n = c.expect.answers;
       await until(() => answers().length >= n || closeFrame() !== undefined, timeoutMs);
       const got = answers().map((f) => f.payload.toString());
-      if (got.length < n) return { outcome: 'no answer', failure: `${c.label}: ${got.length} of ${n} answers${closeFrame() ? `, closed ${closeFrame()!.payload.readUInt16BE(0)}` : ''}` };
+      if (got.length < n)
+        return {
+          outcome: 'no answer',
+          failure: `${c.label}: ${got.length} of ${n} answers${closeFrame() ? `, closed ${closeFrame()!.payload.readUInt16BE(0)}` : ''}`,
+        };
       if (c.expect.echo !== undefined) {
         return got[0] === c.expect.echo ? { outcome: 'echoed' } : { outcome: 'wrong echo', failure: `${c.label}: echo differs` };
       }
       for (const text of got) {
         if (!isJsonAnswer(text)) return { outcome: 'not JSON', failure: `${c.label}: answer not JSON: ${text.slice(0, 200)}` };
         const status = (JSON.parse(text) as { status?: number }).status;
-        if (status !== undefined && status >= 500 && status !== 503) return { outcome: `status ${status}`, failure: `${c.label}: answered ${text.slice(0, 200)}` };
+        if (status !== undefined && status >= 500 && status !== 503)
+          return { outcome: `status ${status}`, failure: `${c.label}: answered ${text.slice(0, 200)}` };
       }
       const statuses = got.map((t) => String((JSON.parse(t) as { status?: number }).status ?? 200));
       return { outcome: `answered ${[...new Set(statuses)].sort().join('/')}` };
@@ -183,7 +199,10 @@ async function runCase(host: string, port: number, c: WsCase, timeoutMs: number)
       const frame = closeFrame();
       const code = frame && frame.payload.length >= 2 ? frame.payload.readUInt16BE(0) : null;
       if (code === null || !c.expect.closeCodes.includes(code)) {
-        return { outcome: `closed ${code ?? 'without a close frame'}`, failure: `${c.label}: closed with ${code ?? 'no close frame'}, expected ${c.expect.closeCodes.join(' or ')}` };
+        return {
+          outcome: `closed ${code ?? 'without a close frame'}`,
+          failure: `${c.label}: closed with ${code ?? 'no close frame'}, expected ${c.expect.closeCodes.join(' or ')}`,
+        };
       }
       return { outcome: `closed ${code}` };
     }

@@ -62,7 +62,11 @@ export function loadBenchImages(where: string, resize?: number): BenchImage[] {
   let files: string[];
   try {
     files = fs.statSync(where).isDirectory()
-      ? fs.readdirSync(where).sort().map((f) => path.join(where, f)).filter((f) => fs.statSync(f).isFile())
+      ? fs
+          .readdirSync(where)
+          .sort()
+          .map((f) => path.join(where, f))
+          .filter((f) => fs.statSync(f).isFile())
       : [where];
   } catch (e) {
     throw new ClientError(`cannot read --images ${where}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);

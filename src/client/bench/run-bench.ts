@@ -70,7 +70,13 @@ export interface BenchReport {
 function summary(r: LatencyReservoir, count: number, sum: number): Percentiles {
   const sorted = [...r.values()].sort((a, b) => a - b);
   const round = (n: number) => Math.round(n * 1000) / 1000;
-  return { p50: round(percentile(sorted, 50)), p90: round(percentile(sorted, 90)), p99: round(percentile(sorted, 99)), mean: round(count ? sum / count : 0), samples: count };
+  return {
+    p50: round(percentile(sorted, 50)),
+    p90: round(percentile(sorted, 90)),
+    p99: round(percentile(sorted, 99)),
+    mean: round(count ? sum / count : 0),
+    samples: count,
+  };
 }
 
 class Series {
@@ -136,7 +142,10 @@ class UsagePoll {
   async poll(opts: BenchOptions): Promise<void> {
     if (this.missing) return;
     try {
-      const u = (await apiRequest({ addr: opts.addr, method: 'GET', path: '/server/usage/', tls: opts.tls, timeoutMs: 5000 })) as Record<string, unknown>;
+      const u = (await apiRequest({ addr: opts.addr, method: 'GET', path: '/server/usage/', tls: opts.tls, timeoutMs: 5000 })) as Record<
+        string,
+        unknown
+      >;
       for (const [key, value] of Object.entries(u)) {
         const n = typeof value === 'number' ? value : typeof value === 'string' && key !== 'success' ? Number(value) : NaN;
         if (!Number.isFinite(n)) continue;

@@ -60,7 +60,9 @@ export async function webSocketSender(opts: SenderOptions): Promise<Sender> {
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`the server refused the WebSocket upgrade of ${url.pathname}: HTTP ${res.statusCode}`)));
+    ws.once('unexpected-response', (_req, res) =>
+      reject(new Error(`the server refused the WebSocket upgrade of ${url.pathname}: HTTP ${res.statusCode}`)),
+    );
   });
   // replies come in order, one per frame: a FIFO of waiting senders
   const waiting: { resolve: (a: Answer) => void; reject: (e: Error) => void }[] = [];

@@ -129,7 +129,14 @@ export async function saveGraph(file: string, params: AnnParams, write: (tmp: st
     const keys = Float64Array.from(rows.keys());
     const hashes = Float64Array.from(rows.values());
     await syncFile(graphTmp);
-    const meta: MetaFile = { format: 1, ...params, count: keys.length, sha256: await sha256Of(graphTmp), keys: toBase64(keys), hashes: toBase64(hashes) };
+    const meta: MetaFile = {
+      format: 1,
+      ...params,
+      count: keys.length,
+      sha256: await sha256Of(graphTmp),
+      keys: toBase64(keys),
+      hashes: toBase64(hashes),
+    };
     await fs.writeFile(metaTmp, JSON.stringify(meta));
     await syncFile(metaTmp);
     await fs.rename(graphTmp, file);

@@ -60,8 +60,12 @@ function pick(ids: Float64Array, embeddings: Float32Array, dim: number, rows: nu
 
 /** How the last build() got its graph. */
 export type AnnBuildReport =
-  | { how: 'built'; rows: number; ms: number; reason: string }
-  | { how: 'loaded'; rows: number; ms: number; patched: number };
+  { how: 'built'; rows: number; ms: number; reason: string } | { how: 'loaded'; rows: number; ms: number; patched: number };
+
+/** The gallery log's note on the graph: ", HNSW graph loaded (N rows patched)" or ", HNSW graph built (why)". */
+export function annBuildNote(ann: AnnBuildReport): string {
+  return ann.how === 'loaded' ? `, HNSW graph loaded (${ann.patched} rows patched)` : `, HNSW graph built (${ann.reason})`;
+}
 
 type QueuedChange = { op: 'add'; ids: Float64Array; embeddings: Float32Array } | { op: 'remove'; ids: Float64Array };
 
@@ -202,7 +206,12 @@ export class AnnIndex {
       for (let start = 0; start < stale.length; start += BUILD_CHUNK) {
         const chunk = stale.slice(start, start + BUILD_CHUNK);
         const part = pick(ids, embeddings, this.#dim, chunk);
-        this.#insert(part.ids, part.embeddings, BUILD_THREADS, Float64Array.from(chunk, (row) => hashes[row]!));
+        this.#insert(
+          part.ids,
+          part.embeddings,
+          BUILD_THREADS,
+          Float64Array.from(chunk, (row) => hashes[row]!),
+        );
       }
       return changed;
     } finally {
@@ -231,7 +240,12 @@ export class AnnIndex {
         return alive();
       }
       const built = await this.#eachUntouched(ids, embeddings, BUILD_CHUNK, alive, (chunk, rows) =>
-        this.#insert(chunk.ids, chunk.embeddings, BUILD_THREADS, Float64Array.from(rows, (row) => hashes[row]!)),
+        this.#insert(
+          chunk.ids,
+          chunk.embeddings,
+          BUILD_THREADS,
+          Float64Array.from(rows, (row) => hashes[row]!),
+        ),
       );
       if (!built) return false;
       this.lastBuild = { how: 'built', rows: ids.length, ms: performance.now() - t0, reason: restored };

@@ -85,7 +85,8 @@ function packed(entries: readonly GalleryEntry[], dim: number): { ids: Float64Ar
   entries.forEach((e, i) => {
     if (typeof e !== 'object' || e === null) throw new EngineError('INVALID_ARGUMENT', `entries[${i}] must be an object`);
     if (!Number.isSafeInteger(e.id) || e.id < 0) throw new EngineError('INVALID_ARGUMENT', `entries[${i}].id must be a non-negative safe integer`);
-    if (typeof e.subject !== 'string' || e.subject.length === 0) throw new EngineError('INVALID_ARGUMENT', `entries[${i}].subject must be a non-empty string`);
+    if (typeof e.subject !== 'string' || e.subject.length === 0)
+      throw new EngineError('INVALID_ARGUMENT', `entries[${i}].subject must be a non-empty string`);
     ids[i] = e.id;
     subjects.push(e.subject);
     embeddings.set(l2Normalized(checkEmbedding(e.embedding, dim, `entries[${i}].embedding`), `entries[${i}].embedding`), i * dim);
@@ -116,7 +117,8 @@ export class GalleryIndex {
     this.annThreshold = threshold;
     this.#quantization = quantization;
     const expansion = options.annExpansion ?? DEFAULT_EXPANSION_SEARCH;
-    if (!Number.isInteger(expansion) || expansion < 1 || expansion > 4096) throw new EngineError('INVALID_ARGUMENT', 'annExpansion must be an integer from 1 to 4096');
+    if (!Number.isInteger(expansion) || expansion < 1 || expansion > 4096)
+      throw new EngineError('INVALID_ARGUMENT', 'annExpansion must be an integer from 1 to 4096');
     this.#expansion = expansion;
     const confirm = options.annConfirmBelow ?? -Infinity;
     if (typeof confirm !== 'number' || Number.isNaN(confirm)) throw new EngineError('INVALID_ARGUMENT', 'annConfirmBelow must be a number');
@@ -124,7 +126,8 @@ export class GalleryIndex {
     const largeFrom = options.annLargeGallery ?? LARGE_GALLERY;
     if (typeof largeFrom !== 'number' || !(largeFrom >= 0)) throw new EngineError('INVALID_ARGUMENT', 'annLargeGallery must be a number >= 0');
     this.#largeFrom = options.annExpansion === undefined ? largeFrom : Infinity;
-    if (options.annFile !== undefined && (typeof options.annFile !== 'string' || options.annFile === '')) throw new EngineError('INVALID_ARGUMENT', 'annFile must be a non-empty string');
+    if (options.annFile !== undefined && (typeof options.annFile !== 'string' || options.annFile === ''))
+      throw new EngineError('INVALID_ARGUMENT', 'annFile must be a non-empty string');
     this.#file = options.annFile;
     const ann = this.#newAnn();
     parts.set(this, { native: new (loadNative().Gallery)(dim), ann, samples: ann ? new SubjectSamples() : null });
@@ -223,7 +226,8 @@ export class GalleryIndex {
     const ann = p.ann;
     if (!ann?.ready) throw new EngineError('INVALID_ARGUMENT', 'the approximate index is not built');
     const { expansion } = opts;
-    if (expansion !== undefined && (!Number.isInteger(expansion) || expansion < 1 || expansion > 65536)) throw new EngineError('INVALID_ARGUMENT', 'expansion must be an integer from 1 to 65536');
+    if (expansion !== undefined && (!Number.isInteger(expansion) || expansion < 1 || expansion > 65536))
+      throw new EngineError('INVALID_ARGUMENT', 'expansion must be an integer from 1 to 65536');
     const beam = expansion ?? this.searchBeam;
     // 0 asks the graph for its own beam (annExpansion) and the few candidates that beam warrants.
     let match = p.native.bestOf(ann.candidates(query, beam === this.#expansion ? 0 : beam), query);

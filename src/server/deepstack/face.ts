@@ -44,7 +44,11 @@ async function registerPhotos(service: RecognitionService, subject: string, phot
       const code = engineErrorCode(e);
       if (e instanceof EnrolmentError) {
         firstFailure ??=
-          e.reason === 'no-face' ? 'no face detected' : e.reason === 'multiple-faces' ? 'more than one face detected: register photos of this person alone' : e.message;
+          e.reason === 'no-face'
+            ? 'no face detected'
+            : e.reason === 'multiple-faces'
+              ? 'more than one face detected: register photos of this person alone'
+              : e.message;
       } else if (code === 'INVALID_IMAGE' || code === 'UNSUPPORTED_FORMAT') {
         firstFailure ??= INVALID_IMAGE;
       } else {
@@ -87,7 +91,11 @@ export function deepStackFaceRoutes(deps: {
       const image = requestImage(req);
       const threshold = minConfidence(req, DEEPSTACK_RECOGNITION_THRESHOLD);
       const recognition = service();
-      const { faces, timings } = await observed(engine, recognition.embedder.model, recognitionCall(() => recognition.identify(image)));
+      const { faces, timings } = await observed(
+        engine,
+        recognition.embedder.model,
+        recognitionCall(() => recognition.identify(image)),
+      );
       const predictions = faces.map((f) => {
         // a face too poor to judge: "unknown" as DeepStack answers it, and why (an added field)
         if (f.unjudged !== null) return { userid: 'unknown', confidence: 0, ...box(f.rect), reason: f.unjudged };
@@ -102,11 +110,22 @@ export function deepStackFaceRoutes(deps: {
       const req = c.get('deepstack');
       if (req.files.length === 0) throw new HttpError(400, NO_IMAGE);
       const subject = userId(req);
-      await registerPhotos(service(), subject, req.files.map((f) => f.bytes));
+      await registerPhotos(
+        service(),
+        subject,
+        req.files.map((f) => f.bytes),
+      );
       return dsReply(c, { success: true, message: 'face added' });
     })
     .post('/face/match', open, (c) => faceMatch(c, engine, service()))
-    .post('/face/list', open, (c) => dsReply(c, { success: true, faces: service().subjects().map((s) => s.subject) }))
+    .post('/face/list', open, (c) =>
+      dsReply(c, {
+        success: true,
+        faces: service()
+          .subjects()
+          .map((s) => s.subject),
+      }),
+    )
     .post('/face/delete', open, admin, async (c) => {
       const subject = userId(c.get('deepstack'));
       const recognition = service();

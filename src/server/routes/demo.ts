@@ -20,7 +20,9 @@ const HEADERS = { 'Cache-Control': 'no-cache' };
  * and WebSockets to this server only, and no framing (clickjacking; X-Frame-Options for older browsers).
  */
 export function demoPageSecurityHeaders(page: string): Record<string, string> {
-  const styles = [...page.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => `'sha256-${createHash('sha256').update(m[1]!, 'utf8').digest('base64')}'`);
+  const styles = [...page.matchAll(/<style>([\s\S]*?)<\/style>/g)].map(
+    (m) => `'sha256-${createHash('sha256').update(m[1]!, 'utf8').digest('base64')}'`,
+  );
   const policy = [
     "default-src 'none'",
     "script-src 'self'",

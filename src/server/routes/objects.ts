@@ -41,13 +41,11 @@ export function objectRoutes(deps: { engine: PoseObjectEngine }): Hono {
       model: () => engine.models?.objects ?? 'objects',
       run: (c, { bytes, fields }) => engine.detectObjects(bytes, { scoreThreshold: unitParameter(c, fields, 'threshold') }),
       reply: (result, ms): ObjectResponse => {
-        const objects = result.objects.map(
-          (o): ObjectJson => ({
-            rect: o.rect.map(Math.round) as ObjectJson['rect'],
-            class: o.className,
-            confidence: o.score.toFixed(3),
-          }),
-        );
+        const objects = result.objects.map((o): ObjectJson => ({
+          rect: o.rect.map(Math.round) as ObjectJson['rect'],
+          class: o.className,
+          confidence: o.score.toFixed(3),
+        }));
         return objects.length > 0
           ? { success: 'true', serverprocessingtime: ms, server_processing_time: ms, gpu_support: gpuSupport(), objects }
           : { success: 'false', serverprocessingtime: ms, server_processing_time: ms, gpu_support: gpuSupport() };

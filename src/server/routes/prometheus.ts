@@ -31,7 +31,5 @@ function metricsAccess(deps: PrometheusRouteDeps): MiddlewareHandler {
 
 /** Mounted at /metrics. */
 export function prometheusRoutes(deps: PrometheusRouteDeps = {}): Hono {
-  return new Hono().get('/', metricsAccess(deps), async (c) =>
-    c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }),
-  );
+  return new Hono().get('/', metricsAccess(deps), async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }));
 }

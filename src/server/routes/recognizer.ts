@@ -39,15 +39,15 @@ export function recognizerRoutes(deps: { recognition: RecognitionService; engine
         prediction.face && prediction.unjudged !== null
           ? { success: 'false', reason: prediction.unjudged, rect: prediction.face.rect, serverprocessingtime: ms, server_processing_time: ms }
           : prediction.face
-          ? {
-              success: 'true',
-              subject: prediction.subject,
-              confidence: prediction.distance.toFixed(2),
-              rect: prediction.face.rect,
-              serverprocessingtime: ms,
-              server_processing_time: ms,
-            }
-          : { success: 'false', serverprocessingtime: ms, server_processing_time: ms },
+            ? {
+                success: 'true',
+                subject: prediction.subject,
+                confidence: prediction.distance.toFixed(2),
+                rect: prediction.face.rect,
+                serverprocessingtime: ms,
+                server_processing_time: ms,
+              }
+            : { success: 'false', serverprocessingtime: ms, server_processing_time: ms },
     }),
   );
 }

@@ -79,7 +79,8 @@ export async function readFields(c: Context, names: readonly string[]): Promise<
     } catch (e) {
       throw new HttpError(400, `malformed request body: ${(e as Error).message}`);
     }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'malformed request body: the JSON body must be an object');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new HttpError(400, 'malformed request body: the JSON body must be an object');
     checkKeys(Object.keys(body), names);
     for (const name of names) {
       if (!Object.hasOwn(body, name)) continue;

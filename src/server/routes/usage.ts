@@ -14,10 +14,10 @@ import { CpuSampler, memoryUtil, readGpuUsage } from '../usage/system-usage.js';
 export function usageRoutes(deps: { engine: FaceEngine; ops?: { sink?: { status(): SinkStatus } } }): Hono {
   const cpu = new CpuSampler();
   return new Hono().get('/', async (c) => {
-      const round = (n: number) => Math.round(n * 100) / 100;
-      const body = { success: 'true', cpu_util: round(cpu.read()), mem_util: round(memoryUtil()) };
-      const gpu = deps.engine.backend().backend === 'cuda' ? await readGpuUsage() : undefined;
-      const sink = deps.ops?.sink;
-      return c.json({ ...body, ...gpu, ...(sink ? { metrics_sink: sink.status() } : {}) });
+    const round = (n: number) => Math.round(n * 100) / 100;
+    const body = { success: 'true', cpu_util: round(cpu.read()), mem_util: round(memoryUtil()) };
+    const gpu = deps.engine.backend().backend === 'cuda' ? await readGpuUsage() : undefined;
+    const sink = deps.ops?.sink;
+    return c.json({ ...body, ...gpu, ...(sink ? { metrics_sink: sink.status() } : {}) });
   });
 }
