@@ -136,17 +136,18 @@ export class Engine {
     const onnxRuntimeLibrary = library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {};
     const fixed: Precision = precision === 'auto' ? 'int8' : precision;
     let specs = await modelSpecs(opts, checked, manifest, () => fixed);
+    const names = specNames(checked, specs);
     // The GPU check (gpu-check.ts) first: a net it puts on the GPU runs its fp32 file there, and is not timed on the CPU.
-    const gpu = await planGpu(binding, checked, { threadsPerWorker, ...onnxRuntimeLibrary }, manifest, specNames(checked, specs), fixed);
+    const gpu = await planGpu(binding, checked, { threadsPerWorker, ...onnxRuntimeLibrary }, manifest, names, fixed);
     const onGpu = new Set(
       Object.entries(gpu?.nets ?? {})
         .filter(([, c]) => c.device === 'gpu')
-        .map(([key]) => specNames(checked, specs)[key]),
+        .map(([key]) => names[key]),
     );
     const precisionOf = (name: string, cpu: Precision) => (onGpu.has(name) ? 'fp32' : cpu);
     let timed: Record<string, PrecisionTiming> = {};
     if (precision === 'auto') {
-      const both = modelsWithBothForms(manifest, checked, specNames(checked, specs)).filter((name) => !onGpu.has(name));
+      const both = modelsWithBothForms(manifest, checked, names).filter((name) => !onGpu.has(name));
       timed = await timeModelForms(binding, { threadsPerWorker, backend, ...onnxRuntimeLibrary }, manifest, modelDir, both);
     }
     if (precision === 'auto' || onGpu.size > 0)
