@@ -197,7 +197,7 @@ async function main(): Promise<void> {
       const child = spawnSync(
         process.execPath,
         [
-          join(root, 'scripts', 'arm64-user.mjs'),
+          join(root, 'scripts', 'arm64', 'arm64-user.mjs'),
           join(root, 'dist', 'bench', 'int8-cpu-spread.js'),
           '--collect',
           dir,

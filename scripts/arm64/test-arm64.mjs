@@ -57,7 +57,7 @@ function checks() {
 function main() {
   const t0 = Date.now();
   installTools(log);
-  if (!process.argv.includes('--skip-setup')) run(process.execPath, [path.join(ROOT, 'scripts', 'setup.mjs'), '--test'], { log });
+  if (!process.argv.includes('--skip-setup')) run(process.execPath, [path.join(ROOT, 'scripts', 'setup', 'setup.mjs'), '--test'], { log });
   ensureArm64Binfmt(log);
   const tBases = Date.now();
   const nodeMajor = dockerfileNodeMajor(ROOT);

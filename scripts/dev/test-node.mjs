@@ -70,7 +70,7 @@ function main() {
   const reported = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
   if (reported !== `v${release.version}`) throw new StepError(`${node} says ${reported || 'nothing'}, expected v${release.version}`);
 
-  if (!skipSetup) run(process.execPath, [path.join(ROOT, 'scripts', 'setup.mjs'), '--test'], { log });
+  if (!skipSetup) run(process.execPath, [path.join(ROOT, 'scripts', 'setup', 'setup.mjs'), '--test'], { log });
 
   const work = path.join(ROOT, '.cache', 'node-test', major);
   log(`work copy: ${path.relative(ROOT, work)} (node_modules and models hard-linked)`);

@@ -77,7 +77,7 @@ function main() {
     console.error(`usage: node scripts/image/image-build.mjs <dest> <${Object.keys(NODE_ARCH).join('|')}>`);
     process.exit(2);
   }
-  const payload = path.join(ROOT, 'scripts', 'image-payload.mjs');
+  const payload = path.join(ROOT, 'scripts', 'image', 'image-payload.mjs');
   if (NODE_ARCH[arch] === process.arch) {
     run(process.execPath, [payload, dest], { cwd: ROOT, log });
     fs.writeFileSync(path.join(dest, 'lib-root'), '.\n');

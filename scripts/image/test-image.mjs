@@ -65,7 +65,7 @@ function main() {
   const t0 = Date.now();
   const argv = process.argv.slice(2);
   installTools(log);
-  if (!argv.includes('--skip-setup')) run(process.execPath, [path.join(ROOT, 'scripts', 'setup.mjs'), '--test'], { log });
+  if (!argv.includes('--skip-setup')) run(process.execPath, [path.join(ROOT, 'scripts', 'setup', 'setup.mjs'), '--test'], { log });
   const tBases = Date.now();
   ensureBaseImages({ root: ROOT, nodeMajor: dockerfileNodeMajor(ROOT), log });
   log(`base images ready in ${seconds(Date.now() - tBases)}`);
