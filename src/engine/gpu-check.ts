@@ -165,11 +165,16 @@ async function checkNet(
   for (const graph of ['optimized', 'basic'] as GpuGraph[]) {
     const gpuSpec: NativeRawModelSpec = { ...spec, device: 'gpu', gpuGraph: graph };
     let gpu: Float32Array[];
+    const fallbacks = native.stats().gpuFallbackRuns;
     try {
       gpu = await native.runModel(input, gpuSpec);
     } catch (e) {
       // The provider or the driver refused the net (an adapter Dawn does not accept, an operator it cannot run).
       return { device: 'cpu', code: 'no-gpu', reason: `the GPU could not run it: ${(e as Error).message}` };
+    }
+    // A run the GPU failed comes back from the CPU (native/runtime/gpu_sessions.h): its answers prove nothing.
+    if (native.stats().gpuFallbackRuns > fallbacks) {
+      return { device: 'cpu', code: 'no-gpu', reason: 'the GPU failed running it (the log has the error)' };
     }
     const agreement = compareOutputs(cpu, gpu);
     first ??= agreement;
