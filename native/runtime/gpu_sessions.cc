@@ -8,6 +8,7 @@ void GpuSessions::MarkLost(const std::string& path, const std::string& why) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (!lost_.emplace(path, why.empty() ? "GPU run failed" : why).second) return;
+    anyLost_.store(true, std::memory_order_release);
   }
   // The host's log has no hook into the workers: one line on stderr, as onnxruntime's own errors go.
   std::fprintf(stderr, "edgecv: the GPU failed running %s (%s); this net runs on the CPU from now on\n", path.c_str(),

@@ -26,7 +26,10 @@ class GpuSessions {
   void MarkLost(const std::string& path, const std::string& why);
   // Why `path` left the GPU at run time; empty while it still runs there.
   std::string LostReason(const std::string& path) const;
-  bool Lost(const std::string& path) const { return !LostReason(path).empty(); }
+  // Asked before every GPU run: no lock and no copy until some net has failed.
+  bool Lost(const std::string& path) const {
+    return anyLost_.load(std::memory_order_acquire) && !LostReason(path).empty();
+  }
 
   void CountRun(bool onGpu) { (onGpu ? gpuRuns_ : cpuRuns_).fetch_add(1, std::memory_order_relaxed); }
   // Forward passes of GPU nets that ran on the GPU, and on the CPU after a failure (cumulative).
@@ -36,6 +39,7 @@ class GpuSessions {
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::string> lost_;
+  std::atomic<bool> anyLost_{false};
   std::atomic<uint64_t> gpuRuns_{0};
   std::atomic<uint64_t> cpuRuns_{0};
 };

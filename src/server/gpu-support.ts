@@ -1,8 +1,7 @@
 // "gpu_support" of the original answers: true exactly when the nets of the route ran on a GPU, CUDA (every net) or
 // the Vulkan GPU (the nets the GPU check put there and that have not failed there since: docs/gpu.md).
 
-import type { BackendInfo } from '../engine/types.js';
-import type { NetKey } from '../engine/types.js';
+import type { BackendInfo, NetKey } from '../engine/types.js';
 
 export function onGpu(backend: Pick<BackendInfo, 'backend' | 'devices'>, nets: readonly NetKey[]): boolean {
   if (backend.backend === 'cuda') return true;
