@@ -3,14 +3,14 @@
 // and its whole-image pass sees the photo as the detector route does (native/jobs/face_embed_job.cc).
 // On the faceless photos (testkit/faceless-photos.ts: animals, plants, food, objects, vehicles, flowers,
 // buildings, landscapes, textures), recognition and enrolment find a face only where the detector reports one
-// itself; faces turned 45 and 60 degrees are still found and named. The routes answer "no face" as their contracts
+// itself, and the detector reports none; faces turned 45 and 60 degrees are still found and named. The routes answer "no face" as their contracts
 // say on such a photo.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cosine, loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import { facelessPhotos } from '../testkit/faceless-photos.js';
 import { rotatedPhoto } from '../testkit/rotate-photo.js';
-import { scaledJpeg } from '../testkit/vga-photos.js';
+import { pngOfJpeg, scaledJpeg } from '../testkit/vga-photos.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
@@ -42,25 +42,27 @@ afterAll(async () => {
 });
 
 describe('faceless photos', () => {
-  it('get a face from recognition and enrolment only where the detector route reports that very face', async () => {
+  it('get no face from the detector route, nor from recognition and enrolment', async () => {
     // The desktop wallpapers (2-24 megapixels) are left to the bench (tools/rotated-recognition.ts): they cost minutes.
     const names = facelessPhotos(ROOT).filter((n) => !/^(mate|ukui|lomiri)\//.test(n));
     expect(names.length).toBeGreaterThanOrEqual(300); // the set is there (set-up fetched it)
     const notTheDetectors: string[] = [];
-    let withFace = 0;
+    const withFace: string[] = [];
     for (const name of names) {
       const bytes = photo(name);
       const [detected, embedded] = await Promise.all([engine.detectFaces(bytes), engine.embedFace(bytes)]);
+      if (detected.faces.length > 0) withFace.push(name);
       if (!embedded.face) continue;
-      withFace++;
+      withFace.push(name);
       // The same box and score: the padded and turned passes gave none (they keep only what passes the detector's
       // bar), and the whole-image pass saw the photo as the detector route does.
       const { rect, score } = embedded.face;
       if (!detected.faces.some((f) => f.rect.every((v, i) => v === rect[i]) && f.score === score)) notTheDetectors.push(name);
     }
     expect(notTheDetectors).toEqual([]);
-    // The detector's own: a few animal heads, a petal and a guitar (docs/models.md lists them and why they stay).
-    expect(withFace).toBeLessThan(names.length * 0.02);
+    // Before the detector's second look (pipelines/rotated_face_pass.h, DetectFaces): a parrot's and a cow's heads, a
+    // petal and a guitar, on every face route.
+    expect([...new Set(withFace)]).toEqual([]);
   });
 
   it('get no face from recognition on the flower, the garden and the explosion', async () => {
@@ -83,7 +85,7 @@ describe('the whole-image pass of recognition and enrolment', () => {
       ...['2008_002470.jpg', '2008_004176.jpg', '2009_004587.jpg', 'bald_guys.jpg'].map((f): [string, Buffer] => [f, photo(`dlib/faces/${f}`)]),
       ['a john', bySubject.get('John_Simm')![0]!.bytes],
       ['astronaut PNG', photo('skimage/astronaut.png')],
-      ['guitar PNG', photo('tuxpaint/hobbies/music/string/guitar2.png')],
+      ['group PNG', pngOfJpeg(photo('dlib/faces/2008_002470.jpg'))],
     ];
     for (const [name, bytes] of photos) {
       const detected = await engine.detectFaces(bytes);

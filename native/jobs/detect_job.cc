@@ -1,6 +1,7 @@
 #include "jobs/detect_job.h"
 
 #include "pipelines/detect_poses.h"
+#include "pipelines/rotated_face_pass.h"
 #include "pool/worker_context.h"
 
 namespace edgecv {
@@ -8,12 +9,12 @@ namespace {
 
 // A JPEG is decoded no larger than the detector needs (FaceDetector::NeededSide): 640x480 at half size, 1280x720
 // at a quarter for a 192 or 256 px whole-image pass.
-std::vector<Face> DetectFaces(WorkerContext& ctx, const ImageDecoder& decode, const DetectOptions& options,
-                              StageTimings* timings) {
+std::vector<Face> FacesOf(WorkerContext& ctx, const ImageDecoder& decode, const DetectOptions& options,
+                          StageTimings* timings) {
   if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
   cv::Size full;
   const cv::Mat image = decode(ctx.faceDetector->NeededSide(options), &full);
-  return ctx.faceDetector->Detect(image, options, timings, full);
+  return DetectFaces(*ctx.faceDetector, image, options, timings, full);
 }
 
 // Objects are decoded at full size: decoded at half size, the labelled set lost a box (docs/performance.md).
@@ -59,7 +60,7 @@ Napi::Value FaceToJs(Napi::Env env, const Face& f) {
   return face;
 }
 
-const FaceDetectJob::Kind kFaceDetection{"faces", &DetectFaces, &FaceToJs};
+const FaceDetectJob::Kind kFaceDetection{"faces", &FacesOf, &FaceToJs};
 const PoseDetectJob::Kind kPoseDetection{"poses", &DetectPoses, &PoseToJs};
 const ObjectDetectJob::Kind kObjectDetection{"objects", &DetectObjects, &ObjectToJs};
 

@@ -18,17 +18,7 @@
 
 namespace edgecv {
 
-namespace {
-
-// The turned passes see the turned copy letterboxed to the detector's input: a copy this many times larger keeps
-// what that shrink needs, and warping a larger one would only cost time.
-constexpr double kTurnedPassInputs = 2;
-
-double TurnedPassMaxSide(const FaceDetector& detector) {
-  return kTurnedPassInputs * detector.NeededSide(DetectOptions{});
-}
-
-}  // namespace
+namespace {}  // namespace
 
 FaceEmbedJob::FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request)
     : ImageJob(env, bytes), request_(std::move(request)) {}
@@ -88,7 +78,7 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
 
 std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image) {
   if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
-  std::vector<Face> faces = ctx.faceDetector->Detect(view, request_.detect, &detectTimings_, image.size());
+  std::vector<Face> faces = DetectFaces(*ctx.faceDetector, view, request_.detect, &detectTimings_, image.size());
   const double turnedMaxSide = TurnedPassMaxSide(*ctx.faceDetector);
   // A second pass's faces pass the bar of pipelines/rotated_face_pass.h, or none counts: it must not make one up.
   const auto seenAgain = [&](std::vector<Face> found) {

@@ -34,12 +34,31 @@ struct SecondPassBar {
 // `turnedDegrees`, black elsewhere), passes SecondPassBar's geometry.
 bool FoundOnPhoto(const Face& onCanvas, const cv::Matx23d& photoToCanvas, cv::Size photo, double turnedDegrees);
 
+// How much larger than a face's box the look SeenAgainUpright takes is (its side, centred on the box).
+constexpr double kSeenAgainContext = 4.0;
+
 // Whether the detector finds `face` (in `bgr`'s pixels) again in a look at its surroundings turned upright by the
 // tilt its landmarks give: the view in which it finds faces best, of the photo's own pixels; found again means a face
-// there overlapping it by at least half (intersection over union). A second pass's face counts only when found so:
-// one the pass's canvas made up is seldom seen again from another angle and scale.
+// there overlapping it by at least half (intersection over union). A face counts only when found so, whichever pass
+// found it: one the detector made up of a petal, a parrot or a pass's black canvas is seldom seen again from another
+// angle and scale.
 bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& face, const DetectOptions& options,
                       double maxSide, StageTimings* timings);
+
+// A face the detector scores at least this needs no second look. The look costs a detector pass a face, and the
+// faces the detector makes up score low: 0.60-0.75 on the 4 of 401 faceless photos it gives one (docs/models.md).
+constexpr float kSureFaceScore = 0.8f;
+
+// The faces of `view` (the photo as decoded for the detector) the detector reports: its whole-image pass's (and
+// tiles') faces scoring kSureFaceScore or that it sees again (SeenAgainUpright), in the photo's own pixels (`full`,
+// its size; empty: `view`'s). Every face route reports these: detectFaces, and recognition and enrolment's
+// whole-image pass.
+std::vector<Face> DetectFaces(FaceDetector& detector, const cv::Mat& view, const DetectOptions& options,
+                              StageTimings* timings, cv::Size full = {});
+
+// The largest copy of the photo a turned pass or a second look warps: the detector sees it letterboxed to its input,
+// so a copy twice that keeps what the shrink needs, and warping a larger one would only cost time.
+double TurnedPassMaxSide(const FaceDetector& detector);
 
 // Faces of `bgr` found with the photo turned `degrees` counterclockwise (on a canvas grown to hold it, with a black
 // border of `padding` x its longer side, so a tight face crop keeps a margin), in `bgr`'s pixels. The box comes back
