@@ -84,8 +84,8 @@ std::vector<Face> DetectFaces(FaceDetector& detector, const cv::Mat& view, const
 
 bool SeenAgainUpright(FaceDetector& detector, const cv::Mat& bgr, const Face& face, const DetectOptions& options,
                       double maxSide, StageTimings* timings) {
-  // The face at a quarter of the look's side, with its surroundings: blazeface-back is made for faces small in the
-  // frame. Looked at with half its box each side (the face half the look), 3 of dlib's 42 detected faces were not
+  // The face at a quarter of the look's side, with its surroundings: the full-range detector is made for faces small
+  // in the frame. With half its box each side (the face half the look), 3 of the dlib faces it detects were not
   // found again; at a quarter, all of them and every johns face are (docs/models.md, "No face where there is none").
   const PixelRect& rect = face.rect;
   const cv::Rect region = SquareAround(rect, kSeenAgainContext);
