@@ -1,9 +1,12 @@
 // Engine.open({ warmUp: false }) skips the warm-up at open (native/jobs/warm_up.cc): for tests and tools that do
 // not measure the first request. The engine answers the same; what it skipped shows as runs it did not make at open
-// and as cold runs later (stats()). Bad values are refused like every other option.
+// and as cold runs later (stats()). Bad values are refused like every other option. `edgecv serve --no-warm-up`
+// sets it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../src/index.js';
-import { openEngine, photo } from './helpers.js';
+import { parseServerConfig } from '../src/config.js';
+import { engineOptionsFromConfig } from '../src/server/engine-options.js';
+import { openEngine, photo, ROOT } from './helpers.js';
 
 const OPTIONS = { workers: 1, poseModel: null, faceEmbedder: null } as const;
 const SCENE = 'darknet/dog.jpg'; // 768x576: yolov5s runs it at 640x480, one of the camera shapes warm-up covers
@@ -29,6 +32,14 @@ describe('warmUp: false', () => {
     b.objects.forEach((o, i) => expect(o.score).toBeCloseTo(a.objects[i]!.score, 5));
     expect(warm.stats().coldRuns).toBe(0);
     expect(cold.stats().coldRuns).toBeGreaterThan(0);
+  });
+
+  it('is what `edgecv serve --no-warm-up` (EDGECV_NO_WARM_UP) asks for; without it the engine warms up', () => {
+    const warmUpOf = (args: string[], env: Record<string, string> = {}) => engineOptionsFromConfig(parseServerConfig(args, env, ROOT)).warmUp;
+    expect(warmUpOf(['--no-warm-up'])).toBe(false);
+    expect(warmUpOf([], { EDGECV_NO_WARM_UP: '1' })).toBe(false);
+    expect(warmUpOf([], { EDGECV_NO_WARM_UP: 'false' })).toBe(true);
+    expect(warmUpOf([])).toBeUndefined(); // the engine's default: warm up
   });
 
   it('refuses a value that is not a boolean', async () => {

@@ -209,7 +209,9 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
   }
   const { warmUp } = engine.stats();
   console.log(
-    `edgecv: models warmed at the input shapes they take (${warmUp.runs} runs) and every route's path run on each worker, in ${Math.round(warmUp.ms)} ms`,
+    config.noWarmUp
+      ? "edgecv: models not warmed (--no-warm-up): each route's first request at a new input shape is slower"
+      : `edgecv: models warmed at the input shapes they take (${warmUp.runs} runs) and every route's path run on each worker, in ${Math.round(warmUp.ms)} ms`,
   );
   console.log(`edgecv: listening on ${listeners.running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => {
