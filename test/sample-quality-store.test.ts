@@ -1,7 +1,7 @@
 // Each sample's quality is kept with it in the store (issue 48, item 3), in both stores (a real SQLite file; a real
 // redis-server on loopback, reopened as a restarted server or another server of the fleet would): a page listed
 // once is listed again after a reopen without measuring anything; enrolment's quality is stored with the sample and
-// a move takes it along; an import stores the qualities of its crops; a quality written back never brings back a
+// a move takes it along; the service stores what enrolment and an import measured; a quality written back never brings back a
 // sample removed meanwhile. A gallery an older edgecv wrote (SQLite: its schema as it created it; Redis: records
 // without the field, as it wrote them) opens, lists, and gets the qualities of the pages listed written back.
 
@@ -23,6 +23,7 @@ import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
 
 const newTmpDir = useTempDirs();
 const crops: { jpeg: Buffer; rect: Rect; embedding: Float32Array }[] = [];
+let photo: Buffer;
 let engine: Engine;
 let model = '';
 let version = '';
@@ -32,7 +33,9 @@ const open: GalleryStore[] = [];
 beforeAll(async () => {
   engine = await openEngine({ workers: 1 });
   ({ model, version } = engine.faceEmbedder()!);
-  for (const p of loadJohns(DATA_DIR).slice(0, 4)) {
+  const johns = loadJohns(DATA_DIR).slice(0, 4);
+  photo = johns[0]!.bytes;
+  for (const p of johns) {
     const r = await engine.embedFace(p.bytes, { keepCrop: true });
     if (r.crop && r.embedding) crops.push({ jpeg: Buffer.from(r.crop.jpeg), rect: r.crop.rect, embedding: r.embedding });
   }
@@ -216,20 +219,30 @@ describe('a SQLite gallery an older edgecv wrote', () => {
   });
 });
 
-describe('import', () => {
-  it('stores the quality of each imported crop, measured before it writes', async () => {
+describe('enrolment and import', () => {
+  it('store the quality of each crop they keep, measured before they write', async () => {
     const dir = newTmpDir('edgecv-quality-import-');
     const service = await RecognitionService.open(engine, SqliteGalleryStore.open(dir), { log: () => {} });
     try {
       await service.ready;
+      await service.enrol('ivan', photo);
       const lines = [0, 1, 2].map((i) => exportLine({ ...sample('heidi', i), id: i + 1 })).join('\n');
       expect((await service.import(lines, false)).added).toBe(3);
     } finally {
       await service.close();
     }
     const db = new Database(path.join(dir, 'gallery.db'), { readonly: true });
-    const stored = db.prepare('SELECT quality FROM samples ORDER BY id').all() as { quality: string | null }[];
+    const stored = db.prepare('SELECT crop, crop_rect, quality FROM samples ORDER BY id').all() as {
+      crop: Buffer;
+      crop_rect: string;
+      quality: string | null;
+    }[];
     db.close();
-    expect(stored.map((r) => JSON.parse(r.quality!))).toEqual([0, 1, 2].map((i) => sampleQuality(crops[i]!.jpeg, crops[i]!.rect)));
+    expect(stored).toHaveLength(4);
+    for (const r of stored) {
+      expect(r.quality).not.toBeNull();
+      expect(JSON.parse(r.quality!)).toEqual(sampleQuality(r.crop, JSON.parse(r.crop_rect) as Rect));
+    }
+    expect(stored.slice(1).map((r) => JSON.parse(r.quality!))).toEqual([0, 1, 2].map((i) => sampleQuality(crops[i]!.jpeg, crops[i]!.rect)));
   });
 });
