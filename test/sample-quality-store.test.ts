@@ -1,9 +1,9 @@
 // Each sample's quality is kept with it in the store (issue 48, item 3), in both stores (a real SQLite file; a real
 // redis-server on loopback, reopened as a restarted server or another server of the fleet would): a page listed
 // once is listed again after a reopen without measuring anything; enrolment's quality is stored with the sample and
-// a move takes it along; the service stores what enrolment and an import measured; a quality written back never brings back a
-// sample removed meanwhile. A gallery an older edgecv wrote (SQLite: its schema as it created it; Redis: records
-// without the field, as it wrote them) opens, lists, and gets the qualities of the pages listed written back.
+// a move takes it along; the service stores what enrolment and an import measured; a quality written back never
+// brings back a sample removed meanwhile. A gallery an older edgecv wrote (SQLite: its schema as it created it;
+// Redis: records without the field, as it wrote them) opens, lists, and gets the listed pages' qualities written.
 
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
