@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportLine } from '../src/gallery/jsonl.js';
 import { libraryPage, type LibraryPage } from '../src/gallery/library-page.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
+import { qualityWrites } from '../src/gallery/redis-records.js';
+import { QUALITY_SCRIPT } from '../src/gallery/redis-scripts.js';
 import { RedisGalleryStore } from '../src/gallery/redis-store.js';
 import { SampleQualities } from '../src/gallery/sample-qualities.js';
 import { sampleQuality } from '../src/gallery/sample-quality.js';
@@ -148,6 +150,27 @@ describe.each(kinds)('%s store: qualities kept with the samples', (_kind, galler
     expect(after.page.total).toBe(1);
     expect(after.page.samples.map((s) => [s.id, s.quality])).toEqual([[kept!.id, kept1]]);
     expect(after.measured).toBe(0);
+  });
+});
+
+describe('redis store: the write-back is compare-and-set', () => {
+  it('a record changed between its read and the write-back (a move) is left as the change made it', async () => {
+    const r = await startRedis(newTmpDir('edgecv-quality-cas-'), ['--save', '', '--appendonly', 'no']);
+    redises.push(r);
+    const store = await RedisGalleryStore.open(r.url, () => {});
+    open.push(store);
+    const [s] = await store.addMany([sample('judy', 0)], false);
+    const key = 'edgecv:gallery:samples';
+    const read = r.cli('HGET', key, String(s!.id)); // what a listing read
+    const args = qualityWrites([{ id: s!.id, quality: { faceSide: 7, sharpness: 7 } }], [read]);
+    expect(args).toHaveLength(3);
+    expect(await store.move(s!.id, 'judy', 'kate')).not.toBeNull(); // meanwhile
+    const moved = r.cli('HGET', key, String(s!.id));
+    expect(r.cli('EVAL', QUALITY_SCRIPT, '1', key, ...args)).toBe('0');
+    expect(r.cli('HGET', key, String(s!.id))).toBe(moved);
+    // As read now, it is written.
+    expect(r.cli('EVAL', QUALITY_SCRIPT, '1', key, ...qualityWrites([{ id: s!.id, quality: { faceSide: 7, sharpness: 7 } }], [moved]))).toBe('1');
+    expect(JSON.parse(r.cli('HGET', key, String(s!.id)))).toMatchObject({ subject: 'kate', quality: { faceSide: 7, sharpness: 7 } });
   });
 });
 
