@@ -7,7 +7,7 @@
 
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportLine } from '../src/gallery/jsonl.js';
+import { exportLine, parseImport } from '../src/gallery/jsonl.js';
 import { libraryPage, type LibraryPage } from '../src/gallery/library-page.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { qualityWrites } from '../src/gallery/redis-records.js';
@@ -243,14 +243,19 @@ describe('a SQLite gallery an older edgecv wrote', () => {
 });
 
 describe('enrolment and import', () => {
-  it('store the quality of each crop they keep, measured before they write', async () => {
+  it('store the quality of each crop they keep: measured, or as an export wrote it', async () => {
     const dir = newTmpDir('edgecv-quality-import-');
     const service = await RecognitionService.open(engine, SqliteGalleryStore.open(dir), { log: () => {} });
+    const [l, t, r, b] = crops[2]!.rect;
+    const given = { faceSide: Math.min(r - l, b - t), sharpness: 1.5 }; // not what the crop measures: kept as given
+    const exported: string[] = [];
     try {
       await service.ready;
       await service.enrol('ivan', photo);
-      const lines = [0, 1, 2].map((i) => exportLine({ ...sample('heidi', i), id: i + 1 })).join('\n');
-      expect((await service.import(lines, false)).added).toBe(3);
+      const lines = [0, 1, 2].map((i) => exportLine({ ...sample('heidi', i), id: i + 1, ...(i === 2 ? { quality: given } : {}) }));
+      expect(lines.map((line) => 'quality' in JSON.parse(line))).toEqual([false, false, true]);
+      expect((await service.import(lines.join('\n'), false)).added).toBe(3);
+      for await (const line of service.exportLines()) exported.push(line);
     } finally {
       await service.close();
     }
@@ -261,11 +266,32 @@ describe('enrolment and import', () => {
       quality: string | null;
     }[];
     db.close();
-    expect(stored).toHaveLength(4);
-    for (const r of stored) {
-      expect(r.quality).not.toBeNull();
-      expect(JSON.parse(r.quality!)).toEqual(sampleQuality(r.crop, JSON.parse(r.crop_rect) as Rect));
-    }
-    expect(stored.slice(1).map((r) => JSON.parse(r.quality!))).toEqual([0, 1, 2].map((i) => sampleQuality(crops[i]!.jpeg, crops[i]!.rect)));
+    const measured = stored.map((row) => sampleQuality(row.crop, JSON.parse(row.crop_rect) as Rect));
+    expect(stored.map((row) => JSON.parse(row.quality!))).toEqual([measured[0], measured[1], measured[2], given]);
+    expect(measured[3]!.sharpness).not.toBe(given.sharpness);
+    // Export writes each one as the library lists it.
+    expect(exported.map((line) => (JSON.parse(line) as { quality: unknown }).quality)).toEqual(
+      [measured[0], measured[1], measured[2], given].map((q) => ({ face_side: q!.faceSide, sharpness: q!.sharpness })),
+    );
+  });
+
+  it("takes an import line's 'quality' as export writes it, and refuses one that is not", () => {
+    const line = (quality: unknown, withCrop = true) =>
+      JSON.stringify({ ...JSON.parse(exportLine({ ...sample('judy', 0), id: 1 })), quality, ...(withCrop ? {} : { crop: null, crop_rect: null }) });
+    const [l, t, r, b] = crops[0]!.rect;
+    const side = Math.min(r - l, b - t);
+    expect(parseImport(line({ face_side: side, sharpness: 3 }))[0]).toMatchObject({ quality: { faceSide: side, sharpness: 3 } });
+    expect(parseImport(line(null))[0]).toMatchObject({ quality: null });
+    // Measured on another face box (the line's crop_rect was edited): measured again at import.
+    expect(parseImport(line({ face_side: side + 1, sharpness: 3 }))[0]).toMatchObject({ quality: undefined });
+    for (const [bad, message] of [
+      [{ face_side: side }, /'quality' must be/],
+      [{ face_side: side, sharpness: -1 }, /'quality' must be/],
+      [{ face_side: String(side), sharpness: 3 }, /'quality' must be/],
+      [[side, 3], /'quality' must be/],
+      ['high', /'quality' must be/],
+    ] as const)
+      expect(() => parseImport(line(bad)), JSON.stringify(bad)).toThrow(message);
+    expect(() => parseImport(line({ face_side: side, sharpness: 3 }, false))).toThrow(/'quality' needs 'crop'/);
   });
 });
