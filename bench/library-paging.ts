@@ -1,9 +1,10 @@
 // `node dist/bench/library-paging.js [--samples 3000] [--limit 50] [--walks 5]`: what listing a large subject costs
 // (GET /trainer/samples/, issue 48 item 3). A real `edgecv serve` over a SQLite gallery filled directly with
 // --samples samples of one subject, each with a real face crop and embedding (a few test photos' crops, reused);
-// the subject is walked page by page (first walk: every quality measured; then --walks more: known), while another
-// client sends 640x480 photos to /v1/vision/face/ one at a time. Prints each walk's page times, the answer sizes,
-// the server's RSS, and the other client's latency quiet and during the walks. Loopback only, bounded counts.
+// the rows as an older edgecv wrote them (no quality). The subject is walked page by page (first walk: every
+// quality measured; then --walks more: known), then once more after a restart of the server, while another client
+// sends 640x480 photos to /v1/vision/face/ one at a time. Prints each phase's first page and page times, the answer
+// sizes, the server's RSS, and the other client's latency quiet and during the walks. Loopback only, bounded counts.
 
 import fs from 'node:fs';
 import https from 'node:https';
@@ -74,12 +75,16 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-library-bench-'));
   try {
     await fillGallery(dir, flags.samples);
-    const server = await startServerProcess(['--data-dir', dir, '--admin-key', KEY, '--workers', '1']);
+    const serverArgs = ['--data-dir', dir, '--admin-key', KEY, '--workers', '1'];
+    let server = await startServerProcess(serverArgs);
     const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
     try {
-      const agent = new https.Agent({ keepAlive: true, maxSockets: 4 });
       const photo = { path: '/v1/vision/face/', body: vgaJpeg(REPO_ROOT, VGA_FACE_PHOTO), contentType: 'image/jpeg' };
-      for (let i = 0; i < 10; i++) await post(server.url, agent, photo); // warm
+      let agent = new https.Agent({ keepAlive: true, maxSockets: 4 });
+      const warm = async () => {
+        for (let i = 0; i < 10; i++) await post(server.url, agent, photo);
+      };
+      await warm();
       /** The other client, one request at a time until `stop()` (at most MAX_OTHER requests). */
       const other = (): { stop: () => Promise<number[]> } => {
         const times: number[] = [];
@@ -96,6 +101,7 @@ async function main(): Promise<void> {
         {
           phase: 'quiet',
           pages: '-',
+          'first page ms': '-',
           'page p50 ms': '-',
           'page max ms': '-',
           'answer max KB': '-',
@@ -105,10 +111,20 @@ async function main(): Promise<void> {
           'other n': quiet.length,
         },
       ];
-      for (const [phase, walks] of [
-        ['first walk (qualities measured)', 1],
-        [`${flags.walks} more walks (known)`, flags.walks],
-      ] as const) {
+      const phases = [
+        ['first walk', 1],
+        [`${flags.walks} more walks`, flags.walks],
+        // The server restarted (its memory empty): what the qualities kept with the samples save.
+        ['walk after a restart', 1],
+      ] as const;
+      for (const [phase, walks] of phases) {
+        if (phase === 'walk after a restart') {
+          agent.destroy();
+          await server.stop();
+          server = await startServerProcess(serverArgs);
+          agent = new https.Agent({ keepAlive: true, maxSockets: 4 });
+          await warm();
+        }
         const during = other();
         const pages: number[] = [];
         let maxBytes = 0;
@@ -126,10 +142,12 @@ async function main(): Promise<void> {
           if (listed !== flags.samples) throw new Error(`listed ${listed} of ${flags.samples}`);
         }
         const times = await during.stop();
+        const first = pages[0]!;
         pages.sort((a, b) => a - b);
         rows.push({
           phase,
           pages: pages.length,
+          'first page ms': ms(first),
           'page p50 ms': ms(median(pages)),
           'page max ms': ms(pages.at(-1)!),
           'answer max KB': ms(maxBytes / 1024),

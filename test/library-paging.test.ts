@@ -155,16 +155,17 @@ describe('sample qualities', () => {
       path.join(ROOT, 'dist/src/gallery/sample-qualities.js')
     )) as typeof import('../src/gallery/sample-qualities.js');
     const threaded = new Compiled();
-    const inline = new Compiled(100, { threaded: false });
+    const inline = new Compiled({ threaded: false });
     try {
       expect(threaded.threaded).toBe(true);
       expect(inline.threaded).toBe(false);
-      const samples = crops.map((c, i) => ({ id: i + 1, crop: c.jpeg, cropRect: c.rect }));
-      samples.push({ id: 99, crop: Buffer.from('not a jpeg'), cropRect: [0, 0, 4, 4] });
+      const samples = crops.map((c) => ({ crop: c.jpeg, cropRect: c.rect }));
+      samples.push({ crop: Buffer.from('not a jpeg'), cropRect: [0, 0, 4, 4] });
       const [a, b] = await Promise.all([threaded.of(samples), inline.of(samples)]);
       expect(a).toEqual(b);
       expect(a.filter((q) => q !== null)).toHaveLength(crops.length);
       expect(a.at(-1)).toBeNull();
+      expect([threaded.measured, inline.measured]).toEqual([samples.length, samples.length]);
     } finally {
       await threaded.close();
       await inline.close();

@@ -283,7 +283,8 @@ describe('recognition API', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toHaveLength(service.size);
-    expect(Object.keys(lines[0]!)).toEqual(['id', 'subject', 'created', 'model', 'model_version', 'embedding', 'crop', 'crop_rect']);
+    // quality: enrolled samples have it (measured at enrolment, kept with the sample).
+    expect(Object.keys(lines[0]!)).toEqual(['id', 'subject', 'created', 'model', 'model_version', 'embedding', 'crop', 'crop_rect', 'quality']);
 
     const other = await openService(tmpDir());
     try {

@@ -1,6 +1,7 @@
 // One line of a gallery import made into a sample to store: its embedding kept when it is the current model's,
 // else computed again from its crop, or from its photo. A crop is checked (import-crop.ts): one larger than
-// enrolment keeps is cut again from itself, as enrolment cuts a photo. A failure names the line (ImportError).
+// enrolment keeps is cut again from itself, as enrolment cuts a photo. A crop kept as sent keeps the line's quality
+// (as export wrote it); any other crop's is measured before the store write. A failure names the line (ImportError).
 
 import type { FaceEmbedderInfo, FaceEmbeddingResult } from '../engine/face-embedding.js';
 import { checkImportCrop, STORED_CROP_MAX_BYTES, STORED_CROP_MAX_SIDE } from './import-crop.js';
@@ -24,6 +25,7 @@ export async function sampleFromImportItem(item: ImportItem, ctx: ImportContext)
     const createdAt = item.createdAt ?? Date.now();
     let crop = ctx.storeCrops ? item.crop : null;
     let cropRect = crop ? item.cropRect : null;
+    let quality = crop ? item.quality : null; // undefined: measured (RecognitionService.import)
     let embedding = item.embedding && item.model === model && item.modelVersion === version ? item.embedding : null;
     if (embedding) {
       const problem = embeddingProblem(embedding, ctx.embedder.dim);
@@ -39,9 +41,19 @@ export async function sampleFromImportItem(item: ImportItem, ctx: ImportContext)
         if (!cut.crop) throw new Error(`'crop' is over ${STORED_CROP_MAX_SIDE} px or ${STORED_CROP_MAX_BYTES} bytes and could not be cut again`);
         crop = cut.crop.jpeg;
         cropRect = cut.crop.rect;
+        quality = undefined; // another crop
       }
     }
-    return { subject: item.subject, createdAt, model, modelVersion: version, embedding, crop, cropRect };
+    return {
+      subject: item.subject,
+      createdAt,
+      model,
+      modelVersion: version,
+      embedding,
+      crop,
+      cropRect,
+      ...(quality === undefined ? {} : { quality }),
+    };
   } catch (e) {
     if (e instanceof ImportError) throw e;
     throw new ImportError(item.line, (e as Error).message);

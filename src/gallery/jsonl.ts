@@ -2,15 +2,18 @@
 //
 // Export writes every stored sample:
 //   {"id":12,"subject":"alice","created":"2026-11-22T10:00:00.000Z","model":"faceres","model_version":"…",
-//    "embedding":"<base64 float32 little-endian>","crop":"<base64 JPEG>|null","crop_rect":[l,t,r,b]|null}
+//    "embedding":"<base64 float32 little-endian>","crop":"<base64 JPEG>|null","crop_rect":[l,t,r,b]|null,
+//    "quality":{"face_side":96,"sharpness":212.4}|null}   (quality: absent when not measured yet)
 // Import takes those lines back (ids are not kept: the store assigns new ones; the embedding is used as is when
-// model and model_version match this server's, and recomputed from the crop otherwise), or, to enrol from photos,
+// model and model_version match this server's, and recomputed from the crop otherwise; the quality is kept with a
+// crop kept as sent, and measured otherwise: import-item.ts), or, to enrol from photos,
 //   {"subject":"alice","image":"<base64 PNG or JPEG with exactly one face>"}
 // Blank lines are skipped. An embedding must be strict base64 of float32 values, finite and not all zero (the
 // service checks its length against the model); one bad line refuses the whole import, before anything is stored.
 
 import { decodeBase64 } from '../base64.js';
 import { embeddingFromBase64, embeddingProblem } from './sample-check.js';
+import type { SampleQuality } from './sample-quality.js';
 import { embeddingToBytes, type Rect, type StoredSample } from './types.js';
 
 export const JSONL_MEDIA_TYPE = 'application/x-ndjson';
@@ -26,6 +29,8 @@ export type ImportItem =
       embedding: Float32Array | null;
       crop: Buffer | null;
       cropRect: Rect | null;
+      /** The crop's quality as exported; undefined when the line has none (measured at import). */
+      quality: SampleQuality | null | undefined;
     };
 
 export class ImportError extends Error {
@@ -48,7 +53,24 @@ export function exportLine(s: StoredSample): string {
     embedding: embeddingToBytes(s.embedding).toString('base64'),
     crop: s.crop ? s.crop.toString('base64') : null,
     crop_rect: s.cropRect,
+    ...(s.quality === undefined ? {} : { quality: s.quality && { face_side: s.quality.faceSide, sharpness: s.quality.sharpness } }),
   });
+}
+
+/**
+ * A line's `quality`, as export writes it; undefined when absent, or when its face side is not the crop box's
+ * shorter side (what it measures: it was measured on another box, so it is measured again). A quality needs a crop.
+ */
+function importQuality(value: unknown, cropRect: Rect | null, line: number): SampleQuality | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === null) return null;
+  const q = typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  const [faceSide, sharpness] = [q['face_side'], q['sharpness']];
+  if (typeof faceSide !== 'number' || typeof sharpness !== 'number' || !Number.isFinite(sharpness) || sharpness < 0)
+    throw new ImportError(line, "'quality' must be {face_side, sharpness} (numbers, as export writes it) or null");
+  if (cropRect === null) throw new ImportError(line, "'quality' needs 'crop' and 'crop_rect'");
+  const side = Math.min(cropRect[2] - cropRect[0], cropRect[3] - cropRect[1]);
+  return faceSide === side ? { faceSide, sharpness } : undefined;
 }
 
 /**
@@ -153,6 +175,7 @@ export function parseImport(text: string): ImportItem[] {
       embedding: vector,
       crop: crop === null ? null : base64Bytes(crop, "'crop'", line),
       cropRect,
+      quality: importQuality(rec['quality'], crop === null ? null : cropRect, line),
     });
   });
   return items;

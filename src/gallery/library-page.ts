@@ -1,9 +1,12 @@
 // One page of a subject's samples for the face library (GET /trainer/samples/): at most `limit` samples, and at
-// most PAGE_CROP_BYTES of crops (an imported crop may be large), each with its quality (sample-qualities.ts).
+// most PAGE_CROP_BYTES of crops (an imported crop may be large), each with its quality: the one kept with the
+// sample, or, for a row an older edgecv wrote without one, measured now (sample-qualities.ts) and written back, so
+// that it is measured once, not at every listing or restart. The work is bounded by the page.
 
 import type { LibrarySample } from './recognition-types.js';
 import type { CroppedSample, SampleQualities } from './sample-qualities.js';
-import type { GalleryStore, SamplePageRequest } from './types.js';
+import type { SampleQuality } from './sample-quality.js';
+import type { GalleryStore, SamplePageRequest, StoredSample } from './types.js';
 
 /** Samples a page holds unless the request asks otherwise, and the most it may ask for. */
 export const DEFAULT_PAGE_LIMIT = 50;
@@ -37,11 +40,22 @@ export async function libraryPage(
   }
   const samples = page.samples.slice(0, kept);
   const next = kept < page.samples.length ? samples[kept - 1]!.id : page.next;
-  const cropped = samples.filter((s): s is typeof s & CroppedSample => s.crop !== null && s.cropRect !== null);
-  const measured = new Map((await qualities.of(cropped)).map((q, i) => [cropped[i]!.id, q]));
+  const missing = samples.filter((s): s is StoredSample & CroppedSample => s.quality === undefined && s.crop !== null && s.cropRect !== null);
+  const measured = new Map<number, SampleQuality | null>();
+  if (missing.length > 0) {
+    (await qualities.of(missing)).forEach((q, i) => measured.set(missing[i]!.id, q));
+    // Kept for the next listing, on any server; should this fail, the next listing measures them again.
+    await store.setQualities([...measured].map(([id, quality]) => ({ id, quality }))).catch(() => {});
+  }
   return {
     total: page.total,
     next,
-    samples: samples.map((s) => ({ id: s.id, createdAt: s.createdAt, crop: s.crop, cropRect: s.cropRect, quality: measured.get(s.id) ?? null })),
+    samples: samples.map((s) => ({
+      id: s.id,
+      createdAt: s.createdAt,
+      crop: s.crop,
+      cropRect: s.cropRect,
+      quality: measured.get(s.id) ?? s.quality ?? null,
+    })),
   };
 }

@@ -23,7 +23,6 @@ import { retryUntilDone } from './retry.js';
 import { quarantineMessage, sortStoredRows, vectorProblem } from './stored-rows.js';
 import { embeddingProblem } from './sample-check.js';
 import { libraryPage, type LibraryPage } from './library-page.js';
-import type { SampleQuality } from './sample-quality.js';
 import { SampleQualities } from './sample-qualities.js';
 import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SamplePageRequest, SampleVector } from './types.js';
 import {
@@ -69,7 +68,7 @@ export class RecognitionService {
   /** The first load succeeded. */
   #loaded = false;
   #lastError: string | null = null;
-  /** Quality of a sample's crop, by id, once enrolled or listed. */
+  /** Measures the qualities of crops stored without one (imported, or an older edgecv's rows when listed). */
   readonly #qualities = new SampleQualities();
   /** Stored rows left out of the index, by id (rebuilt at every full load). */
   readonly #quarantine = new Map<number, QuarantinedSample>();
@@ -334,12 +333,11 @@ export class RecognitionService {
     return this.#engine.embedFace(image);
   }
 
-  async #sampleFromPhoto(subject: string, image: Uint8Array): Promise<{ sample: NewSample; rect: Rect; quality: SampleQuality | null }> {
-    // The crop is always made: the sharpness is measured on it (it is stored only with storeCrops).
+  async #sampleFromPhoto(subject: string, image: Uint8Array): Promise<{ sample: NewSample; rect: Rect }> {
+    // The crop is always made: the sharpness is measured on it (it is stored only with storeCrops, with its quality).
     const { embedded: r, quality } = checkEnrolmentPhoto(await this.#engine.embedFace(image, { keepCrop: true }));
     return {
       rect: r.face.rect,
-      quality,
       sample: {
         subject,
         createdAt: Date.now(),
@@ -348,6 +346,7 @@ export class RecognitionService {
         embedding: r.embedding,
         crop: this.#storeCrops ? (r.crop?.jpeg ?? null) : null,
         cropRect: this.#storeCrops ? (r.crop?.rect ?? null) : null,
+        quality: this.#storeCrops ? quality : null,
       },
     };
   }
@@ -356,9 +355,8 @@ export class RecognitionService {
   async enrol(subject: unknown, image: Uint8Array): Promise<Enrolment> {
     const name = this.#checkSubject(subject);
     if (this.updating) throw new GalleryBusyError();
-    const { sample, rect, quality } = await this.#sampleFromPhoto(name, image);
+    const { sample, rect } = await this.#sampleFromPhoto(name, image);
     const stored = await this.#store.add(sample);
-    if (stored.crop) this.#qualities.remember(stored.id, quality);
     this.#apply({ op: 'add', samples: [stored] });
     let samples = 0;
     for (const s of this.#subjectOf.values()) if (s === name) samples++;
@@ -427,6 +425,7 @@ export class RecognitionService {
       if (problem !== null) throw new ImportError(item.line, problem);
       samples.push(sample);
     }
+    await this.#qualities.fill(samples); // kept with each sample: listing never measures them (off the event loop)
     let added = 0;
     await this.#rebuild(replace ? 'import (replace)' : 'import', async () => {
       const stored = await this.#store.addMany(samples, replace);

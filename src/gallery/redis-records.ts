@@ -1,7 +1,17 @@
 // The Redis gallery store's sample records (the `samples` hash: id -> JSON), written and read back with checks.
 
-import { embeddingFromBase64, isRecord, isSampleId } from './sample-check.js';
-import { embeddingToBytes, type NewSample, type QuarantinedSample, type Rect, type SampleVector } from './types.js';
+import { createHash } from 'node:crypto';
+import { embeddingFromBase64, isRecord, isSampleId, storedQuality } from './sample-check.js';
+import type { SampleQuality } from './sample-quality.js';
+import {
+  embeddingToBytes,
+  type MeasuredQuality,
+  type NewSample,
+  type QuarantinedSample,
+  type Rect,
+  type SampleVector,
+  type StoredSample,
+} from './types.js';
 
 export interface SampleRecord {
   subject: string;
@@ -10,6 +20,8 @@ export interface SampleRecord {
   modelVersion: string;
   embedding: string;
   cropRect: Rect | null;
+  /** The crop's quality; absent: not measured yet (a record an older edgecv wrote). */
+  quality?: SampleQuality | null;
 }
 
 export function record(s: NewSample): SampleRecord {
@@ -20,6 +32,7 @@ export function record(s: NewSample): SampleRecord {
     modelVersion: s.modelVersion,
     embedding: embeddingToBytes(s.embedding).toString('base64'),
     cropRect: s.cropRect,
+    ...(s.quality === undefined ? {} : { quality: s.quality }),
   };
 }
 
@@ -38,7 +51,32 @@ export function parseRecord(text: string): SampleRecord | string {
   const rect = r['cropRect'];
   const cropRect = Array.isArray(rect) && rect.length === 4 && rect.every(Number.isInteger) ? (rect as Rect) : null;
   const createdAt = typeof r['createdAt'] === 'number' && Number.isFinite(r['createdAt']) ? r['createdAt'] : 0;
-  return { subject: r['subject'], createdAt, model: r['model'], modelVersion: r['modelVersion'], embedding: r['embedding'], cropRect };
+  const quality = storedQuality(r['quality']);
+  return {
+    subject: r['subject'],
+    createdAt,
+    model: r['model'],
+    modelVersion: r['modelVersion'],
+    embedding: r['embedding'],
+    cropRect,
+    ...(quality === undefined ? {} : { quality }),
+  };
+}
+
+/** A readable record's sample with its crop and quality. */
+export function withCrop(v: SampleVector, text: string, crop: Buffer | null): StoredSample {
+  const { cropRect, quality } = parseRecord(text) as SampleRecord;
+  return { ...v, crop, cropRect, ...(quality === undefined ? {} : { quality }) };
+}
+
+/**
+ * The record `text` with `quality` set, every other field kept as it is (a newer edgecv's too); null when it
+ * cannot be read or already has a quality.
+ */
+export function withQuality(text: string, quality: SampleQuality | null): string | null {
+  const r = parseRecord(text);
+  if (typeof r === 'string' || r.quality !== undefined) return null;
+  return JSON.stringify({ ...(JSON.parse(text) as Record<string, unknown>), quality });
 }
 
 /** A stored row as a vector, or why it is quarantined. */
@@ -51,4 +89,16 @@ export function decodeRow(idText: string, text: string): SampleVector | Quaranti
   const embedding = embeddingFromBase64(r.embedding);
   if (embedding === null) return { id, subject: r.subject, reason: 'the embedding is not base64 float32' };
   return { id, subject: r.subject, createdAt: r.createdAt, model: r.model, modelVersion: r.modelVersion, embedding };
+}
+
+/**
+ * QUALITY_SCRIPT's arguments (redis-scripts.ts) for measured qualities, given the records as read now (null: gone):
+ * the records without a quality yet, each with the SHA-1 it was read with.
+ */
+export function qualityWrites(qualities: MeasuredQuality[], current: (string | null)[]): string[] {
+  return qualities.flatMap(({ id, quality }, i) => {
+    const text = current[i];
+    const next = text == null ? null : withQuality(text, quality);
+    return next === null ? [] : [String(id), createHash('sha1').update(text!).digest('hex'), next];
+  });
 }

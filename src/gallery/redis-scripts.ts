@@ -34,3 +34,20 @@ for i = 5, #ARGV do
 end
 if #removed > 0 then redis.call('PUBLISH', ARGV[2], ARGV[3] .. table.concat(removed, ',') .. ARGV[4]) end
 return removed`;
+
+/**
+ * Measured qualities written back, compare-and-set: ARGV holds triples (sample id, the SHA-1 of its record as it was
+ * read, the record with its quality); a record still as it was read is replaced, one changed, moved or removed
+ * meanwhile is left as it is (its quality is measured again when next listed). Nothing is published: no server's
+ * index holds qualities. Answers how many were written.
+ */
+export const QUALITY_SCRIPT = `
+local written = 0
+for i = 1, #ARGV, 3 do
+  local now = redis.call('HGET', KEYS[1], ARGV[i])
+  if now and redis.sha1hex(now) == ARGV[i + 1] then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+    written = written + 1
+  end
+end
+return written`;

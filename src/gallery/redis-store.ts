@@ -2,7 +2,8 @@
 // them, and a full resync whenever this server's subscription (re)connects, since it may have missed messages.
 //
 // Keys (prefix edgecv:gallery:):
-//   samples    hash  id -> JSON {subject, createdAt, model, modelVersion, embedding (base64 float32 LE), cropRect}
+//   samples    hash  id -> JSON {subject, createdAt, model, modelVersion, embedding (base64 float32 LE), cropRect,
+//                    quality (absent in a record an older edgecv wrote: measured when listed, then written back)}
 //   crops      hash  id -> JPEG bytes
 //   subjects   hash  id -> subject (small: what removal scans)
 //   next-id    counter for sample ids
@@ -19,14 +20,15 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { CHANGE_CHANNEL, MAX_ADD_MESSAGE, parseChangeMessage, type ChangeMessage, type ChangeOf } from './change-messages.js';
-import { decodeRow, parseRecord, record, type SampleRecord } from './redis-records.js';
+import { decodeRow, parseRecord, qualityWrites, record, withCrop, type SampleRecord } from './redis-records.js';
 import { redisDurability } from './redis-durability.js';
-import { MOVE_SCRIPT, REMOVE_SCRIPT } from './redis-scripts.js';
+import { MOVE_SCRIPT, QUALITY_SCRIPT, REMOVE_SCRIPT } from './redis-scripts.js';
 import { isSampleId } from './sample-check.js';
 import {
   embeddingToBytes,
   GalleryStoreError,
   type GalleryStore,
+  type MeasuredQuality,
   type NewSample,
   type RemoteChanges,
   type SamplePage,
@@ -178,8 +180,7 @@ export class RedisGalleryStore implements GalleryStore {
         if (text == null) return; // removed meanwhile
         const v = decodeRow(String(id), text);
         if ('reason' in v) return; // unreadable: quarantined at load
-        const r = parseRecord(text) as SampleRecord;
-        out.push({ ...v, crop: crops[k] ?? null, cropRect: r.cropRect ?? null });
+        out.push(withCrop(v, text, crops[k] ?? null));
       });
       if (out.length) yield out;
     }
@@ -300,7 +301,7 @@ export class RedisGalleryStore implements GalleryStore {
       if (text == null) return; // removed meanwhile
       const v = decodeRow(String(id), text);
       if ('reason' in v || v.subject !== subject) return; // unreadable (quarantined), or moved meanwhile
-      out.push({ ...v, crop: crops[k] ?? null, cropRect: (parseRecord(text) as SampleRecord).cropRect });
+      out.push(withCrop(v, text, crops[k] ?? null));
     });
     return { samples: out, total: all.length, next };
   }
@@ -327,6 +328,13 @@ export class RedisGalleryStore implements GalleryStore {
       if (applied === 1 || applied === undefined) return { ...v, subject: to };
     }
     throw new GalleryStoreError(`gallery move: sample ${id} changed ${MOVE_TRIES} times while it was being moved; try again`);
+  }
+
+  async setQualities(qualities: MeasuredQuality[]): Promise<void> {
+    if (qualities.length === 0) return;
+    const current = await storeErrors(this.#client.hmget(KEY.samples, ...qualities.map((q) => String(q.id))));
+    const args = qualityWrites(qualities, current);
+    if (args.length > 0) await storeErrors(this.#client.eval(QUALITY_SCRIPT, 1, KEY.samples, ...args));
   }
 
   updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void> {

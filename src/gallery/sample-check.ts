@@ -3,6 +3,8 @@
 // checks run at import (before anything is written), at load (a row that fails is quarantined, not fatal) and on
 // the fleet's change channel (a message that fails is skipped).
 
+import type { SampleQuality } from './sample-quality.js';
+
 /** Why `v` cannot be indexed as an embedding of `dim` values; null when it can. */
 export function embeddingProblem(v: Float32Array, dim?: number): string | null {
   if (dim !== undefined && v.length !== dim) return `the embedding has ${v.length} values, the model makes ${dim}`;
@@ -21,6 +23,16 @@ export function embeddingProblem(v: Float32Array, dim?: number): string | null {
 
 /** A JSON object (not null, not an array). */
 export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A stored quality (JSON-decoded): null when the crop had none; undefined when absent or not a quality (not measured
+ * yet, or damaged: then it is measured again).
+ */
+export function storedQuality(v: unknown): SampleQuality | null | undefined {
+  if (v === null) return null;
+  if (!isRecord(v) || typeof v['faceSide'] !== 'number' || typeof v['sharpness'] !== 'number') return undefined;
+  return Number.isFinite(v['faceSide']) && Number.isFinite(v['sharpness']) ? { faceSide: v['faceSide'], sharpness: v['sharpness'] } : undefined;
+}
 
 /** Sample ids: positive safe integers (both stores count from 1). */
 export function isSampleId(value: unknown): value is number {

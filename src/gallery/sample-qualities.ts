@@ -1,55 +1,61 @@
-// The quality of each listed sample, measured once: kept by id (a sample's crop never changes), remembered at
-// enrolment (which measures it anyway), and otherwise measured on a worker thread (quality-worker.ts), a page of
-// crops at a time. Where the compiled worker is not there (the library run from its TypeScript sources, e.g.
-// under vitest), crops are measured on the calling thread, the event loop given back between two.
+// Measures samples' qualities off the event loop: on a worker thread (quality-worker.ts), a batch of crops at a
+// time. Each quality is measured once and kept with its sample in the store: enrolment measures it anyway, an
+// import here before it writes, and the face library here for a listed row an older edgecv wrote without one (then
+// writes it back, library-page.ts). Where the compiled worker is not there (the library run from its TypeScript
+// sources, e.g. under vitest), crops are measured on the calling thread, the event loop given back between two.
 
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { QualityJob, QualityReply } from './quality-worker.js';
 import { sampleQuality, type SampleQuality } from './sample-quality.js';
-import type { Rect } from './types.js';
+import type { NewSample, Rect } from './types.js';
 
 const WORKER_FILE = fileURLToPath(new URL('./quality-worker.js', import.meta.url));
+/** Crops sent to the worker in one message (an import may bring thousands: their copies stay bounded). */
+const BATCH = 64;
 
 /** A sample whose crop is kept. */
 export interface CroppedSample {
-  id: number;
   crop: Uint8Array;
   cropRect: Rect;
 }
 
 export class SampleQualities {
-  readonly #byId = new Map<number, SampleQuality | null>();
   #worker: Worker | undefined;
   #nextJob = 1;
   readonly #pending = new Map<number, { resolve: (q: (SampleQuality | null)[]) => void; reject: (e: Error) => void }>();
+  #measured = 0;
   /** Whether crops are measured on a worker thread (false: on the calling thread). */
   readonly threaded: boolean;
 
-  /** `size`: qualities kept (two numbers each), the oldest forgotten first past it. */
-  constructor(
-    readonly size = 200_000,
-    opts: { threaded?: boolean } = {},
-  ) {
+  constructor(opts: { threaded?: boolean } = {}) {
     this.threaded = (opts.threaded ?? true) && fs.existsSync(WORKER_FILE);
   }
 
-  /** A quality measured elsewhere (enrolment). */
-  remember(id: number, quality: SampleQuality | null): void {
-    if (this.#byId.size >= this.size) this.#byId.delete(this.#byId.keys().next().value!);
-    this.#byId.set(id, quality);
+  /** Crops measured since this opened (what keeping the qualities saves shows here). */
+  get measured(): number {
+    return this.#measured;
   }
 
-  /** The quality of each sample, in order: those not known yet measured together, off the event loop. */
+  /** The quality of each sample's crop, in order. */
   async of(samples: CroppedSample[]): Promise<(SampleQuality | null)[]> {
-    const unknown = samples.filter((s) => !this.#byId.has(s.id));
-    if (unknown.length > 0) {
-      const measured = await this.#measure(unknown.map((s) => ({ crop: s.crop, rect: s.cropRect })));
-      unknown.forEach((s, i) => this.remember(s.id, measured[i] ?? null));
+    const out: (SampleQuality | null)[] = [];
+    for (let i = 0; i < samples.length; i += BATCH) {
+      const batch = samples.slice(i, i + BATCH);
+      out.push(...(await this.#measure(batch.map((s) => ({ crop: s.crop, rect: s.cropRect })))));
+      this.#measured += batch.length;
     }
-    // A quality forgotten meanwhile (past `size`) is measured again next time; here it is still at hand.
-    return samples.map((s) => this.#byId.get(s.id) ?? null);
+    return out;
+  }
+
+  /** Sets the quality of the samples that have none yet (an import's): measured on their crop, null without one. */
+  async fill(samples: NewSample[]): Promise<void> {
+    const missing = samples.filter((s) => s.quality === undefined);
+    const cropped = missing.filter((s): s is NewSample & CroppedSample => s.crop !== null && s.cropRect !== null);
+    const qualities = await this.of(cropped);
+    cropped.forEach((s, i) => (s.quality = qualities[i] ?? null));
+    for (const s of missing) s.quality ??= null;
   }
 
   async #measure(crops: QualityJob['crops']): Promise<(SampleQuality | null)[]> {

@@ -1,8 +1,8 @@
 // How good a face sample is, measured on the JPEG crop kept with it (native/jobs/face_embed_job.h, StoredCrop):
 // the face box's side, and its sharpness: the variance of the Laplacian of the face, resampled to a fixed side so
 // that the figure reads the same whatever the face's size in the photo. Enrolment refuses a photo under the
-// thresholds (RecognitionService); the face library reports both figures for every sample (sample-qualities.ts:
-// once per sample, off the event loop). Computed in JS (jpeg-js): the crop is at most 448 px, a few milliseconds.
+// thresholds (RecognitionService); the face library reports both figures for every sample (measured once per
+// sample and stored with it; off the event loop where it is not enrolment: sample-qualities.ts). Computed in JS (jpeg-js): the crop is at most 448 px, a few milliseconds.
 
 import jpeg from 'jpeg-js';
 import type { Rect } from './types.js';

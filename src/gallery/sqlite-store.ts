@@ -1,15 +1,23 @@
 // The default gallery store: SQLite (better-sqlite3) in <data-dir>/gallery.db. WAL journal with synchronous=FULL,
 // one row per sample, each change one transaction: a change is on disk before its promise resolves, and a
 // SIGKILL (or a power cut) loses at most the request in flight, never the file.
+//
+// Schema version 1, which grew a column: `quality` (JSON of the crop's SampleQuality, or 'null'; NULL: not measured
+// yet) was added to the first table. A file written before it gets the column when it opens (ALTER TABLE, its rows
+// NULL, measured when first listed); the version stays 1, since an older edgecv reads and writes such a file as it
+// always did (it names its columns), so it can still be run over it.
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { storedQuality } from './sample-check.js';
+import type { SampleQuality } from './sample-quality.js';
 import { Database, statementCache, type Prepare, type SqliteDatabase, type SqliteStatement } from '../sqlite.js';
 import {
   embeddingFromBytes,
   embeddingToBytes,
   type GalleryStore,
   type NewSample,
+  type MeasuredQuality,
   type QuarantinedSample,
   type Rect,
   type SamplePage,
@@ -32,6 +40,7 @@ interface SampleRow {
   embedding: Buffer;
   crop: Buffer | null;
   crop_rect: string | null;
+  quality: string | null;
 }
 
 function parseRect(text: string | null): Rect | null {
@@ -45,8 +54,28 @@ function parseRect(text: string | null): Rect | null {
   return Array.isArray(v) && v.length === 4 && v.every(Number.isInteger) ? (v as Rect) : null;
 }
 
+/** A stored quality (`quality` column); undefined when not measured yet. */
+function parseQuality(text: string | null): SampleQuality | null | undefined {
+  if (text === null) return undefined;
+  try {
+    return storedQuality(JSON.parse(text));
+  } catch {
+    return undefined; // damaged: measured again
+  }
+}
+
+function qualityText(q: SampleQuality | null | undefined): string | null {
+  return q === undefined ? null : JSON.stringify(q && { faceSide: q.faceSide, sharpness: q.sharpness });
+}
+
+/** A readable row with its crop and quality. */
+function withCrop(v: SampleVector, r: SampleRow): StoredSample {
+  const quality = parseQuality(r.quality);
+  return { ...v, crop: r.crop, cropRect: parseRect(r.crop_rect), ...(quality === undefined ? {} : { quality }) };
+}
+
 /** The row as a vector, or why it cannot be one (a blob that is not float32, a subject that is not text). */
-function decodeRow(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector | QuarantinedSample {
+function decodeRow(r: Omit<SampleRow, 'crop' | 'crop_rect' | 'quality'>): SampleVector | QuarantinedSample {
   const subject = typeof r.subject === 'string' ? r.subject : null;
   if (subject === null) return { id: r.id, subject, reason: 'the subject is not text' };
   if (!Buffer.isBuffer(r.embedding)) return { id: r.id, subject, reason: 'the embedding is not a blob' };
@@ -57,7 +86,7 @@ function decodeRow(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector | Qua
   }
 }
 
-function toVector(r: Omit<SampleRow, 'crop' | 'crop_rect'>): SampleVector {
+function toVector(r: Omit<SampleRow, 'crop' | 'crop_rect' | 'quality'>): SampleVector {
   return {
     id: r.id,
     subject: r.subject,
@@ -101,10 +130,13 @@ export class SqliteGalleryStore implements GalleryStore {
           model_version TEXT    NOT NULL,
           embedding     BLOB    NOT NULL,
           crop          BLOB,
-          crop_rect     TEXT
+          crop_rect     TEXT,
+          quality       TEXT
         );
         CREATE INDEX IF NOT EXISTS samples_subject ON samples(subject);
       `);
+      const columns = db.prepare('PRAGMA table_info(samples)').all() as { name: string }[];
+      if (!columns.some((c) => c.name === 'quality')) db.exec('ALTER TABLE samples ADD COLUMN quality TEXT'); // a file from before it
       db.pragma(`user_version = ${SCHEMA_VERSION}`);
     } catch (e) {
       db.close();
@@ -139,7 +171,7 @@ export class SqliteGalleryStore implements GalleryStore {
       const out: StoredSample[] = [];
       for (const r of rows) {
         const v = decodeRow(r);
-        if (!('reason' in v)) out.push({ ...v, crop: r.crop, cropRect: parseRect(r.crop_rect) }); // unreadable: quarantined at load
+        if (!('reason' in v)) out.push(withCrop(v, r)); // unreadable: quarantined at load
       }
       yield out;
     }
@@ -147,8 +179,17 @@ export class SqliteGalleryStore implements GalleryStore {
 
   #insert(s: NewSample): StoredSample {
     const info = this.#prepare(
-      'INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ).run(s.subject, s.createdAt, s.model, s.modelVersion, embeddingToBytes(s.embedding), s.crop, s.cropRect ? JSON.stringify(s.cropRect) : null);
+      'INSERT INTO samples (subject, created_at, model, model_version, embedding, crop, crop_rect, quality) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(
+      s.subject,
+      s.createdAt,
+      s.model,
+      s.modelVersion,
+      embeddingToBytes(s.embedding),
+      s.crop,
+      s.cropRect ? JSON.stringify(s.cropRect) : null,
+      qualityText(s.quality),
+    );
     return { ...s, id: Number(info.lastInsertRowid) };
   }
 
@@ -188,7 +229,7 @@ export class SqliteGalleryStore implements GalleryStore {
     const samples: StoredSample[] = [];
     for (const r of page) {
       const v = decodeRow(r);
-      if (!('reason' in v)) samples.push({ ...v, crop: r.crop, cropRect: parseRect(r.crop_rect) });
+      if (!('reason' in v)) samples.push(withCrop(v, r));
     }
     return { samples, total: n, next: rows.length > limit ? page[page.length - 1]!.id : null };
   }
@@ -204,6 +245,17 @@ export class SqliteGalleryStore implements GalleryStore {
       if ('reason' in v) return null; // unreadable: it stays where it is, quarantined
       this.#prepare('UPDATE samples SET subject = ? WHERE id = ?').run(to, id);
       return { ...v, subject: to };
+    })();
+  }
+
+  async setQualities(qualities: MeasuredQuality[]): Promise<void> {
+    const get = this.#prepare('SELECT quality FROM samples WHERE id = ?');
+    const set = this.#prepare('UPDATE samples SET quality = ? WHERE id = ?');
+    this.#db.transaction(() => {
+      for (const q of qualities) {
+        const row = get.get(q.id) as { quality: string | null } | undefined;
+        if (row && parseQuality(row.quality) === undefined) set.run(qualityText(q.quality), q.id);
+      }
     })();
   }
 

@@ -1,5 +1,8 @@
 // What the gallery stores: one row per enrolled photo. Every sample keeps its own embedding (never averaged,
-// never overwritten), the model that made it, and, unless the operator turned it off, the face crop it came from.
+// never overwritten), the model that made it, and, unless the operator turned it off, the face crop it came from
+// with its quality (measured once on the crop and kept with it).
+
+import type { SampleQuality } from './sample-quality.js';
 
 export type Rect = [number, number, number, number];
 
@@ -16,6 +19,11 @@ export interface NewSample {
   crop: Buffer | null;
   /** The face box inside `crop`. */
   cropRect: Rect | null;
+  /**
+   * The crop's quality (sample-quality.ts; null: no crop, or one that does not decode). Absent: not measured yet
+   * (a row an older edgecv wrote): the face library measures it when it first lists the sample, and keeps it.
+   */
+  quality?: SampleQuality | null;
 }
 
 export interface StoredSample extends NewSample {
@@ -24,7 +32,13 @@ export interface StoredSample extends NewSample {
 }
 
 /** Samples without their crops: what building the search index needs. */
-export type SampleVector = Omit<StoredSample, 'crop' | 'cropRect'>;
+export type SampleVector = Omit<StoredSample, 'crop' | 'cropRect' | 'quality'>;
+
+/** A quality measured for a stored sample. */
+export interface MeasuredQuality {
+  id: number;
+  quality: SampleQuality | null;
+}
 
 /** Which page of a subject's samples: those with an id above `after` (0: from the first), at most `limit`. */
 export interface SamplePageRequest {
@@ -102,6 +116,11 @@ export interface GalleryStore {
    * `from` has no readable sample `id` (nothing changed).
    */
   move(id: number, from: string, to: string): Promise<SampleVector | null>;
+  /**
+   * Keeps qualities measured for samples stored without one (the face library writes them back); a sample removed
+   * meanwhile is not brought back, and one that has a quality by now keeps it (measured on the same crop).
+   */
+  setQualities(qualities: MeasuredQuality[]): Promise<void>;
   /** New embeddings for existing samples (re-embedding after a model change). */
   updateEmbeddings(updates: { id: number; model: string; modelVersion: string; embedding: Float32Array }[]): Promise<void>;
   /** Fleet stores call these when another server changes the gallery; a local store never does. */
