@@ -51,7 +51,9 @@ let cpu: ServerProcess;
 beforeAll(async () => {
   // Inherited by the servers: their Vulkan loader finds lavapipe and nothing else.
   process.env['VK_ICD_FILENAMES'] = ICD;
-  const common = ['--precision', 'fp32', '--workers', '1'];
+  // Not warmed: on lavapipe the warm-up's runs at every input shape take minutes, and these few requests are what the
+  // file compares (the warm-up itself is tested on the CPU: warm-up-option, warm-shapes).
+  const common = ['--precision', 'fp32', '--workers', '1', '--no-warm-up'];
   [gpu, cpu] = await Promise.all([
     startServerProcess(['--backend', 'gpu', '--data-dir', tempDir('gpu-'), ...common], 840_000),
     startServerProcess(['--backend', 'cpu', '--data-dir', tempDir('cpu-'), ...common], 840_000),
