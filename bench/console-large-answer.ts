@@ -1,4 +1,5 @@
-// `node dist/bench/console-large-answer.js [--mb 150]`: what a huge InfluxDB answer costs the console. A fake
+// `node dist/bench/run.js --console-large-answer [--mb 150]` (or `node dist/bench/console-large-answer.js [--mb 150]`):
+// what a huge InfluxDB answer costs the console (docs/fleet-metrics.md). A fake
 // InfluxDB in a child process streams --mb MB of chunked answer lines (1,000 rows of 41 columns each) to a
 // FleetMetrics in this process, whose row limit is lifted so that the byte cap (64 MiB) is what stops it.
 // Prints the outcome and its time, the peak RSS, and how long the event loop was held (what every other
@@ -7,10 +8,12 @@
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { FleetMetrics } from '../src/console/fleet-metrics.js';
 import { InfluxClient, parseInfluxUrl } from '../src/metrics/influx-client.js';
 import { parseMetricsAppQuery } from '../src/metrics/query.js';
 import { HttpError } from '../src/server/errors.js';
+import { isProgram, runAsProgram } from './entry.js';
 import { numericFlags } from './fuzz/cli-args.js';
 
 const MIB = 2 ** 20;
@@ -39,9 +42,10 @@ function serveHugeAnswer(bytes: number): void {
   server.listen(0, '127.0.0.1', () => process.send?.((server.address() as { port: number }).port));
 }
 
-async function main(): Promise<void> {
-  const flags = numericFlags({ mb: 150 });
-  const child = fork(new URL(import.meta.url).pathname, ['--serve', String(flags.mb * 1e6)], { stdio: 'inherit' });
+/** The bench: `argv` holds its flags (--mb). The fake InfluxDB is this file again, run with --serve. */
+export async function consoleLargeAnswer(argv: string[]): Promise<void> {
+  const flags = numericFlags({ mb: 150 }, argv);
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', String(flags.mb * 1e6)], { stdio: 'inherit' });
   const port = await new Promise<number>((resolve) => child.once('message', (m) => resolve(Number(m))));
   const fleet = new FleetMetrics(new Map([['eu', new InfluxClient(parseInfluxUrl(`http://127.0.0.1:${port}/db`), { timeoutMs: 60_000 })]]), {
     log: () => {},
@@ -73,5 +77,5 @@ async function main(): Promise<void> {
   child.kill();
 }
 
-if (process.argv[2] === '--serve') serveHugeAnswer(Number(process.argv[3]));
-else await main();
+if (isProgram(import.meta.url) && process.argv[2] === '--serve') serveHugeAnswer(Number(process.argv[3]));
+else await runAsProgram(import.meta.url, consoleLargeAnswer);

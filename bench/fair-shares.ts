@@ -1,4 +1,5 @@
-// `node dist/bench/fair-shares.js [--workers 2] [--heavy 8] [--seconds 20] [--cli <dist/src/cli.js>]`: one client
+// `node dist/bench/run.js --fair-shares [--workers 2] [--heavy 8] [--seconds 20] [--cli <dist/src/cli.js>]` (or
+// `node dist/bench/fair-shares.js ...`): one client
 // floods a real `edgecv serve` with 4000x3000 photos on --heavy connections while another, from another loopback
 // address (127.0.0.2), sends 640x480 photos one at a time; both to POST /v1/vision/face/. Prints the light
 // client's latency quiet and during the flood, and the heavy client's throughput (issue 48, item 6: fair shares
@@ -15,6 +16,7 @@ import { median, percentile } from '../src/metrics/percentiles.js';
 import { REPO_ROOT, startServerProcess } from '../testkit/server-process.js';
 import { fittedJpeg, VGA_FACE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
 import { table } from '../testkit/table.js';
+import { runAsProgram } from './entry.js';
 
 /** Most requests one phase sends from one loop. */
 const MAX_REQUESTS = 5000;
@@ -65,8 +67,10 @@ function loop(url: string, agent: https.Agent, body: Buffer, connections: number
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function main(): Promise<void> {
+/** The bench: `argv` holds its flags. */
+export async function fairShares(argv: string[]): Promise<void> {
   const { values } = parseArgs({
+    args: argv,
     options: {
       workers: { type: 'string', default: '2' },
       heavy: { type: 'string', default: '8' },
@@ -127,4 +131,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+await runAsProgram(import.meta.url, fairShares);

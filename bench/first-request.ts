@@ -5,7 +5,7 @@
 // The routes take turns at going first, round by round. `--base DIR`: rounds alternate between this checkout and
 // the one in DIR (its dist/src/cli.js), so load on the machine hits both alike. Each round ends with the engine's
 // count of cold runs (GET /metrics: runs at a shape their session had not been warmed at).
-//   node dist/bench/first-request.js [--rounds 4] [--base DIR]
+//   node dist/bench/run.js --first-request [--rounds 4] [--base DIR]   (or node dist/bench/first-request.js ...)
 // docs/performance.md ("The first request") reports a run.
 
 import fs from 'node:fs';
@@ -17,6 +17,7 @@ import { startServerProcess, writeResult, REPO_ROOT } from '../testkit/server-pr
 import { argValue } from '../testkit/args.js';
 import { VGA_FACE_PHOTO, VGA_SCENE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
 import { table } from '../testkit/table.js';
+import { runAsProgram } from './entry.js';
 
 const NEXT = 10;
 const READY_TIMEOUT_MS = 120_000;
@@ -128,8 +129,8 @@ async function round(
 const fixed = (x: number) => x.toFixed(2);
 const spread = (xs: number[]) => (xs.length > 1 ? `${fixed(Math.min(...xs))}-${fixed(Math.max(...xs))}` : fixed(xs[0]!));
 
-async function main(): Promise<void> {
-  const args = process.argv.slice(2);
+/** The bench: `args` holds its flags. */
+export async function firstRequest(args: string[]): Promise<void> {
   const option = (name: string) => argValue(args, name);
   const rounds = Number(option('--rounds') ?? 4);
   const base = option('--base');
@@ -189,11 +190,11 @@ async function main(): Promise<void> {
   );
   writeResult('first-request', {
     date: new Date().toISOString(),
-    command: `node dist/bench/first-request.js ${args.join(' ')}`.trim(),
+    command: `node dist/bench/run.js --first-request ${args.join(' ')}`.trim(),
     machine,
     warmUpLines,
     rows,
   });
 }
 
-await main();
+await runAsProgram(import.meta.url, firstRequest);

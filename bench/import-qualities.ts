@@ -1,5 +1,5 @@
-// `node dist/bench/import-qualities.js [--lines 500] [--rounds 2]`: what an import costs now that each kept crop's
-// quality is stored with its sample (docs/gallery.md, import). One `RecognitionService.import` of --lines JSON lines
+// `node dist/bench/run.js --import-qualities [--lines 500] [--rounds 2]` (or `node dist/bench/import-qualities.js ...`):
+// what an import costs now that each kept crop's quality is stored with its sample (docs/gallery.md, import). One `RecognitionService.import` of --lines JSON lines
 // (the `edgecv trainer import` batch size by default) into a fresh SQLite gallery, the lines made of a few test
 // photos' real crops and embeddings (this server's model, so nothing is embedded again): with crops and their
 // qualities (an export of this version: nothing measured), with crops and no qualities (an older export: every
@@ -19,11 +19,13 @@ import { numericFlags } from './fuzz/cli-args.js';
 import { loadJohns } from '../testkit/face-verification.js';
 import { REPO_ROOT } from '../testkit/server-process.js';
 import { table } from '../testkit/table.js';
+import { runAsProgram } from './entry.js';
 
 const KINDS = ['crops and their qualities', 'crops, no qualities', 'no crops'] as const;
 
-async function main(): Promise<void> {
-  const flags = numericFlags({ lines: 500, rounds: 2 });
+/** The bench: `argv` holds its flags. */
+export async function importQualities(argv: string[]): Promise<void> {
+  const flags = numericFlags({ lines: 500, rounds: 2 }, argv);
   const engine = await Engine.open({ workers: 1 });
   try {
     const { model, version } = engine.faceEmbedder()!;
@@ -69,4 +71,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+await runAsProgram(import.meta.url, importQualities);

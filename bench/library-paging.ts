@@ -1,5 +1,5 @@
-// `node dist/bench/library-paging.js [--samples 3000] [--limit 50] [--walks 5]`: what listing a large subject costs
-// (GET /trainer/samples/, issue 48 item 3). A real `edgecv serve` over a SQLite gallery filled directly with
+// `node dist/bench/run.js --library-paging [--samples 3000] [--limit 50] [--walks 5]` (or
+// `node dist/bench/library-paging.js ...`): what listing a large subject costs (GET /trainer/samples/, issue 48 item 3). A real `edgecv serve` over a SQLite gallery filled directly with
 // --samples samples of one subject, each with a real face crop and embedding (a few test photos' crops, reused);
 // the rows as an older edgecv wrote them (no quality). The subject is walked page by page (first walk: every
 // quality measured; then --walks more: known), then once more after a restart of the server, while another client
@@ -21,6 +21,7 @@ import { REPO_ROOT, startServerProcess } from '../testkit/server-process.js';
 import { post } from '../testkit/timed-post.js';
 import { VGA_FACE_PHOTO, vgaJpeg } from '../testkit/vga-photos.js';
 import { table } from '../testkit/table.js';
+import { runAsProgram } from './entry.js';
 
 const KEY = 'bench-admin-key-0123456789';
 const DATA = path.join(REPO_ROOT, 'test', 'data');
@@ -70,8 +71,9 @@ function get(url: string, agent: https.Agent): Promise<{ ms: number; bytes: numb
 
 const ms = (v: number) => v.toFixed(0);
 
-async function main(): Promise<void> {
-  const flags = numericFlags({ samples: 3000, limit: 50, walks: 5 });
+/** The bench: `argv` holds its flags. */
+export async function libraryPaging(argv: string[]): Promise<void> {
+  const flags = numericFlags({ samples: 3000, limit: 50, walks: 5 }, argv);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-library-bench-'));
   try {
     await fillGallery(dir, flags.samples);
@@ -167,4 +169,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+await runAsProgram(import.meta.url, libraryPaging);

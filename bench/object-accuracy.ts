@@ -1,4 +1,4 @@
-// Object detector accuracy on the hand-checked labels (bench/labels/objects.json): per model, input size and
+// Object detector accuracy on the hand-checked labels (testkit/labels/objects.json): per model, input size and
 // score threshold, recall at IoU >= 0.5 with the right class, labelled boxes whose top-scoring overlapping
 // detection has the wrong class, detections on completely labelled photos that match nothing, and latency.
 //
@@ -67,5 +67,5 @@ export async function benchObjectAccuracy(root: string, opts: { quick?: boolean;
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const root = findRoot();
   const rows = await benchObjectAccuracy(root, { quick: process.argv.includes('--quick') });
-  table(`Object detectors on bench/labels/objects.json (${labelsSummary(loadObjectLabels(root))}; IoU >= ${IOU_MATCH})`, rows);
+  table(`Object detectors on testkit/labels/objects.json (${labelsSummary(loadObjectLabels(root))}; IoU >= ${IOU_MATCH})`, rows);
 }

@@ -1,4 +1,4 @@
-// Pose accuracy on the hand-checked person boxes (bench/labels/objects.json, photos with `personsComplete`):
+// Pose accuracy on the hand-checked person boxes (testkit/labels/objects.json, photos with `personsComplete`):
 // per pose model, mode (whole image, or crops around the object detector's persons) and person limit, the
 // labelled persons that got a pose, those under 120 px tall among them, poses that belong to no labelled
 // person, and latency.
@@ -85,5 +85,5 @@ export async function benchPoseAccuracy(root: string, opts: { quick?: boolean; t
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const root = findRoot();
   const rows = await benchPoseAccuracy(root, { quick: process.argv.includes('--quick') });
-  table(`Pose models on the labelled persons of bench/labels/objects.json (>= ${MIN_KEYPOINTS} keypoints, most inside the box)`, rows);
+  table(`Pose models on the labelled persons of testkit/labels/objects.json (>= ${MIN_KEYPOINTS} keypoints, most inside the box)`, rows);
 }

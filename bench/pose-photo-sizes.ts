@@ -1,4 +1,4 @@
-// The labelled pose set (bench/labels/objects.json, photos with `personsComplete`) scaled up to camera sizes, as
+// The labelled pose set (testkit/labels/objects.json, photos with `personsComplete`) scaled up to camera sizes, as
 // JPEG and as PNG of the same pixels, through the pose route's default (persons mode, default models). A JPEG is
 // decoded only as large as the person detector needs, and larger again where a person's crop needs it
 // (native/pipelines/detect_poses.h); a PNG is always decoded whole. Equal counts say the smaller decode costs no pose.

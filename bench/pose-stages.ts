@@ -8,8 +8,8 @@
 // (default 640x480; 1280x720, 1920x1080 for HD cameras), the photo fitted onto it, onto --fill of it (default 1;
 // 0.5: a person half as tall).
 //
-//   node dist/bench/pose-stages.js [--runs 200] [--precision int8|fp32|auto] [--configs persons,auto,whole:fp32,...]
-//                                  [--size 640x480] [--fill 1]
+//   node dist/bench/run.js --pose-stages [--runs 200] [--precision int8|fp32|auto] [--configs persons,whole:fp32,...]
+//                                        [--size 640x480] [--fill 1]        (or node dist/bench/pose-stages.js ...)
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import { poseResponse } from '../src/server/routes/pose.js';
 import { argValue } from '../testkit/args.js';
 import { VGA, VGA_SCENE_PHOTO, fittedJpeg } from '../testkit/vga-photos.js';
 import { table } from '../testkit/table.js';
+import { runAsProgram } from './entry.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BLOCK = 10;
@@ -98,8 +99,8 @@ function frameSize(spec: string): { width: number; height: number } {
   return { width, height };
 }
 
-async function main(): Promise<void> {
-  const args = process.argv.slice(2);
+/** The bench: `args` holds its flags. */
+export async function poseStages(args: string[]): Promise<void> {
   const runs = Number(argValue(args, '--runs') ?? 200);
   const precision = (argValue(args, '--precision') ?? 'int8') as PrecisionChoice;
   const configs = (argValue(args, '--configs') ?? 'persons').split(',').map((spec) => config(spec, precision));
@@ -134,4 +135,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+await runAsProgram(import.meta.url, poseStages);

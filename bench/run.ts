@@ -4,11 +4,19 @@
 // Prints tables; writes bench/results/*.json.
 //   node dist/bench/run.js [--quick] [--engine-speed | --pose-objects | --alternatives | --int8 | --gpu]   (one group of sections only:
 //   SECTIONS below says which sections each group holds)
-//   --metrics-platform: only the fleet metrics section (1,000 instances into a real influxd, console queries)
-//   --balancer: only haproxy in front of 1, 2, 3 servers (bench/balancer.ts, runnable alone too)
-//   --routes: only a real `edgecv serve`'s route latency, int8 and fp32, and Frigate's case (bench/route-latency.ts)
-//   --forward [a,b,...]: only the fp32 forward pass against onnxruntime-node, of every model or of those named
 //   [--gallery-1m] adds a 1,000,000-embedding gallery (a long HNSW build); [--gallery-i8] stores that index as i8
+// The benches run alone, one flag each (ALONE below), followed by that bench's own flags; each but --forward is also
+// its own program (`node dist/bench/<file>.js`, the same flags):
+//   --balancer [--quick]: haproxy in front of 1, 2, 3 servers (bench/balancer.ts)
+//   --routes [--quick]: a real `edgecv serve`'s route latency, int8 and fp32, and Frigate's case (bench/route-latency.ts)
+//   --metrics-platform [--quick]: the fleet metrics (1,000 instances into a real influxd, console queries)
+//   --forward [a,b,...]: the fp32 forward pass against onnxruntime-node, of every model or of those named
+//   --first-request [--rounds 4] [--base DIR]: each route's first request after start against the next ones
+//   --pose-stages [--runs 200] [--configs persons:int8,whole:int8] [--size 640x480] [--fill 1]: the pose route by stage
+//   --fair-shares [--workers 2] [--heavy 8] [--seconds 20] [--cli FILE]: a light client beside a flood of large photos
+//   --library-paging [--samples 3000] [--limit 50] [--walks 5]: a large subject's samples listed page by page
+//   --import-qualities [--lines 500] [--rounds 2]: an import with the crops' qualities, without them, without crops
+//   --console-large-answer [--mb 150]: a huge InfluxDB answer against the console's byte cap
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -40,6 +48,13 @@ import { benchGpu, printGpu } from './gpu.js';
 import { benchRouteLatencyServers, printRouteLatency } from './route-latency.js';
 import { writeResult } from '../testkit/server-process.js';
 import { percentile } from '../src/metrics/percentiles.js';
+import type { AloneBench } from './entry.js';
+import { consoleLargeAnswer } from './console-large-answer.js';
+import { fairShares } from './fair-shares.js';
+import { firstRequest } from './first-request.js';
+import { importQualities } from './import-qualities.js';
+import { libraryPaging } from './library-paging.js';
+import { poseStages } from './pose-stages.js';
 
 function findRoot(): string {
   // dist/bench/run.js -> repo root
@@ -265,13 +280,13 @@ function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
     rowsSection(
       'objectAccuracy',
       ['pose-objects'],
-      `Object detectors on the hand-checked labels (bench/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`,
+      `Object detectors on the hand-checked labels (testkit/labels/objects.json: ${labelsSummary(loadObjectLabels(root))}; IoU >= 0.5; 1 worker x 2 threads)`,
       () => benchObjectAccuracy(root, { quick }),
     ),
     rowsSection(
       'poseAccuracy',
       ['pose-objects'],
-      `Pose models on the labelled persons (bench/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`,
+      `Pose models on the labelled persons (testkit/labels/objects.json, photos with every person boxed; a person is posed by >= ${MIN_KEYPOINTS} confident keypoints mostly inside the box; 1 worker x 2 threads)`,
       () => benchPoseAccuracy(root, { quick }),
     ),
     rowsSection(
@@ -329,41 +344,78 @@ function sections(ctx: Context, manifest: ConvertedManifest): Section[] {
   ];
 }
 
-async function main(): Promise<void> {
-  if (process.argv.includes('--balancer')) {
-    // alone: haproxy in front of 1, 2, 3 servers (bench/balancer.ts; also `node dist/bench/balancer.js`)
-    printBalancer(await benchBalancer(quick));
-    return;
-  }
-  if (process.argv.includes('--routes')) {
-    const b = await benchRouteLatencyServers(quick);
-    printRouteLatency(b);
-    writeResult('route-latency', b);
-    return;
-  }
-  if (process.argv.includes('--metrics-platform')) {
-    printMetricsPlatform(await benchMetricsPlatform(quick));
-    return;
-  }
-  const manifest = JSON.parse(readFileSync(join(root, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
+function readManifest(): ConvertedManifest {
+  return JSON.parse(readFileSync(join(root, 'models', 'onnx', 'manifest.json'), 'utf8')) as ConvertedManifest;
+}
+
+/** The machine, printed first and kept in the results file. */
+async function machineLine(): Promise<{ cpu: string; cores: number; backend: ReturnType<Engine['backend']>; node: string }> {
   const probe = await Engine.open({ workers: 1 });
   const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, backend: probe.backend(), node: process.version };
   await probe.close();
   console.log(`# edgecv bench ${new Date().toISOString()} on ${machine.cpu} (${machine.cores} cores, ${machine.backend.backend})`);
-  const ctx = { root, iterations: ITER, quick, timeIt, stats };
+  return machine;
+}
+
+/** --forward [a,b,...]: the fp32 forward pass of the models named (all when none) against onnxruntime-node. */
+async function forwardAlone(): Promise<void> {
+  const manifest = readManifest();
+  await machineLine();
   const forwardAt = process.argv.indexOf('--forward');
-  if (forwardAt >= 0) {
-    const named = process.argv[forwardAt + 1];
-    const models = named && !named.startsWith('--') ? named.split(',') : Object.keys(manifest.models);
-    const unknown = models.filter((m) => !(m in manifest.models));
-    if (unknown.length) throw new Error(`--forward: no model ${unknown.join(', ')} in the manifest`);
-    const only = { ...manifest, models: Object.fromEntries(models.map((m) => [m, manifest.models[m]!])) };
-    const forward = await benchForwardVsOnnxRuntime(ctx, only);
-    table('Forward pass: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same fp32 file, interleaved', forward.rows);
-    table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
+  const named = process.argv[forwardAt + 1];
+  const models = named && !named.startsWith('--') ? named.split(',') : Object.keys(manifest.models);
+  const unknown = models.filter((m) => !(m in manifest.models));
+  if (unknown.length) throw new Error(`--forward: no model ${unknown.join(', ')} in the manifest`);
+  const only = { ...manifest, models: Object.fromEntries(models.map((m) => [m, manifest.models[m]!])) };
+  const forward = await benchForwardVsOnnxRuntime({ root, iterations: ITER, quick, timeIt, stats }, only);
+  table('Forward pass: edgecv (1 worker x 2 threads) vs onnxruntime-node (2 threads), same fp32 file, interleaved', forward.rows);
+  table('Forward pass summary (ratio = onnxruntime-node p50 / edgecv p50)', [forward.summary]);
+}
+
+/** A bench run alone: `--flag` selects it and it gets the command line's other flags. */
+interface Alone {
+  flag: string;
+  run: AloneBench;
+}
+
+/** Every bench run alone (the header above says what each measures). */
+const ALONE: Alone[] = [
+  {
+    flag: 'balancer',
+    run: async () => {
+      const b = await benchBalancer(quick);
+      printBalancer(b);
+      writeResult('balancer', b);
+    },
+  },
+  {
+    flag: 'routes',
+    run: async () => {
+      const b = await benchRouteLatencyServers(quick);
+      printRouteLatency(b);
+      writeResult('route-latency', b);
+    },
+  },
+  { flag: 'metrics-platform', run: async () => printMetricsPlatform(await benchMetricsPlatform(quick)) },
+  { flag: 'forward', run: forwardAlone },
+  { flag: 'first-request', run: firstRequest },
+  { flag: 'pose-stages', run: poseStages },
+  { flag: 'fair-shares', run: fairShares },
+  { flag: 'library-paging', run: libraryPaging },
+  { flag: 'import-qualities', run: importQualities },
+  { flag: 'console-large-answer', run: consoleLargeAnswer },
+];
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const alone = ALONE.find((a) => args.includes(`--${a.flag}`));
+  if (alone) {
+    await alone.run(args.filter((a) => a !== `--${alone.flag}`));
     return;
   }
-
+  const manifest = readManifest();
+  const machine = await machineLine();
+  const ctx = { root, iterations: ITER, quick, timeIt, stats };
   const results: Record<string, unknown> = { machine, quick };
   for (const section of sections(ctx, manifest)) {
     const selected = (onlyGroup === undefined || section.groups.includes(onlyGroup)) && !(quick && section.notQuick);

@@ -22,7 +22,7 @@ import { findRoot, modelPackage, readSourceManifest } from './model-packages.js'
 import { Engine } from '../src/index.js';
 import type { CalibrationFile, SourceModel } from './model-manifest.js';
 
-/** test/data photos scored by no accuracy bench or test (bench/labels/objects.json, face and recognition sets). */
+/** test/data photos scored by no accuracy bench or test (testkit/labels/objects.json, face and recognition sets). */
 export const CALIBRATION_PHOTOS = ['darknet/scream.jpg', 'dlib/faces/bald_guys.jpg'] as const;
 
 export type CalibrationMethod = CalibrationFile['method'];

@@ -1,11 +1,15 @@
 // The code's layers point one way (test/support/import-layers.ts writes the order once): no TypeScript import under
 // src/ and no #include under native/ reaches a layer above its own, every file is in a layer, and no bench, tool or
-// shared harness imports test code, nor a test a bench or tool. The checker is
-// also run on made-up trees, so it can fail.
+// shared harness imports test code, nor a test a bench or tool; every file under bench/ is run by `npm run bench`,
+// `npm run fuzz` or `npm run soak` (a one-off experiment leaves the tree). The checkers are also run on made-up
+// trees, so they can fail.
 
 import { describe, expect, it } from 'vitest';
-import { importsOf, layerViolations, NATIVE_LAYERS, readSources, TS_LAYERS } from './support/import-layers.js';
+import { importsOf, layerViolations, NATIVE_LAYERS, readSources, TS_LAYERS, unreached } from './support/import-layers.js';
 import { ROOT } from './helpers.js';
+
+/** The programs of bench/ the npm scripts run (package.json: bench, fuzz, soak). */
+const BENCH_RUNNERS = ['bench/run.ts', 'bench/fuzz/fuzz.ts', 'bench/fuzz/soak.ts'];
 
 const shown = (v: { file: string; imports: string; why: string }) => `${v.file} -> ${v.imports || '(itself)'}: ${v.why}`;
 
@@ -27,6 +31,20 @@ describe('layers', () => {
       );
     expect([...reaching('bench', ['test/']), ...reaching('tools', ['test/']), ...reaching('testkit', ['test/', 'bench/', 'tools/'])]).toEqual([]);
     expect(reaching('test', ['bench/', 'tools/'])).toEqual([]);
+  });
+
+  it('bench/ holds only what npm run bench, fuzz and soak run: every file is reached from their entry points', () => {
+    expect(unreached(readSources(ROOT, 'bench', ['.ts']), BENCH_RUNNERS)).toEqual([]);
+  });
+
+  it('names a bench file no runner reaches, and follows a module started by URL', () => {
+    const bench = new Map([
+      ['bench/run.ts', "import { a } from './a.js';"],
+      ['bench/a.ts', "const probe = new URL('./probe.js', import.meta.url);"],
+      ['bench/probe.ts', ''],
+      ['bench/one-off.ts', "import { a } from './a.js';"],
+    ]);
+    expect(unreached(bench, ['bench/run.ts'])).toEqual(['bench/one-off.ts']);
   });
 
   it('names an upward import, a file in no layer and an import out of the tree', () => {

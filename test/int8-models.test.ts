@@ -1,6 +1,6 @@
 // The int8 (QDQ) models against their fp32 files, on real photos with the real addon and onnxruntime: the same
 // model name runs the int8 file on an engine opened with precision 'int8'; its raw outputs stay within measured
-// bounds of fp32's; and on the labelled sets (bench/labels/objects.json) it finds what fp32 finds, within the
+// bounds of fp32's; and on the labelled sets (testkit/labels/objects.json) it finds what fp32 finds, within the
 // margins below. Where the CPU has AVX-512 VBMI the engine runs the YOLOs' int8 graphs with its own operators
 // (native/ops/int8_graph_fusion.h): their outputs must be onnxruntime-node's on the same file, bit for bit.
 // Where it has no VNNI, both run onnxruntime's exact int8 kernels (its fast ones saturate there): the same check.

@@ -1,4 +1,4 @@
-// The hand-checked object labels (bench/labels/objects.json) are well formed and fit their photos, and the
+// The hand-checked object labels (testkit/labels/objects.json) are well formed and fit their photos, and the
 // bench's scorer counts what it claims to on real detections.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +11,7 @@ import { photo, ROOT } from './helpers.js';
 const labels = loadObjectLabels(ROOT);
 const dataManifest = JSON.parse(readFileSync(join(ROOT, 'test', 'data.manifest.json'), 'utf8')) as Record<string, string>;
 
-describe('bench/labels/objects.json', () => {
+describe('testkit/labels/objects.json', () => {
   it('has >= 40 COCO boxes inside their photos, some photos complete and >= 6 with every person boxed', () => {
     const photos = Object.entries(labels.photos);
     let boxes = 0;

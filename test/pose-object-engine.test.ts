@@ -227,7 +227,7 @@ describe('BODY_25 layout', () => {
   });
 });
 
-// Crowds and small people: the labelled persons of bench/labels/objects.json (every person boxed on those photos).
+// Crowds and small people: the labelled persons of testkit/labels/objects.json (every person boxed on those photos).
 describe("pose for every person: crops around the object detector's persons", () => {
   let engine: Engine;
   beforeAll(async () => {

@@ -1,4 +1,4 @@
-// The hand-checked object labels (bench/labels/objects.json) and how detections and poses are scored against
+// The hand-checked object labels (testkit/labels/objects.json) and how detections and poses are scored against
 // them: shared by the tests (object-labels, pose-object-engine) and the accuracy benches.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,7 +30,7 @@ export interface ObjectLabels {
 export const IOU_MATCH = 0.5;
 
 export function loadObjectLabels(root: string): ObjectLabels {
-  return JSON.parse(readFileSync(join(root, 'bench', 'labels', 'objects.json'), 'utf8')) as ObjectLabels;
+  return JSON.parse(readFileSync(join(root, 'testkit', 'labels', 'objects.json'), 'utf8')) as ObjectLabels;
 }
 
 export interface PhotoScore {

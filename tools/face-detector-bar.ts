@@ -2,7 +2,7 @@
 // detectFaces with the defaults on dlib's annotated group photos (true positives at IoU >= 0.5), the johns (one face
 // per photo) and the faceless photos (without the large wallpapers, where it reports none); then, for candidate
 // bars of score, box size and landmark geometry, how many faces of each set each bar keeps (issue 48).
-//   node dist/bench/face-detector-bar.js     (docs/models.md, "No face where there is none", reports a run)
+//   node dist/tools/face-detector-bar.js     (docs/models.md, "No face where there is none", reports a run)
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

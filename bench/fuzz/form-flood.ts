@@ -1,4 +1,5 @@
-// `node dist/bench/fuzz/form-flood.js [--seconds 15] [--clients 4] [--keyed 0|1]`: does a flood of many-part forms
+// `node dist/bench/fuzz/fuzz.js --form-flood [--seconds 15] [--clients 4] [--keyed 0|1]` (or
+// `node dist/bench/fuzz/form-flood.js ...`): does a flood of many-part forms
 // stall other clients? A real `edgecv serve` (127.0.0.1, 1 worker) gets, from `clients` TLS
 // connections at once, in a loop: the 150,000-part multipart body (18.6 MB of one-byte parts), then, in a second
 // phase, the 2.7 M-pair urlencoded body (8.1 MB). Each flood client writes its whole body whatever the server
@@ -12,6 +13,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { withTempServer, writeResult } from '../../testkit/server-process.js';
+import { runAsProgram } from '../entry.js';
 import { numericFlags } from './cli-args.js';
 import { percentile } from '../../src/metrics/percentiles.js';
 
@@ -69,8 +71,9 @@ function flood(port: number, route: string, body: { type: string; chunks: Buffer
   });
 }
 
-async function main(): Promise<number> {
-  const flags = numericFlags({ seconds: 15, clients: 4, keyed: 0 });
+/** The probe: `argv` holds its flags. The flood clients run in a worker thread that loads this file again. */
+export async function formFlood(argv: string[]): Promise<number> {
+  const flags = numericFlags({ seconds: 15, clients: 4, keyed: 0 }, argv);
   const keyed = flags.keyed === 1;
   const args = ['--workers', '1', ...(keyed ? ['--api-key', 'form-flood-key-0123456789'] : [])];
   const route = keyed ? '/v1/vision/detection' : '/detector/detect/';
@@ -145,14 +148,5 @@ async function floodWorker(job: { port: number; route: string; phase: string; cl
   parentPort!.postMessage(answers);
 }
 
-if (isMainThread) {
-  main().then(
-    (code) => process.exit(code),
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-} else {
-  void floodWorker(workerData as { port: number; route: string; phase: string; clients: number; ms: number });
-}
+if (isMainThread) await runAsProgram(import.meta.url, formFlood, { exit: true });
+else void floodWorker(workerData as { port: number; route: string; phase: string; clients: number; ms: number });

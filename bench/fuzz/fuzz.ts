@@ -10,6 +10,11 @@
 // hostile console query bodies against a real influxd, and --sink-answers (default 500; 0 skips them) seeded
 // faulty InfluxDB answers to a metrics sink (bench/results/fuzz-influx.json). Exit code 1 also when a console
 // query got a 5xx or no JSON, a refused batch was sent again, or the sink did not catch up afterwards.
+// The load probes run alone instead, one flag each followed by that probe's own flags (ALONE below; each file is
+// also its own program, `node dist/bench/fuzz/<file>.js`):
+//   --overload [--connections 16] [--requests 2000]: how fast a 1-worker server with a queue of 1 says no
+//   --form-flood [--seconds 15] [--clients 4] [--keyed 0|1]: whether a flood of many-part forms stalls other clients
+//   --redis-freeze [--freeze 30] [--enrolments 10]: two fleet servers while Redis is stopped, and after
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,6 +26,9 @@ import { fuzzPhotos, runFuzz } from '../../testkit/fuzz/run-fuzz.js';
 import { runWebSocketFuzz } from '../../testkit/fuzz/websocket-fuzz.js';
 import { fuzzConsoleQueries, fuzzSinkAnswers } from '../../testkit/fuzz/influx-fuzz.js';
 import { startInfluxd } from '../../testkit/influxd.js';
+import { formFlood } from './form-flood.js';
+import { overload } from './overload.js';
+import { redisFreeze } from './redis-freeze.js';
 
 const ADMIN_KEY = 'fuzz-admin-key-0123456789';
 // the DeepStack routes are keyed: every case sends them the key, but the deepstack-keys cases
@@ -173,4 +181,15 @@ async function fuzzFleetMetrics(seed: number, cases: number, answers: number): P
   }
 }
 
+/** The probes run alone, one flag each followed by that probe's own flags (their files say what each measures). */
+const ALONE: { flag: string; run: (argv: string[]) => Promise<number> }[] = [
+  { flag: 'overload', run: overload },
+  { flag: 'form-flood', run: formFlood },
+  { flag: 'redis-freeze', run: redisFreeze },
+];
+
+const args = process.argv.slice(2);
+const alone = ALONE.find((a) => args.includes(`--${a.flag}`));
+// a probe's keep-alive clients and servers would hold the process open: it ends when the probe is done
+if (alone) process.exit(await alone.run(args.filter((a) => a !== `--${alone.flag}`)));
 process.exitCode = await main();

@@ -1,4 +1,5 @@
-// `node dist/bench/fuzz/overload.js [--connections 16] [--requests 2000]`: how fast an overloaded server says no.
+// `node dist/bench/fuzz/fuzz.js --overload [--connections 16] [--requests 2000]` (or `node dist/bench/fuzz/overload.js
+// ...`): how fast an overloaded server says no.
 // A real `edgecv serve` (127.0.0.1, temporary data folder) with 1 worker and a queue of 1 gets `requests` object
 // detections over `connections` warm keep-alive HTTPS connections at once; most find the queue full. Reports
 // the latency of the 503 answers and of the 200 ones (p50/p99), and writes bench/results/overload.json.
@@ -7,10 +8,12 @@ import https from 'node:https';
 import path from 'node:path';
 import { percentile } from '../../src/metrics/percentiles.js';
 import { REPO_ROOT, withTempServer, writeResult } from '../../testkit/server-process.js';
+import { runAsProgram } from '../entry.js';
 import { numericFlags } from './cli-args.js';
 
-async function main(): Promise<number> {
-  const flags = numericFlags({ connections: 16, requests: 2000 });
+/** The probe: `argv` holds its flags; exit code 0 when it got 503s and nothing but 200s besides. */
+export async function overload(argv: string[]): Promise<number> {
+  const flags = numericFlags({ connections: 16, requests: 2000 }, argv);
   return withTempServer('edgecv-overload-', ['--workers', '1', '--queue-limit', '1'], async (server) => {
     const url = new URL(server.url);
     const photo = fs.readFileSync(path.join(REPO_ROOT, 'test', 'data', 'darknet', 'dog.jpg'));
@@ -59,10 +62,4 @@ async function main(): Promise<number> {
   });
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+await runAsProgram(import.meta.url, overload, { exit: true });

@@ -1,4 +1,5 @@
-// `node dist/bench/fuzz/redis-freeze.js --freeze 30 --enrolments 10`: a real redis-server and two real
+// `node dist/bench/fuzz/fuzz.js --redis-freeze [--freeze 30] [--enrolments 10]` (or
+// `node dist/bench/fuzz/redis-freeze.js ...`): a real redis-server and two real
 // `edgecv serve --gallery redis://...` on 127.0.0.1; Redis is stopped (SIGSTOP) for --freeze seconds while
 // enrolments go to server a one after another and predictions to server b; then SIGCONT. Prints how long each
 // enrolment took and what it answered, whether predictions were served meanwhile, and how long after SIGCONT both
@@ -11,6 +12,7 @@ import { loadJohns } from '../../testkit/face-verification.js';
 import { sendRaw } from '../../testkit/fuzz/raw-client.js';
 import { startRedis } from '../../testkit/redis-server.js';
 import { eventually, REPO_ROOT, startServerProcess, writeResult } from '../../testkit/server-process.js';
+import { runAsProgram } from '../entry.js';
 import { numericFlags } from './cli-args.js';
 
 const KEY = 'freeze-admin-key-0123456789';
@@ -28,8 +30,9 @@ function request(method: string, target: string, headers: Record<string, string>
   ]);
 }
 
-async function main(): Promise<number> {
-  const flags = numericFlags({ freeze: 30, enrolments: 10 });
+/** The probe: `argv` holds its flags. */
+export async function redisFreeze(argv: string[]): Promise<number> {
+  const flags = numericFlags({ freeze: 30, enrolments: 10 }, argv);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgecv-freeze-'));
   const redis = await startRedis(dir, ['--save', '', '--appendonly', 'yes']);
   const servers = await Promise.all(
@@ -102,4 +105,4 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main();
+await runAsProgram(import.meta.url, redisFreeze);

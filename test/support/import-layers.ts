@@ -93,3 +93,25 @@ export function readSources(root: string, dir: string, extensions: readonly stri
   }
   return files;
 }
+
+/** A module a file starts as a program of its own: `new URL('./rss-probe.js', import.meta.url)` (a child or a worker). */
+const STARTED = /new URL\(\s*['"](\.{1,2}\/[^'"]+)['"],\s*import\.meta\.url\s*\)/g;
+
+/**
+ * The files of `files` (path -> text) that no entry point reaches through imports and the modules it starts: for
+ * bench/, what no runner runs.
+ */
+export function unreached(files: ReadonlyMap<string, string>, entries: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const todo = [...entries];
+  for (let file = todo.pop(); file !== undefined; file = todo.pop()) {
+    if (seen.has(file) || !files.has(file)) continue;
+    seen.add(file);
+    const text = files.get(file)!;
+    const started = [...text.matchAll(STARTED)].map((m) =>
+      path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1]!)).replace(/\.js$/, '.ts'),
+    );
+    todo.push(...importsOf(file, text), ...started);
+  }
+  return [...files.keys()].filter((f) => !seen.has(f));
+}
