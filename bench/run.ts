@@ -17,6 +17,7 @@
 //   --library-paging [--samples 3000] [--limit 50] [--walks 5]: a large subject's samples listed page by page
 //   --import-qualities [--lines 500] [--rounds 2]: an import with the crops' qualities, without them, without crops
 //   --console-large-answer [--mb 150]: a huge InfluxDB answer against the console's byte cap
+//   --route-ab --base <checkout>/dist/src/cli.js [--rounds 6] [--per-round 15]: the ordinary routes on two builds
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -54,6 +55,7 @@ import { fairShares } from './fair-shares.js';
 import { firstRequest } from './first-request.js';
 import { importQualities } from './import-qualities.js';
 import { libraryPaging } from './library-paging.js';
+import { routeAb } from './route-ab.js';
 import { poseStages } from './pose-stages.js';
 
 function findRoot(): string {
@@ -404,6 +406,7 @@ const ALONE: Alone[] = [
   { flag: 'library-paging', run: libraryPaging },
   { flag: 'import-qualities', run: importQualities },
   { flag: 'console-large-answer', run: consoleLargeAnswer },
+  { flag: 'route-ab', run: routeAb },
 ];
 
 async function main(): Promise<void> {
