@@ -13,7 +13,7 @@ import { photo, useTempDirs } from '../helpers.js';
 import { differences, johns, post as postWith, typeOf, type Tolerance } from '../image/answers.js';
 import { freePort, startServerProcess, type ServerProcess } from '../../testkit/server-process.js';
 import { Container, imageConfig, uidIn, type ImageServer } from '../support/container-image.js';
-import { poseDifferences } from '../support/pose-answers.js';
+import { poseDifferences, poseSpread } from '../support/pose-answers.js';
 import { arm64Image, startArm64Server } from './arm64-server.js';
 
 const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true });
@@ -91,6 +91,14 @@ beforeAll(async () => {
   ];
   for (const r of await Promise.allSettled(starting)) if (r.status === 'rejected') throw r.reason;
   console.log(`[arm64] ${IMAGE}: ready ${(server.readyMs / 1000).toFixed(1)} s after start (emulated)`);
+  console.log(
+    server
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('start-up:'))
+      .map((l) => `[arm64] ${l}`)
+      .join('\n'),
+  );
 });
 
 afterAll(async () => {
@@ -125,6 +133,10 @@ describe(`the linux/arm64 image ${IMAGE} under emulation`, () => {
       expect([f, machine(f)]).toEqual([f, 183]);
   });
 
+  it('checks its model files at start without hashing them: the image carries their sha256 record', () => {
+    expect(server.output()).toMatch(/start-up: model files .*none hashed, \d+ known by size and mtime/);
+  });
+
   it.each(PHOTOS)('answers POST /%s as the x64 checkout does', async (route, photos) => {
     for (const name of photos) {
       const [mine, theirs] = await Promise.all([server.url, reference.url].map((u) => postWith(u, route, photo(name), typeOf(name), agent)));
@@ -137,6 +149,7 @@ describe(`the linux/arm64 image ${IMAGE} under emulation`, () => {
           : route === 'pose/detect/'
             ? poseDifferences(mine.body, theirs.body, POSES)
             : differences(mine.body, theirs.body, TOLERANCE[route]!);
+      if (route === 'pose/detect/') console.log(`[arm64] ${name}: pose answers apart by ${JSON.stringify(poseSpread(mine.body, theirs.body))}`);
       expect(found, `${route} ${name}`).toEqual([]);
       if (route === 'object/detect/') expect((mine.body['objects'] as unknown[]).length, name).toBeGreaterThan(0);
     }
