@@ -117,7 +117,7 @@ async function round(
       for (let i = 0; i <= NEXT; i++) timed.push(await post(agent, server.url, route, body));
       samples.set(name, timed);
     }
-    const warmUpLine = /edgecv: models warmed[^\n]*/.exec(server.output())?.[0] ?? '(no warm-up line)';
+    const warmUpLine = /edgecv: start-up: warm-up[^\n]*/.exec(server.output())?.[0] ?? '(no warm-up line)';
     return { samples, warmUpLine, cold: await coldRuns(agent, server.url) };
   } finally {
     agent.destroy();

@@ -33,6 +33,8 @@ export {
   type Precision,
   type PrecisionChoice,
   type PrecisionTiming,
+  type StartupPhase,
+  type StartupPhaseName,
   type DetectFacesOptions,
   type DetectionTimings,
   type EngineModels,

@@ -1,7 +1,7 @@
 // The pose answers' comparison of the arm64 check (test/support/pose-answers.ts), on made-up answers: a keypoint
 // crossing the threshold within the score tolerance is the same answer; anything else that differs is reported.
 import { describe, expect, it } from 'vitest';
-import { poseDifferences } from './support/pose-answers.js';
+import { poseDifferences, poseSpread } from './support/pose-answers.js';
 
 type Point = [number, number, number];
 const TOL = { score: 0.2, px: 12, keypointThreshold: 0.3 };
@@ -30,5 +30,12 @@ describe('pose answers compared across precisions', () => {
     expect(poseDifferences(pose([[100, 50, 0.65], base[1]!, base[2]!]), pose(base), TOL)).toHaveLength(1);
     expect(poseDifferences({ success: 'true', poses: [base, base] }, pose(base), TOL)).toEqual(['2 poses vs 1']);
     expect(poseDifferences({ success: 'false' }, pose(base), TOL)).toEqual(['success false vs true']);
+  });
+
+  it('measures the spread of two answers: largest differences of keypoints both list, and those listed once', () => {
+    const spread = poseSpread(pose([[103, 45, 0.75], base[1]!, [130, 90, 0.372]]), pose(base));
+    expect(spread.score).toBeCloseTo(0.15, 6);
+    expect(spread.px).toBe(5);
+    expect(spread.oneSided).toEqual(['[0][2] 0.372']);
   });
 });

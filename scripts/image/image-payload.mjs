@@ -6,7 +6,8 @@
 //   node_modules: the packages the server's dependencies reach (package-lock.json), less the ones only a build
 //     uses (BUILD_ONLY), less the native modules' sources and their binaries for other platforms than this one;
 //   models/onnx: the models a server's configuration can select (serverModels), in every format the runtime and
-//     precision options may load, with a manifest that lists only them (a file two formats share, once);
+//     precision options may load, with a manifest that lists only them (a file two formats share, once), and the
+//     record of their sha256 check (recordVerified);
 //   <dest>/node: the Node binary running this script, without its symbol table (18 MB; dynamic symbols stay).
 //
 // For another CPU (scripts/arm64/test-arm64.mjs): `--arch arm64 --addon <edgecv.node> --node <dir>` takes that addon
@@ -149,6 +150,21 @@ async function serverModels() {
   return new Set([ENGINE_DEFAULTS.faceDetector, ENGINE_DEFAULTS.faceEmbedder, ENGINE_DEFAULTS.poseModel, ...OBJECT_DETECTOR_MODELS]);
 }
 
+/**
+ * The server checks each model file against the manifest's sha256 at start, hashing it once per size and mtime
+ * (src/engine/model-integrity.ts); in the image it cannot write that record beside the files, so without one it
+ * would hash them at every start (seconds under emulation). The record is written here by the same code, with each
+ * file's mtime cut to whole seconds first, as image layers keep it, so that the image's files match it.
+ */
+async function recordVerified(dir, models, files) {
+  const { verifyModelFile } = await import(pathToFileURL(path.join(ROOT, 'dist', 'src', 'engine', 'model-integrity.js')).href);
+  for (const file of files) {
+    const f = path.join(dir, file);
+    fs.utimesSync(f, new Date(), Math.floor(fs.statSync(f).mtimeMs / 1000));
+    await verifyModelFile(path.join(dir, 'manifest.json'), models, f);
+  }
+}
+
 async function copyModels(dest) {
   const from = path.join(ROOT, 'models', 'onnx');
   const manifest = JSON.parse(fs.readFileSync(path.join(from, 'manifest.json'), 'utf8'));
@@ -176,6 +192,7 @@ async function copyModels(dest) {
     if (m.int8) m.int8.ortFile = once(m.int8.ortFile);
   }
   fs.writeFileSync(path.join(out, 'manifest.json'), JSON.stringify({ ...manifest, models }, null, 2) + '\n');
+  await recordVerified(out, models, [...byDigest.values()]);
   const dropped = Object.keys(manifest.models).filter((m) => !wanted.has(m));
   log(`models: ${Object.keys(models).length} (${byDigest.size} files); left out ${dropped.join(', ') || 'none'}`);
 }

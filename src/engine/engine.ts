@@ -29,7 +29,8 @@ import { loadNative, type NativeEngine, type NativeRuntime } from './native.js';
 import { checkDetectOptions, checkEngineOptions, choiceOption, intOption, invalidArgument, resolveTiles, unitOption } from './options.js';
 import { cocoToBody25 } from './pose.js';
 import { timeModelForms } from './precision-timer.js';
-import { planGpu, withGpuDevices, type GpuPlan } from './gpu-plan.js';
+import { gpuNetNames, planGpu, withGpuDevices, type GpuPlan } from './gpu-plan.js';
+import { gpuVerdict, PhaseClock } from './startup-phases.js';
 import {
   POSE_MODES,
   PRECISIONS,
@@ -131,24 +132,24 @@ export class Engine {
       backend,
       library,
     } = checked;
+    const clock = new PhaseClock(opts.onStartupPhase);
     const manifest = await readManifest(modelDir);
     const binding = loadNative();
     const onnxRuntimeLibrary = library !== null && 'path' in library ? { onnxRuntimeLibrary: library.path } : {};
     const fixed: Precision = precision === 'auto' ? 'int8' : precision;
     let specs = await modelSpecs(opts, checked, manifest, () => fixed);
     const names = specNames(checked, specs);
+    clock.lap('model files', clock.modelFiles());
     // The GPU check (gpu-check.ts) first: a net it puts on the GPU runs its fp32 file there, and is not timed on the CPU.
     const gpu = await planGpu(binding, checked, { threadsPerWorker, ...onnxRuntimeLibrary }, manifest, names, fixed);
-    const onGpu = new Set(
-      Object.entries(gpu?.nets ?? {})
-        .filter(([, c]) => c.device === 'gpu')
-        .map(([key]) => names[key]),
-    );
+    const onGpu = gpuNetNames(gpu, names);
+    clock.lap('GPU check', gpu && gpuVerdict(gpu, onGpu.size));
     const precisionOf = (name: string, cpu: Precision) => (onGpu.has(name) ? 'fp32' : cpu);
     let timed: Record<string, PrecisionTiming> = {};
     if (precision === 'auto') {
       const both = modelsWithBothForms(manifest, checked, names).filter((name) => !onGpu.has(name));
       timed = await timeModelForms(binding, { threadsPerWorker, backend, ...onnxRuntimeLibrary }, manifest, modelDir, both);
+      clock.lap('precision timing', `${both.length} models with an int8 and an fp32 file`);
     }
     if (precision === 'auto' || onGpu.size > 0)
       specs = await modelSpecs(opts, checked, manifest, (name) => precisionOf(name, timed[name]?.chosen ?? fixed));
@@ -168,11 +169,12 @@ export class Engine {
       ...(persons ? { personDetector: persons.spec } : {}),
       ...(embedder ? { faceEmbedder: embedder.spec } : {}),
     });
+    // An own object model (a file) has no manifest entry: modelPrecision finds none and says fp32.
+    const modelNames = specNames(checked, specs);
+    clock.loaded(native.stats().warmUp, modelNames, workers, warmUp);
     const embedderInfo = embedder
       ? { ...embedder.info, version: embedderVersion(embedder.info.version, faceAlignment), dim: native.embeddingSize() }
       : null;
-    // An own object model (a file) has no manifest entry: modelPrecision finds none and says fp32.
-    const modelNames = specNames(checked, specs);
     const engine = new Engine(native, manifest, modelDir, limits, embedderInfo, fixed, modelNames, timed, gpu);
     engine.#faceAlignment = faceAlignment;
     const { faceDetector } = checked;

@@ -34,6 +34,15 @@ export async function planGpu(
   });
 }
 
+/** The manifest names of the nets the plan put on the GPU (`names`: by key, as specNames gives them). */
+export function gpuNetNames(plan: GpuPlan | null, names: Record<string, string | undefined>): Set<string | undefined> {
+  return new Set(
+    Object.entries(plan?.nets ?? {})
+      .filter(([, c]) => c.device === 'gpu')
+      .map(([key]) => names[key]),
+  );
+}
+
 /** `specs` with device 'gpu' (and the checked graph) on each net the plan put on the GPU. */
 export function withGpuDevices(specs: ModelSpecs, plan: GpuPlan | null): ModelSpecs {
   const on = <T extends NativeImageInput>(key: NetKey, spec: T): T => {

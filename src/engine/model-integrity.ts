@@ -3,7 +3,8 @@
 // answered wrong similarities. Hashing ~100 MB at every start would cost a second, so a file is hashed once per
 // size and mtime: what was verified is kept in <modelDir>/.verified-sha256.json (and in memory), and a file whose
 // size or mtime changed, or whose manifest hash changed, is hashed again. A model folder that cannot be written
-// (a read-only container layer) is hashed at every start instead.
+// (a read-only container layer) is hashed at every start instead, unless the record came with it (the image
+// build writes it: scripts/image/image-payload.mjs).
 
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -67,6 +68,12 @@ function writeCache(file: string, cache: Record<string, Verified>): void {
 /** Files verified in this process: path -> `${size}:${mtimeMs}:${sha256}`. */
 const verifiedHere = new Map<string, string>();
 const inFlight = new Map<string, Promise<void>>();
+/** Checks so far in this process: files hashed and their bytes, and files known from a cache (for the start-up log). */
+const counts = { files: 0, bytes: 0, known: 0 };
+
+export function hashedSoFar(): { files: number; bytes: number; known: number } {
+  return { ...counts };
+}
 
 /**
  * Resolves when `filePath` (a model file of the manifest `manifestFile` lists in `models`) has the sha256 the
@@ -87,14 +94,21 @@ async function verify(manifestFile: string, models: Record<string, unknown>, fil
   if (want === null) throw new Error(`${manifestFile} gives no sha256 for the model file ${name}: ${FIX}`);
   const { size, mtimeMs } = await fs.promises.stat(filePath);
   const key = `${size}:${mtimeMs}:${want}`;
-  if (verifiedHere.get(filePath) === key) return;
+  if (verifiedHere.get(filePath) === key) {
+    counts.known++;
+    return;
+  }
   const cacheFile = path.join(path.dirname(filePath), INTEGRITY_CACHE_FILE);
   const cache = readCache(cacheFile);
   const known = record(cache[name]);
   if (!(known && known['size'] === size && known['mtimeMs'] === mtimeMs && known['sha256'] === want)) {
     const got = await sha256File(filePath);
+    counts.files++;
+    counts.bytes += size;
     if (got !== want) throw new Error(`model file ${filePath} is damaged or was changed: its sha256 is ${got}, ${manifestFile} says ${want}; ${FIX}`);
     writeCache(cacheFile, { ...readCache(cacheFile), [name]: { size, mtimeMs, sha256: got } });
+  } else {
+    counts.known++;
   }
   verifiedHere.set(filePath, key);
 }

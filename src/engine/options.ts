@@ -159,6 +159,7 @@ export function checkEngineOptions(opts: EngineOptions): CheckedEngineOptions {
   const idleCores = choiceOption(opts.idleCores, 'idleCores', IDLE_CORES, ENGINE_DEFAULTS.idleCores);
   if (opts.warmUp !== undefined && typeof opts.warmUp !== 'boolean') throw invalidArgument('warmUp must be a boolean');
   const warmUp = opts.warmUp ?? true;
+  if (opts.onStartupPhase !== undefined && typeof opts.onStartupPhase !== 'function') throw invalidArgument('onStartupPhase must be a function');
   const limits: ImageLimits = {
     maxPixels: intOption(opts.maxPixels, 'maxPixels', ENGINE_DEFAULTS.maxPixels, ENGINE_RANGES.maxPixels),
     maxAspectRatio: intOption(opts.maxAspectRatio, 'maxAspectRatio', ENGINE_DEFAULTS.maxAspectRatio, ENGINE_RANGES.maxAspectRatio),

@@ -129,6 +129,13 @@ export interface EngineOptions {
    * the first request; a server keeps the default, true.
    */
   warmUp?: boolean;
+  /**
+   * Called as each phase of open() ends, with its time (src/engine/startup-phases.ts): 'model files' (the manifest
+   * read, each file checked against its sha256), 'GPU check' (backend gpu or auto with onnxruntime), 'precision
+   * timing' (precision auto), 'models loaded' (every worker's copy, with each model's runs at its own input size)
+   * and 'warm-up' (unless warmUp is false). `edgecv serve` logs each one.
+   */
+  onStartupPhase?: (phase: StartupPhase) => void;
   /** Jobs allowed to wait for a worker; beyond that calls reject at once with OVERLOADED. Default 64. */
   queueLimit?: number;
   /** Images with more pixels (from the header) are rejected with IMAGE_TOO_LARGE. Default 40,000,000. */
@@ -165,6 +172,16 @@ export interface EngineOptions {
   objectLabels?: string;
   /** With an own model: its square input side, a multiple of 32. Default 640. */
   objectInputSize?: number;
+}
+
+export type StartupPhaseName = 'model files' | 'GPU check' | 'precision timing' | 'models loaded' | 'warm-up';
+
+/** A phase of Engine.open (EngineOptions.onStartupPhase). */
+export interface StartupPhase {
+  name: StartupPhaseName;
+  ms: number;
+  /** What it did, in words: files hashed, the GPU's verdict, models and workers, warm-up runs. */
+  detail: string;
 }
 
 export interface DetectPosesOptions {

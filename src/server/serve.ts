@@ -1,7 +1,7 @@
 // `edgecv serve`: open the engine, load TLS, listen, and shut down cleanly on SIGINT/SIGTERM.
 
 import type { ServerConfig } from '../config.js';
-import type { BackendInfo } from '../engine/types.js';
+import type { BackendInfo, StartupPhase } from '../engine/types.js';
 import { isLoopback } from './admin-auth.js';
 import { anyOnGpu, onGpu } from './gpu-support.js';
 import { openRecognition } from '../gallery/open.js';
@@ -46,6 +46,11 @@ interface Listeners {
   plain?: RunningServer;
 }
 
+/** Each phase of the engine's start as it ends (a slow board or emulation takes minutes: which phase, and why). */
+function logPhase(phase: StartupPhase): void {
+  console.log(`edgecv: start-up: ${phase.name} in ${Math.round(phase.ms)} ms (${phase.detail})`);
+}
+
 /** Opens TLS, the engine, the ops stores and the gallery; null (after logging why) when one cannot be. */
 async function openParts(config: ServerConfig): Promise<Parts | null> {
   let tls;
@@ -61,7 +66,7 @@ async function openParts(config: ServerConfig): Promise<Parts | null> {
   let engine;
   try {
     // every image job of a request waits its client's turn for a worker (fair-engine.ts)
-    engine = withFairShares(await Engine.open(engineOptionsFromConfig(config)));
+    engine = withFairShares(await Engine.open({ ...engineOptionsFromConfig(config), onStartupPhase: logPhase }));
   } catch (e) {
     console.error(`edgecv: cannot start the engine: ${(e as Error).message}`);
     return null;
@@ -207,12 +212,7 @@ function logStarted(config: ServerConfig, parts: Parts, listeners: Listeners): v
     console.log(note.log);
     if (note.warning) console.warn(note.warning);
   }
-  const { warmUp } = engine.stats();
-  console.log(
-    config.noWarmUp
-      ? "edgecv: models not warmed (--no-warm-up): each route's first request at a new input shape is slower"
-      : `edgecv: models warmed at the input shapes they take (${warmUp.runs} runs) and every route's path run on each worker, in ${Math.round(warmUp.ms)} ms`,
-  );
+  if (config.noWarmUp) console.log("edgecv: start-up: no warm-up (--no-warm-up): each route's first request at a new input shape is slower");
   console.log(`edgecv: listening on ${listeners.running.url} (${backend} ${device}; certificate ${tls.certPath})`);
   const models = Object.entries(runtimes).map(([role, runtime]) => {
     const ops = fusedOps[role];

@@ -36,3 +36,23 @@ export function poseDifferences(a: Record<string, unknown>, b: Record<string, un
     });
   });
 }
+
+/** How far apart two answers with the same poses are, for the log: the largest score and coordinate differences
+ * of keypoints both list, and the keypoints one lists alone with the score it gives them. */
+export function poseSpread(a: Record<string, unknown>, b: Record<string, unknown>): { score: number; px: number; oneSided: string[] } {
+  const [mine, theirs] = [(a['poses'] ?? []) as Point[][], (b['poses'] ?? []) as Point[][]];
+  const out = { score: 0, px: 0, oneSided: [] as string[] };
+  mine.forEach((pose, p) =>
+    pose.forEach((m, k) => {
+      const t = theirs[p]?.[k];
+      if (!t || m[2] > 0 !== t[2] > 0) {
+        if (t) out.oneSided.push(`[${p}][${k}] ${Math.max(m[2], t[2])}`);
+        return;
+      }
+      if (m[2] === 0) return;
+      out.score = Math.max(out.score, Math.abs(m[2] - t[2]));
+      out.px = Math.max(out.px, Math.abs(m[0] - t[0]), Math.abs(m[1] - t[1]));
+    }),
+  );
+  return out;
+}
