@@ -70,6 +70,7 @@ describe('bench/alternatives JS decoding agrees with the addon', () => {
       poseModel: 'movenet-multipose',
       objectDetector: 'yolov5s',
       faceEmbedder: null,
+      warmUp: false, // nothing here is timed
     });
   });
   afterAll(async () => {
@@ -115,6 +116,7 @@ describe('bench/alternatives JS decoding agrees with the addon', () => {
       poseModel: null,
       personDetector: null,
       faceEmbedder: null,
+      warmUp: false,
     });
     const edgecv = (await square.detectObjects(png).finally(() => square.close())).objects.map((o) => ({
       rect: o.rect,

@@ -12,8 +12,8 @@ import { calibratedDistance, EER_DISTANCE, FACE_ALIGNMENT } from '../src/engine/
 import { embeddingFromBytes, embeddingToBytes } from '../src/gallery/types.js';
 import type { Engine } from '../src/index.js';
 import { cosine, loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
-import { rotatedPhoto } from '../testkit/rotate-photo.js';
 import { DATA_DIR, openEngine, sharedEngine, useTempDirs } from './helpers.js';
+import { rotatedPhoto } from './support/turned-photos.js';
 
 const tempDir = useTempDirs();
 let engine: Engine;

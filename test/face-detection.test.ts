@@ -1,18 +1,18 @@
 // Face detection through the library API, real addon, real models, real photos.
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { matchDetections, parseImglabXml, type Rect } from '../testkit/face-annotations.js';
 import { evaluateFaceDetector, FACELESS_PHOTOS } from '../testkit/face-eval.js';
 import { autoTiles, Engine, EngineError } from '../src/index.js';
-import { DATA_DIR, garbage, photo, pngClaiming } from './helpers.js';
+import { DATA_DIR, garbage, photo, pngClaiming, sharedEngine } from './helpers.js';
+
+/** Engines that only detect faces, opened without the warm-up (these tests time nothing). */
+const FACES_ONLY = { poseModel: null, objectDetector: null, personDetector: null, faceEmbedder: null, warmUp: false } as const;
 
 describe('face detection (default detector and options)', () => {
   let engine: Engine;
   beforeAll(async () => {
-    engine = await Engine.open({ workers: 2, threadsPerWorker: 1 });
-  });
-  afterAll(async () => {
-    await engine.close();
+    engine = await sharedEngine({ workers: 2 }); // one thread each; no test here counts on a fresh engine's stats
   });
 
   it('finds the annotated faces of the dlib group photos: recall and precision >= 0.95, boxes overlap', async () => {
@@ -133,7 +133,7 @@ describe('face detection (default detector and options)', () => {
 
 describe('engine queue and lifecycle', () => {
   it('rejects at once with OVERLOADED when the queue is full, and counts it', async () => {
-    const engine = await Engine.open({ workers: 1, queueLimit: 2 });
+    const engine = await Engine.open({ workers: 1, queueLimit: 2, ...FACES_ONLY });
     try {
       const image = photo('dlib/faces/2008_002470.jpg');
       const settled = await Promise.allSettled(Array.from({ length: 12 }, () => engine.detectFaces(image)));
@@ -151,7 +151,7 @@ describe('engine queue and lifecycle', () => {
   });
 
   it('finishes queued work on close, then rejects with CLOSED', async () => {
-    const engine = await Engine.open({ workers: 1 });
+    const engine = await Engine.open({ workers: 1, ...FACES_ONLY });
     const backend = engine.backend();
     const image = photo('skimage/astronaut.png');
     const pending = Array.from({ length: 4 }, () => engine.detectFaces(image));

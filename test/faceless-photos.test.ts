@@ -9,14 +9,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cosine, loadJohns, type LabelledPhoto } from '../testkit/face-verification.js';
 import { facelessPhotos } from '../testkit/faceless-photos.js';
-import { rotatedPhoto } from '../testkit/rotate-photo.js';
 import { pngOfJpeg, scaledJpeg } from '../testkit/vga-photos.js';
 import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import { DEFAULT_BODY_LIMIT } from '../src/config.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { DATA_DIR, openEngine, photo, ROOT, useTempDirs } from './helpers.js';
+import { DATA_DIR, photo, ROOT, sharedEngine, useTempDirs } from './helpers.js';
+import { rotatedPhoto } from './support/turned-photos.js';
 
 // Two faceless photos the turned passes gave a face before the bar: scikit-learn's flower, MATE's garden.
 const FLOWER = 'sklearn/flower.jpg';
@@ -32,13 +32,12 @@ let service: RecognitionService;
 const bySubject = new Map<string, LabelledPhoto[]>();
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 2, poseModel: null, objectDetector: null });
+  engine = await sharedEngine({ workers: 2, poseModel: null, objectDetector: null }); // face-alignment.test.ts's
   for (const p of loadJohns(DATA_DIR)) bySubject.set(p.subject, [...(bySubject.get(p.subject) ?? []), p]);
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(tempDir('edgecv-faceless-')), { log: () => {} });
 });
 afterAll(async () => {
   await service?.close();
-  await engine?.close();
 });
 
 describe('faceless photos', () => {

@@ -13,7 +13,7 @@ import { calibratedDistance, EER_DISTANCE } from '../src/engine/face-embedding.j
 import { Int8Rows } from '../src/engine/gallery/int8-rows.js';
 import { GalleryBusyError, RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
-import type { Engine, GalleryEntry, GalleryIndex } from '../src/index.js';
+import type { Engine, GalleryEntry, GalleryIndex, GalleryMatch } from '../src/index.js';
 import { DATA_DIR, sharedEngine, photo, useTempDirs } from './helpers.js';
 
 const DISTRACTORS = 4000;
@@ -42,10 +42,29 @@ beforeAll(async () => {
   for (let i = 0; i < 200; i++) queries.push(unknown.slice(i * 1024, (i + 1) * 1024));
 }, 240_000);
 
+/** Exact galleries and their answers by list: several tests compare with the same list, and its answers do not change. */
+const exactOf = new WeakMap<GalleryEntry[], { gallery: GalleryIndex; answers?: Promise<GalleryMatch[]> }>();
+
 async function exactGallery(list: GalleryEntry[]): Promise<GalleryIndex> {
-  const g = engine.createGallery({ annThreshold: Infinity });
-  g.replace(list);
-  return g;
+  let known = exactOf.get(list);
+  if (!known) {
+    known = { gallery: engine.createGallery({ annThreshold: Infinity }) };
+    known.gallery.replace(list);
+    exactOf.set(list, known);
+  }
+  return known.gallery;
+}
+
+/** Exact search's nearest sample over `list` for every query, in order (searched once per list). */
+async function exactAnswers(list: GalleryEntry[]): Promise<GalleryMatch[]> {
+  const gallery = await exactGallery(list);
+  const known = exactOf.get(list)!;
+  known.answers ??= (async () => {
+    const out: GalleryMatch[] = [];
+    for (const q of queries) out.push((await engine.searchGallery(gallery, q)).match!);
+    return out;
+  })();
+  return known.answers;
 }
 
 async function annGallery(list: GalleryEntry[], annFile?: string): Promise<GalleryIndex> {
@@ -56,6 +75,44 @@ async function annGallery(list: GalleryEntry[], annFile?: string): Promise<Galle
   expect(g.approximate).toBe(true);
   return g;
 }
+
+let entriesGraph: { gallery: Promise<GalleryIndex>; file: string } | undefined;
+/**
+ * The approximate index of `entries`, built once and saved to a file, for the tests that only search it or load
+ * its file (none changes it): each build of 4,000 rows costs seconds of CPU.
+ */
+function entriesAnn(): { gallery: Promise<GalleryIndex>; file: string } {
+  if (!entriesGraph) {
+    const file = path.join(tempDir(), 'gallery.hnsw');
+    entriesGraph = { gallery: annGallery(entries, file), file };
+  }
+  return entriesGraph;
+}
+
+/** A copy, under a folder of its own, of the graph saved by entriesAnn() or distractorAnn(). */
+async function copyOfGraph({ gallery, file }: { gallery: Promise<GalleryIndex>; file: string }): Promise<string> {
+  await gallery;
+  const copy = path.join(tempDir(), 'gallery.hnsw');
+  fs.copyFileSync(file, copy);
+  fs.copyFileSync(`${file}.json`, `${copy}.json`);
+  return copy;
+}
+
+let distractorGraph: { gallery: Promise<GalleryIndex>; file: string } | undefined;
+/**
+ * The approximate index of the distractors alone, built once and saved to a file: one test changes the gallery
+ * (not the file, which only persist() or a build writes), another loads the file.
+ */
+function distractorAnn(): { gallery: Promise<GalleryIndex>; file: string } {
+  if (!distractorGraph) {
+    const file = path.join(tempDir(), 'gallery.hnsw');
+    distractorGraph = { gallery: annGallery(distractorEntries(), file), file };
+  }
+  return distractorGraph;
+}
+
+/** The distractors alone (the real faces come one by one in the tests that use them). */
+const distractorEntries = () => entries.filter((e) => e.subject.startsWith('distractor-'));
 
 const accepted = (cosine: number) => calibratedDistance(cosine, scale) <= EER_DISTANCE;
 /** As RecognitionService sets it: a would-be rejection is confirmed by a scan of every row. */
@@ -73,11 +130,11 @@ describe('approximate gallery index on real embeddings', () => {
   });
 
   it('finds what exact search finds: the same decision and subject for every real face, the same sample and unknown-face decision but for 1%', async () => {
-    const exact = await exactGallery(entries);
-    const ann = await annGallery(entries);
+    const exact = await exactAnswers(entries);
+    const ann = await entriesAnn().gallery;
     let sameTop1 = 0;
     for (const [i, q] of queries.entries()) {
-      const e = (await engine.searchGallery(exact, q)).match!;
+      const e = exact[i]!;
       const a = (await engine.searchGallery(ann, q)).match!;
       if (i < realQueries) expect(a.id).toBe(e.id);
       if (a.id === e.id) {
@@ -91,11 +148,10 @@ describe('approximate gallery index on real embeddings', () => {
   });
 
   it('takes another beam for one search (what the bench compares), refuses beams out of range, and doubles the default beam from annLargeGallery entries', async () => {
-    const exact = await exactGallery(entries);
-    const ann = await annGallery(entries);
-    for (const q of queries.slice(0, realQueries)) {
-      const e = (await engine.searchGallery(exact, q)).match!;
-      expect(ann.searchApproximate(q, { expansion: 128 })?.id).toBe(e.id);
+    const exact = await exactAnswers(entries);
+    const ann = await entriesAnn().gallery;
+    for (const [i, q] of queries.slice(0, realQueries).entries()) {
+      expect(ann.searchApproximate(q, { expansion: 128 })?.id).toBe(exact[i]!.id);
     }
     expect(() => ann.searchApproximate(queries[0]!, { expansion: 0 })).toThrow(/expansion must be an integer from 1 to 65536/);
     expect(() => ann.searchApproximate(queries[0]!, { expansion: 1.5 })).toThrow(/expansion must be an integer/);
@@ -113,7 +169,7 @@ describe('approximate gallery index on real embeddings', () => {
 
   it('recognizes a photo through the approximate index as through the exact one', async () => {
     const exact = await exactGallery(entries);
-    const ann = await annGallery(entries);
+    const ann = await entriesAnn().gallery;
     const bytes = photo('dlib/johns/John_Simm/000306_00470222.jpg');
     const e = await engine.recognizeFace(bytes, exact);
     const a = await engine.recognizeFace(bytes, ann);
@@ -124,8 +180,8 @@ describe('approximate gallery index on real embeddings', () => {
   });
 
   it('takes adds, replacements and removes without a rebuild, in step with exact search', async () => {
-    const base = entries.filter((e) => e.subject.startsWith('distractor-')); // the real faces come one by one
-    const ann = await annGallery(base);
+    const base = distractorEntries();
+    const ann = await distractorAnn().gallery; // changed here, and by no other test
     const exact = await exactGallery(base);
     const indexed = ann.indexed;
     const target = faces.find((f) => f.variant === 0)!;
@@ -170,12 +226,7 @@ describe('approximate gallery index on real embeddings', () => {
 
 describe('int8 scan that confirms a would-be rejection', () => {
   /** The exact nearest sample of every query in `list`. */
-  const exactNearest = async (list: GalleryEntry[]) => {
-    const exact = await exactGallery(list);
-    const ids: number[] = [];
-    for (const q of queries) ids.push((await engine.searchGallery(exact, q)).match!.id);
-    return ids;
-  };
+  const exactNearest = async (list: GalleryEntry[]) => (await exactAnswers(list)).map((m) => m.id);
   const packedRows = (list: GalleryEntry[]) => {
     const embeddings = new Float32Array(list.length * 1024);
     list.forEach((e, i) => embeddings.set(e.embedding, i * 1024));
@@ -225,8 +276,8 @@ describe('int8 scan that confirms a would-be rejection', () => {
   });
 
   it('holds every row once the index is built or loaded, and none when the gallery does not confirm', async () => {
-    const file = path.join(tempDir(), 'gallery.hnsw');
-    const built = await annGallery(entries, file);
+    const { gallery, file } = entriesAnn();
+    const built = await gallery;
     expect(built.scanRows).toBe(entries.length);
     const loaded = await annGallery(entries, file);
     expect(loaded.annBuild).toMatchObject({ how: 'loaded' }); // the graph file holds no int8 rows: copied after the load
@@ -234,8 +285,9 @@ describe('int8 scan that confirms a would-be rejection', () => {
     loaded.remove([entries[0]!.id]);
     expect(loaded.scanRows).toBe(entries.length - 1);
     const plain = engine.createGallery({ annThreshold: 1 });
-    plain.replace(entries);
+    plain.replace(entries.slice(0, 1000)); // a graph of its own (8 build chunks): its size does not matter here
     await plain.indexed;
+    expect(plain.approximate).toBe(true);
     expect(plain.scanRows).toBe(0);
   });
 });
@@ -252,11 +304,11 @@ const approximationBudget = (n: number) => Math.max(1, Math.floor(n / 100));
  * with the same embedding tie exactly, and either is a right answer.
  */
 async function expectAgreement(ann: GalleryIndex, list: GalleryEntry[]): Promise<void> {
-  const exact = await exactGallery(list);
+  const exact = await exactAnswers(list);
   let enrolledNearest = 0;
   let otherSample = 0;
   for (const [i, q] of queries.entries()) {
-    const e = (await engine.searchGallery(exact, q)).match!;
+    const e = exact[i]!;
     const a = (await engine.searchGallery(ann, q)).match!;
     expect([i, accepted(a.cosine)]).toEqual([i, accepted(e.cosine)]);
     if (i >= realQueries || e.subject.startsWith('distractor-')) continue;
@@ -270,8 +322,8 @@ async function expectAgreement(ann: GalleryIndex, list: GalleryEntry[]): Promise
 
 describe('approximate index saved to a file', () => {
   it('loads the saved graph instead of building it, and answers as exact search', async () => {
-    const file = path.join(tempDir(), 'gallery.hnsw');
-    const first = await annGallery(entries, file);
+    const { gallery, file } = entriesAnn();
+    const first = await gallery;
     expect(first.annBuild).toMatchObject({ how: 'built', reason: 'no saved graph' });
     expect(fs.existsSync(file) && fs.existsSync(`${file}.json`)).toBe(true);
     expect(fs.readdirSync(path.dirname(file)).filter((n) => n.endsWith('.tmp'))).toEqual([]);
@@ -281,8 +333,7 @@ describe('approximate index saved to a file', () => {
   });
 
   it('patches a saved graph to the gallery it is loaded for: added, changed and removed rows', async () => {
-    const file = path.join(tempDir(), 'gallery.hnsw');
-    await annGallery(entries, file);
+    const file = await copyOfGraph(entriesAnn()); // the graph of entries as saved, patched (and saved) here
     const target = faces.find((f) => f.variant === 0 && f.face !== faces[0]!.face)!;
     const other = faces.find((f) => f.variant === 0 && f.face !== target.face && f.face !== faces[0]!.face)!;
     const targetIds = entries.filter((e) => e.subject === target.face).map((e) => e.id);
@@ -308,9 +359,8 @@ describe('approximate index saved to a file', () => {
   });
 
   it('keeps adds and removes made after a load right, and persist() saves them', async () => {
-    const file = path.join(tempDir(), 'gallery.hnsw');
-    const base = entries.filter((e) => e.subject.startsWith('distractor-'));
-    await annGallery(base, file);
+    const file = await copyOfGraph(distractorAnn()); // the distractors' graph as saved; persist() below rewrites it
+    const base = distractorEntries();
     const g = engine.createGallery({ annThreshold: 1, annConfirmBelow, annFile: file });
     g.replace(base);
     const target = faces.find((f) => f.variant === 0)!;
@@ -355,9 +405,10 @@ describe('approximate index saved to a file', () => {
     expect(await rebuiltBecause(small)).toBe('graph file does not match its checksum');
     fs.writeFileSync(file, good.subarray(0, good.length - 4096)); // torn write
     expect(await rebuiltBecause(small)).toBe('graph file does not match its checksum');
-    // A crash between the two renames of a save: the graph of another gallery beside this key list.
-    await annGallery(entries.slice(0, 1400), `${file}.other`);
-    fs.copyFileSync(`${file}.other`, file);
+    // A crash between the two renames of a save: the graph of another gallery (all of entries) beside this key list.
+    const other = entriesAnn();
+    await other.gallery;
+    fs.copyFileSync(other.file, file);
     expect(await rebuiltBecause(small)).toBe('graph file does not match its checksum');
     fs.writeFileSync(`${file}.json`, '{"format":1,"dim":10');
     expect(await rebuiltBecause(small)).toBe('unreadable gallery.hnsw.json');

@@ -71,17 +71,24 @@ describe('floatBeforeQuantize', () => {
 
 describe('the int8 files', () => {
   const source = readSourceManifest(ROOT);
+  // Each model is converted from TF.js once and quantized once as set-up quantizes it (seconds each): several tests
+  // read the same graph (quantizeModel copies what it changes, so one conversion serves a second quantization).
+  const converted = new Map<string, OnnxModel>();
+  const quantized = new Map<string, OnnxModel>();
   const quantize = (name: string, keepFloat?: readonly string[]) => {
+    if (!keepFloat && quantized.has(name)) return quantized.get(name)!;
     const int8 = source.models[name]!.int8!;
     const calibration = JSON.parse(readFileSync(join(ROOT, 'models', 'calibration', `${name}.json`), 'utf8')) as CalibrationFile;
-    const { converted } = convertForOnnxRuntime(ROOT, name);
-    return quantizeModel(converted.model, {
+    if (!converted.has(name)) converted.set(name, convertForOnnxRuntime(ROOT, name).converted.model);
+    const model = quantizeModel(converted.get(name)!, {
       ranges: calibration.ranges,
       keepFloat: keepFloat ?? int8.keepFloat ?? [],
       keepOutputConvs: int8.keepOutputConvs ?? false,
       weightBits: int8.weightBits ?? 8,
       sevenBitWeights: int8.sevenBitWeights ?? [],
     });
+    if (!keepFloat) quantized.set(name, model);
+    return model;
   };
 
   const int8Models = Object.entries(source.models)

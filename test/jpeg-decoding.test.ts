@@ -116,7 +116,7 @@ describe('JPEG decoding in the addon', () => {
     const child = `
       const { Engine } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'src', 'index.js'))});
       const fs = await import('node:fs');
-      const engine = await Engine.open({ workers: 1, poseModel: null, objectDetector: null, faceEmbedder: null });
+      const engine = await Engine.open({ workers: 1, poseModel: null, objectDetector: null, faceEmbedder: null, warmUp: false });
       const out = [];
       for (const file of process.argv.slice(1)) {
         try {

@@ -15,7 +15,7 @@ import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
 import { Database } from '../src/sqlite.js';
 import { loadJohns } from '../testkit/face-verification.js';
-import { DATA_DIR, openEngine, ROOT, useTempDirs } from './helpers.js';
+import { DATA_DIR, ROOT, sharedEngine, useTempDirs } from './helpers.js';
 
 const KEY = 'test-admin-key-0123456789';
 const CROWD = 100_000;
@@ -30,7 +30,7 @@ const crowdIds: number[] = [];
 const bigIds: number[] = [];
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
+  engine = await sharedEngine({ workers: 1 }); // it embeds four crops; nothing here reads its stats
   for (const p of loadJohns(DATA_DIR).slice(0, 4)) {
     const r = await engine.embedFace(p.bytes, { keepCrop: true });
     if (r.crop) crops.push({ jpeg: Buffer.from(r.crop.jpeg), rect: r.crop.rect });
@@ -61,7 +61,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await service?.close();
-  await engine?.close();
 });
 
 interface Page {

@@ -37,7 +37,15 @@ describe('the accuracy scorer', () => {
   beforeAll(async () => {
     // OpenCV's square yolov5s file: on it this photo has no wrong top label, the baseline the cases below build on
     // (on onnxruntime yolov5s runs the photo's own aspect and labels the truck's box "car" first: open-input-size.test.ts)
-    engine = await Engine.open({ workers: 1, runtime: 'opencv', precision: 'fp32', poseModel: null, faceEmbedder: null, objectDetector: 'yolov5s' });
+    engine = await Engine.open({
+      workers: 1,
+      runtime: 'opencv',
+      precision: 'fp32',
+      poseModel: null,
+      faceEmbedder: null,
+      objectDetector: 'yolov5s',
+      warmUp: false, // nothing timed
+    });
   });
   afterAll(async () => {
     await engine.close();

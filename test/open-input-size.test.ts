@@ -34,7 +34,16 @@ let square: Engine; // OpenCV: the square file, same fp32 weights
 // Before onnxruntime-node's own sessions: the addon's onnxruntime environment (global thread pools) must be the
 // first one made in the process, as in the server, where onnxruntime-node is never loaded.
 beforeAll(async () => {
-  const only = { workers: 1, precision: 'fp32', objectDetector: 'yolov5s', personDetector: null, poseModel: null, faceEmbedder: null } as const;
+  // No warm-up: nothing here is timed.
+  const only = {
+    workers: 1,
+    precision: 'fp32',
+    objectDetector: 'yolov5s',
+    personDetector: null,
+    poseModel: null,
+    faceEmbedder: null,
+    warmUp: false,
+  } as const;
   rect = await Engine.open({ ...only, runtime: 'onnxruntime' });
   square = await Engine.open({ ...only, runtime: 'opencv' });
 }, 120_000);

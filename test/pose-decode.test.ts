@@ -27,7 +27,7 @@ describe('pose post-processing matches the original graph', () => {
   beforeAll(async () => {
     await useTfjsBackend('cpu');
     // fp32: the reference is the original graph's own output (the int8 model's bounds are int8-models.test.ts's)
-    engine = await Engine.open({ workers: 1, threadsPerWorker: 2, objectDetector: null, precision: 'fp32' });
+    engine = await Engine.open({ workers: 1, threadsPerWorker: 2, objectDetector: null, precision: 'fp32', warmUp: false }); // nothing timed
     reference = await TfjsReference.cached('models/movenet-multipose.json', 'StatefulPartitionedCall/Cast', ['Identity']);
   });
   afterAll(async () => {

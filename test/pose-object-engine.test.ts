@@ -18,6 +18,8 @@ import { scorePoses } from '../testkit/pose-scoring.js';
 import { fittedJpeg, pngOfJpeg } from '../testkit/vga-photos.js';
 import { garbage, openEngine, photo, sharedEngine, ROOT } from './helpers.js';
 
+// The engines a test opens for itself skip the warm-up (warmUp: false): no test here times a request.
+
 // People in each photo, counted by eye; every one of them is at least half visible.
 const PEOPLE: [string, number][] = [
   ['darknet/person.jpg', 1],
@@ -163,7 +165,7 @@ describe('pose and object detection (real photos)', () => {
   });
 
   it('an engine opened without the pose or object model says so', async () => {
-    const bare = await openEngine({ workers: 1, poseModel: null, objectDetector: null });
+    const bare = await openEngine({ workers: 1, poseModel: null, objectDetector: null, warmUp: false });
     try {
       await expect(bare.detectPoses(photo('skimage/astronaut.png'))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
       await expect(bare.detectObjects(photo('skimage/astronaut.png'))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
@@ -313,7 +315,7 @@ describe("pose for every person: crops around the object detector's persons", ()
     // int8 MoveNet moves a keypoint by up to 5% of the person's height for input changes this small, and by how
     // much depends on the CPU's int8 kernels. Cropping the small person from the quarter decode (blown up 2x)
     // moved its keypoints by 1.0% of its height on average, 2.2% at most (fp32, AVX2 EPYC, 2026-11-28).
-    const fp32 = await openEngine({ workers: 1, precision: 'fp32', faceEmbedder: null });
+    const fp32 = await openEngine({ workers: 1, precision: 'fp32', faceEmbedder: null, warmUp: false });
     try {
       for (const fill of [1, 0.25]) {
         const asJpeg = fittedJpeg(ROOT, 'darknet/person.jpg', 1920, 1080, fill);
@@ -342,9 +344,9 @@ describe("pose for every person: crops around the object detector's persons", ()
     expect(engine.models).toMatchObject({ objects: 'yolov5s', persons: 'yolov5s-320' });
     expect(engine.backend().runtimes['personDetector']).toBe(engine.backend().runtimes['objectDetector']);
     const crowd = photo('dlib/faces/2008_002079.jpg'); // 10 people
-    const own = await openEngine({ workers: 1, faceEmbedder: null, personDetector: null });
-    const centernet = await openEngine({ workers: 1, faceEmbedder: null, objectDetector: 'centernet-384' });
-    const alone = await openEngine({ workers: 1, faceEmbedder: null, objectDetector: null, personDetector: 'yolov5s-320' });
+    const own = await openEngine({ workers: 1, faceEmbedder: null, personDetector: null, warmUp: false });
+    const centernet = await openEngine({ workers: 1, faceEmbedder: null, objectDetector: 'centernet-384', warmUp: false });
+    const alone = await openEngine({ workers: 1, faceEmbedder: null, objectDetector: null, personDetector: 'yolov5s-320', warmUp: false });
     try {
       expect(own.models).toMatchObject({ objects: 'yolov5s', persons: 'yolov5s' });
       expect(own.backend().runtimes['personDetector']).toBeUndefined();
@@ -363,7 +365,7 @@ describe("pose for every person: crops around the object detector's persons", ()
   });
 
   it("'persons' without an object model is a clear error; the default then is the whole-image pass", async () => {
-    const noObjects = await openEngine({ workers: 1, objectDetector: null, faceEmbedder: null });
+    const noObjects = await openEngine({ workers: 1, objectDetector: null, faceEmbedder: null, warmUp: false });
     try {
       await expect(noObjects.detectPoses(photo('darknet/person.jpg'), { mode: 'persons' })).rejects.toThrow(/needs an object model/);
       expect((await noObjects.detectPoses(photo('darknet/person.jpg'))).poses).toHaveLength(1);

@@ -5,7 +5,7 @@
 // files are a real photo encoded here (testkit/progressive-jpeg.ts), the baseline one the same pixels.
 
 import jpeg from 'jpeg-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { flatJpeg } from '../testkit/fuzz/hostile-images.js';
 import { progressiveGreyJpeg } from '../testkit/progressive-jpeg.js';
 import { fittedJpeg, VGA_SCENE_PHOTO } from '../testkit/vga-photos.js';
@@ -15,14 +15,14 @@ import { MAX_SCAN_PASSES } from '../src/engine/image-container.js';
 import { IMAGE_LIMIT_DEFAULTS } from '../src/engine/limits.js';
 import { EngineError, type Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { openEngine, ROOT } from './helpers.js';
+import { ROOT, sharedEngine } from './helpers.js';
 
 let engine: Engine;
 let progressive: Buffer;
 let baseline: Buffer;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
+  engine = await sharedEngine({ workers: 1 }); // nothing here reads its stats or closes it
   // A scene whose people are small in a large frame: the crops need a larger copy than the person finder's.
   const scene = jpeg.decode(fittedJpeg(ROOT, VGA_SCENE_PHOTO, 2000, 1400, 0.25), { useTArray: true });
   const grey = new Uint8Array(scene.width * scene.height);
@@ -35,10 +35,6 @@ beforeAll(async () => {
   progressive = progressiveGreyJpeg(grey, scene.width, scene.height);
   baseline = Buffer.from(jpeg.encode({ data: rgba, width: scene.width, height: scene.height }, 90).data);
 }, 120_000);
-
-afterAll(async () => {
-  await engine?.close();
-});
 
 describe('a progressive JPEG on the pose route', () => {
   it('is decoded once and finds the people the baseline one finds', async () => {

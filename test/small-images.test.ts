@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type DetectedObject } from '../src/index.js';
 import { loadObjectLabels, scorePhoto, sumScores, type LabelledPhoto, type Rect } from '../testkit/object-labels.js';
 import { scaledJpeg } from '../testkit/vga-photos.js';
-import { ROOT } from './helpers.js';
+import { ROOT, sharedEngine } from './helpers.js';
 
 const SMALL_SIDE = 320;
 const labels = loadObjectLabels(ROOT);
@@ -16,13 +16,14 @@ let at640: Engine;
 let at320: Engine;
 
 beforeAll(async () => {
-  routed = await Engine.open({ workers: 1, faceEmbedder: null });
-  at640 = await Engine.open({ workers: 1, objectDetector: 'yolov5s', personDetector: null, poseModel: null, faceEmbedder: null });
-  at320 = await Engine.open({ workers: 1, objectDetector: 'yolov5s-320', personDetector: null, poseModel: null, faceEmbedder: null });
+  // Nothing here is timed: no warm-up. The default pairing is pose-object-engine.test.ts's shared engine.
+  routed = await sharedEngine({ workers: 1, faceEmbedder: null });
+  at640 = await Engine.open({ workers: 1, objectDetector: 'yolov5s', personDetector: null, poseModel: null, faceEmbedder: null, warmUp: false });
+  at320 = await Engine.open({ workers: 1, objectDetector: 'yolov5s-320', personDetector: null, poseModel: null, faceEmbedder: null, warmUp: false });
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all([routed?.close(), at640?.close(), at320?.close()]);
+  await Promise.all([at640?.close(), at320?.close()]);
 });
 
 const boxes = (objects: DetectedObject[]) => objects.map((o) => [o.className, o.score, ...o.rect]);

@@ -12,7 +12,7 @@ import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { DATA_DIR, garbage, openEngine, useTempDirs } from './helpers.js';
+import { DATA_DIR, garbage, useTempDirs, sharedEngine } from './helpers.js';
 import { expectError } from './support/http-api.js';
 
 const KEY = 'test-admin-key-0123456789';
@@ -29,7 +29,7 @@ let bigCrop: Buffer;
 let bigRect: number[];
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
+  engine = await sharedEngine({ workers: 1 }); // nothing here reads its stats or closes it
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-gallery-')), { storeCrops: true, log: () => {} });
   await service.ready;
   app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, adminKey: KEY }, recognition: service });
@@ -60,7 +60,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await service?.close();
-  await engine?.close();
 });
 
 /** The exported crop cut just before its first scan (SOS): a header that reads, no image data. */

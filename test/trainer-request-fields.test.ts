@@ -10,7 +10,7 @@ import { RecognitionService } from '../src/gallery/recognition-service.js';
 import { SqliteGalleryStore } from '../src/gallery/sqlite-store.js';
 import type { Engine } from '../src/index.js';
 import { createApp } from '../src/server/app.js';
-import { DATA_DIR, openEngine, useTempDirs } from './helpers.js';
+import { DATA_DIR, useTempDirs, sharedEngine } from './helpers.js';
 import { expectError } from './support/http-api.js';
 
 const KEY = 'test-admin-key-0123456789';
@@ -23,7 +23,7 @@ let service: RecognitionService;
 let app: ReturnType<typeof createApp>;
 
 beforeAll(async () => {
-  engine = await openEngine({ workers: 1 });
+  engine = await sharedEngine({ workers: 1 }); // nothing here reads its stats or closes it
   service = await RecognitionService.open(engine, SqliteGalleryStore.open(newTmpDir('edgecv-gallery-')), { storeCrops: false, log: () => {} });
   await service.ready;
   app = createApp({ engine, config: { bodyLimit: DEFAULT_BODY_LIMIT, adminKey: KEY }, recognition: service });
@@ -34,7 +34,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await service?.close();
-  await engine?.close();
 });
 
 const ids = () => service.subjects().find((s) => s.subject === SUBJECT)?.ids ?? [];

@@ -1,6 +1,7 @@
 // The native/checks/ programs, built with g++ once per input and kept in .cache/check-programs/: a binary is named by
-// the sha256 of the compiler's version, its arguments and every file under native/ (a header can change what any
-// source compiles to), so an unchanged tree reuses it and any change to the code, flags or compiler rebuilds it.
+// the sha256 of the compiler's version, its arguments and the native/ files it compiles (its sources and every
+// header they include, followed through the headers), so an unchanged program reuses it, whatever else changed
+// under native/, and any change to its code, flags or compiler rebuilds it.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -10,13 +11,23 @@ import { ROOT } from '../helpers.js';
 const NATIVE = path.join(ROOT, 'native');
 const CACHE = path.join(ROOT, '.cache', 'check-programs');
 
-function nativeFiles(dir: string, out: string[] = []): string[] {
-  for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) nativeFiles(p, out);
-    else if (/\.(cc|h)$/.test(e.name)) out.push(p);
-  }
-  return out;
+const INCLUDE = /^\s*#\s*include\s*"([^"]+)"/gm;
+
+/** `sources` (paths under native/) and every native/ header they include, directly or through other headers, sorted. */
+export function compiledFiles(sources: string[]): string[] {
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const [, include] of fs.readFileSync(path.join(NATIVE, file), 'utf8').matchAll(INCLUDE)) {
+      // native/ is the include root (-I native); a header of the same folder may be named without it
+      const beside = path.join(path.dirname(file), include!);
+      if (fs.existsSync(path.join(NATIVE, include!))) visit(include!);
+      else if (fs.existsSync(path.join(NATIVE, beside))) visit(beside);
+    }
+  };
+  for (const source of sources) visit(source);
+  return [...seen].sort();
 }
 
 /**
@@ -28,7 +39,7 @@ export function checkProgram(name: string, sources: string[], args: string[], li
   const hash = createHash('sha256');
   hash.update(execFileSync('g++', ['--version'], { encoding: 'utf8' }));
   hash.update(JSON.stringify(command));
-  for (const file of nativeFiles(NATIVE)) hash.update(path.relative(NATIVE, file)).update(fs.readFileSync(file));
+  for (const file of compiledFiles(sources)) hash.update(file).update(fs.readFileSync(path.join(NATIVE, file)));
   const binary = path.join(CACHE, `${name}-${hash.digest('hex').slice(0, 16)}`);
   if (fs.existsSync(binary)) return binary;
   fs.mkdirSync(CACHE, { recursive: true });
