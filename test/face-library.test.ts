@@ -258,9 +258,11 @@ describe('enrolment refuses a photo that would make a poor sample, with the reas
   it('no face, several faces, a face too small, a face too blurred; nothing stored', async () => {
     expect(await refused(photo(NO_FACE))).toBe('No face detected');
     expect(await refused(photo(GROUP))).toBe('More than 1 face');
-    // John Salley's face shrunk to about 28 px, in a camera-sized frame.
-    const original = decode(salley()[0]!.file);
-    const [l, t, r, b] = (await engine.embedFace(salley()[0]!.bytes)).face!.rect;
+    // John Simm's face shrunk to about 28 px, in a camera-sized frame: the detector scores it over 0.8 at that size.
+    // (John Salley's, which it scores 0.7-0.8 there, it finds again at 24-26 and 30 px but not at 28 or 32-34: the
+    // second look that keeps faceless photos faceless, docs/models.md.)
+    const original = decode(simm()[0]!.file);
+    const [l, t, r, b] = (await engine.embedFace(simm()[0]!.bytes)).face!.rect;
     const small = await refused(jpegOf(onCanvas(shrunk(original, Math.min(r - l, b - t) / 28), 320, 240)));
     expect(small).toMatch(new RegExp(`^Face too small: \\d+ px, at least ${MIN_FACE_SIDE} px$`));
     expect(Number(/: (\d+) px/.exec(small)![1])).toBeLessThan(MIN_FACE_SIDE);
