@@ -1,6 +1,7 @@
-// A detection pass on the photo turned in the image plane. The face detector was trained on faces near upright and
-// loses those tilted far from it; turned by a fixed angle, such a face comes back near upright. Its box and
-// landmarks are mapped back to the photo's pixels.
+// The face detector's passes beyond one look at the photo. A detection pass on the photo turned in the image plane:
+// the detector was trained on faces near upright and loses those tilted far from it; turned by a fixed angle, such a
+// face comes back near upright, and its box and landmarks are mapped back to the photo's pixels. And the look again
+// at a face from another angle and scale that every reported face under kSureFaceScore must pass (DetectFaces).
 #pragma once
 
 #include <vector>
