@@ -7,7 +7,7 @@ import { testFilesOf } from './test/support/tiers.js';
 //   sharedEngine() (test/helpers.ts) opens each option set once per worker;
 // - system: spawned servers and real Redis, InfluxDB, HAProxy, Prometheus, chromium: two files at a time.
 // Two at a time: one file at a time left a core idle 30-50% of the run (vmstat, 2 cores), its time spent waiting on
-// servers, sockets and timers; two took vitest from 653 s to 441 s (docs/testing.md).
+// servers, sockets and timers; two took vitest from 653 s to 441-484 s (docs/testing.md).
 // `npm run test:unit` (or `vitest run --project unit`) runs one tier.
 const common = { testTimeout: 120_000, hookTimeout: 300_000 };
 
