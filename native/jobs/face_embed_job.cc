@@ -18,8 +18,6 @@
 
 namespace edgecv {
 
-namespace {}  // namespace
-
 FaceEmbedJob::FaceEmbedJob(Napi::Env env, Napi::Uint8Array bytes, FaceEmbedRequest request)
     : ImageJob(env, bytes), request_(std::move(request)) {}
 
