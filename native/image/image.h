@@ -14,4 +14,9 @@ namespace edgecv {
 // `fullSize` (optional) receives the image's own size either way.
 cv::Mat DecodeBgr(const uint8_t* data, size_t size, int minLongerSide = 0, cv::Size* fullSize = nullptr);
 
+// The image at its own size with at least `region`'s part inside it decoded, the same pixels as DecodeBgr's: a
+// baseline JPEG decodes only that part, the rest black (image/jpeg_decoder.h); a progressive JPEG (its every scan is
+// decoded first anyway) and a PNG decode whole. `decoded` receives the part that holds the image's pixels.
+cv::Mat DecodeBgrRegion(const uint8_t* data, size_t size, const cv::Rect& region, cv::Rect* decoded);
+
 }  // namespace edgecv

@@ -30,4 +30,16 @@ constexpr uint64_t kMaxJpegPixels = uint64_t{1} << 30;
 cv::Mat DecodeJpegBgr(const uint8_t* data, size_t size, int* warnings = nullptr, uint64_t maxPixels = kMaxJpegPixels,
                       int minLongerSide = 0, cv::Size* fullSize = nullptr);
 
+// How much further each way than asked a partial decode crops its columns (DecodeJpegRegionBgr): more than the
+// one column whose pixels libjpeg-turbo computes differently at a crop's edge, and more than any chroma block.
+constexpr int kRegionCropMargin = 32;
+
+// The JPEG at its own size (EXIF orientation applied) with only `region` decoded (its part inside the picture), every
+// other pixel black: those pixels exactly as DecodeJpegBgr gives them, for the cost of decoding the rows down to the
+// region's last and the columns near it. `decoded` (optional) receives the part decoded (empty for a region wholly
+// outside the picture: nothing is decoded). Throws as DecodeJpegBgr. `cropMargin` is for the check program only
+// (native/checks/region_decode_check.cc), which shows what too small a margin costs.
+cv::Mat DecodeJpegRegionBgr(const uint8_t* data, size_t size, const cv::Rect& region, cv::Rect* decoded = nullptr,
+                            uint64_t maxPixels = kMaxJpegPixels, int cropMargin = kRegionCropMargin);
+
 }  // namespace edgecv

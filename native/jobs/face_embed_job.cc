@@ -55,8 +55,10 @@ std::vector<Face> FaceEmbedJob::DetectInPadded(FaceDetector& detector, const cv:
   return faces;
 }
 
+cv::Rect FaceEmbedJob::StoredCropReads(const PixelRect& face) { return SquareAround(face, StoredCrop::kScale); }
+
 StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face) {
-  const cv::Rect region = SquareAround(face, StoredCrop::kScale);
+  const cv::Rect region = StoredCropReads(face);
   cv::Mat square = CutPadded(bgr, region);
   const double shrink = std::min(1.0, static_cast<double>(StoredCrop::kMaxSide) / square.cols);
   if (shrink < 1.0) {
@@ -74,9 +76,25 @@ StoredCrop FaceEmbedJob::MakeStoredCrop(const cv::Mat& bgr, const PixelRect& fac
   return crop;
 }
 
-std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image) {
+double FaceEmbedJob::DecodedShare(const PhotoPixels& photo) const {
+  return static_cast<double>(photo.decoded().area()) / std::max(1.0, static_cast<double>(width()) * height());
+}
+
+cv::Rect FaceEmbedJob::CropsRead(const PixelRect& box) const {
+  // Each crop is a square about the box's centre (the embedder's turned by the face's tilt, so at most its side
+  // times sqrt 2 wide), so the largest holds them all; a warp's samples reach AlignedCropReads' 2 pixels further.
+  const double side = std::max({kUprightLookScale, StoredCrop::kScale, request_.cropScale * std::sqrt(2.0)});
+  const cv::Rect square = SquareAround(box, side);
+  return {square.x - 2, square.y - 2, square.width + 4, square.height + 4};
+}
+
+std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& view, PhotoPixels& photo) {
   if (!ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
-  std::vector<Face> faces = DetectFaces(*ctx.faceDetector, view, request_.detect, &detectTimings_, image.size());
+  std::vector<Face> faces =
+      DetectFaces(*ctx.faceDetector, view, request_.detect, &detectTimings_, cv::Size(width(), height()));
+  if (!faces.empty()) return SortedByScore(std::move(faces));
+  // The second passes look at the whole photo.
+  const cv::Mat& image = photo.Whole();
   const double turnedMaxSide = TurnedPassMaxSide(*ctx.faceDetector);
   // A second pass's faces pass the bar of pipelines/rotated_face_pass.h, or none counts: it must not make one up.
   const auto seenAgain = [&](std::vector<Face> found) {
@@ -88,12 +106,16 @@ std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& vie
                 found.end());
     return found;
   };
-  if (faces.empty()) faces = seenAgain(DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_));
+  faces = seenAgain(DetectInPadded(*ctx.faceDetector, image, request_.detect, &detectTimings_));
   for (const double degrees : {-kRotatedPassDegrees, kRotatedPassDegrees}) {
     if (!faces.empty() || !request_.rotatedPasses) break;
     faces = seenAgain(DetectRotated(*ctx.faceDetector, image, request_.detect, degrees, kTightCropPadding,
                                     turnedMaxSide, &detectTimings_, true));
   }
+  return SortedByScore(std::move(faces));
+}
+
+std::vector<Face> FaceEmbedJob::SortedByScore(std::vector<Face> faces) {
   std::stable_sort(faces.begin(), faces.end(), [](const Face& a, const Face& b) {
     if (a.score != b.score) return a.score > b.score;
     if (a.rect[0] != b.rect[0]) return a.rect[0] < b.rect[0];
@@ -102,12 +124,12 @@ std::vector<Face> FaceEmbedJob::FindFaces(WorkerContext& ctx, const cv::Mat& vie
   return faces;
 }
 
-bool FaceEmbedJob::LandmarksAt(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image, const PixelRect& rect,
+bool FaceEmbedJob::LandmarksAt(WorkerContext& ctx, const cv::Mat& view, PhotoPixels& photo, const PixelRect& rect,
                                FaceKeypoints* out) {
   const auto box = [](const PixelRect& r) { return Box{float(r[0]), float(r[1]), float(r[2]), float(r[3])}; };
   float best = kLandmarkMinIou;
   bool found = false;
-  for (const Face& face : FindFaces(ctx, view, image)) {
+  for (const Face& face : FindFaces(ctx, view, photo)) {
     const float overlap = Iou(box(face.rect), box(rect));
     if (overlap < best) continue;
     best = overlap;
@@ -122,14 +144,16 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
   // The whole-image pass sees what detectFaces sees: the photo decoded as that route decodes it (a JPEG smaller, by
   // libjpeg's DCT scaling) and letterboxed from there in one step. A face it reports is then one the detector route
   // reports, with the same score; halving the decoded photo instead once scored a 0.32 "face" 0.68 (docs/models.md,
-  // "No face where there is none"). The embedder and the second passes cut from the whole photo, decoded once more
-  // only where the detector's view is smaller.
+  // "No face where there is none"). The crops are cut from the photo at its own size, decoded again only around the
+  // face where the detector's view is smaller (image/photo_pixels.h), and whole for the second passes.
   const bool detects = !request_.useRect || (request_.align && !request_.hasKeypoints);
   if (detects && !ctx.faceDetector) throw JobError(ErrorCode::kInternal, "engine has no face detector");
   const cv::Mat view = detects ? DecodeImage(ctx.faceDetector->NeededSide(request_.detect)) : cv::Mat();
-  const cv::Mat image = !view.empty() && view.cols == width() && view.rows == height() ? view : DecodeImage();
+  PhotoPixels photo([this](const cv::Rect& region, cv::Rect* decoded) { return DecodeImageRegion(region, decoded); },
+                    !view.empty() && view.cols == width() && view.rows == height() ? view : cv::Mat());
 
   if (request_.useRect) {
+    if (view.empty()) photo.Covering(CropsRead(request_.rect));  // the photo's size, and the pixels the crops read
     PixelRect r = request_.rect;
     r[0] = std::clamp(r[0], 0, width());
     r[2] = std::clamp(r[2], 0, width());
@@ -143,16 +167,18 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
       chosenKeypoints_ = request_.keypoints;
       aligned_ = true;
     } else if (request_.align) {
-      aligned_ = LandmarksAt(ctx, view, image, r, &chosenKeypoints_);  // none found: the box crop
+      aligned_ = LandmarksAt(ctx, view, photo, r, &chosenKeypoints_);  // none found: the box crop
     }
   } else {
-    faces_ = FindFaces(ctx, view, image);
+    faces_ = FindFaces(ctx, view, photo);
+    decodedShare_ = DecodedShare(photo);
     if (faces_.empty()) return;  // nothing to embed: a result, not an error
     chosen_ = faces_.front().rect;
     chosenScore_ = faces_.front().score;
     chosenKeypoints_ = faces_.front().keypoints;
     aligned_ = request_.align;
   }
+  photo.Covering(CropsRead(chosen_));  // one decode for every crop below, unless the upright look moves the face
 
   // The box the crop is cut around: the detector's, or the one an upright look at a tilted face gave.
   PixelRect cropBox = chosen_;
@@ -160,20 +186,23 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
     Face face;
     face.rect = chosen_;
     face.keypoints = chosenKeypoints_;
-    face = UprightLandmarks(*ctx.faceDetector, image, face, request_.detect, kUprightWithinDegrees, kUprightRounds,
-                            TurnedPassMaxSide(*ctx.faceDetector), &detectTimings_);
+    face =
+        UprightLandmarks(*ctx.faceDetector, photo.Covering(UprightLandmarksReads(chosen_)), face, request_.detect,
+                         kUprightWithinDegrees, kUprightRounds, TurnedPassMaxSide(*ctx.faceDetector), &detectTimings_);
     cropBox = face.rect;
     chosenKeypoints_ = face.keypoints;
   }
-  embedding_ = ctx.faceEmbedder->Embed(image, cropBox, aligned_ ? &chosenKeypoints_ : nullptr, request_.cropScale,
-                                       &embedTimings_);
+  const FaceKeypoints* keypoints = aligned_ ? &chosenKeypoints_ : nullptr;
+  const cv::Mat& image = photo.Covering(ctx.faceEmbedder->Reads(cropBox, keypoints, request_.cropScale));
+  embedding_ = ctx.faceEmbedder->Embed(image, cropBox, keypoints, request_.cropScale, &embedTimings_);
   embedded_ = true;
-  sharpness_ = FaceSharpness(image, chosen_);
+  sharpness_ = FaceSharpness(photo.Covering(ToRect(chosen_)), chosen_);
   if (aligned_) {
     if (const auto toCrop = AlignmentTransform(chosenKeypoints_, request_.cropScale, 1))
       rotation_ = RotationDegrees(*toCrop);
   }
-  if (request_.keepCrop) crop_ = MakeStoredCrop(image, chosen_);
+  if (request_.keepCrop) crop_ = MakeStoredCrop(photo.Covering(StoredCropReads(chosen_)), chosen_);
+  decodedShare_ = DecodedShare(photo);
   if (request_.gallery) {
     const auto t1 = Clock::now();
     if (request_.gallery->dim() != static_cast<int>(embedding_.size())) {
@@ -218,6 +247,8 @@ Napi::Value FaceEmbedJob::Result(Napi::Env env) {
   Napi::Object timings = Napi::Object::New(env);
   timings.Set("queueMs", Napi::Number::New(env, queueMs()));
   timings.Set("decodeMs", Napi::Number::New(env, decodeMs()));
+  timings.Set("decodes", Napi::Number::New(env, decodes()));
+  timings.Set("decodedShare", Napi::Number::New(env, decodedShare_));
   timings.Set("detectMs", Napi::Number::New(env, detectTimings_.preprocessMs + detectTimings_.inferenceMs +
                                                      detectTimings_.postprocessMs));
   timings.Set("embedPreprocessMs", Napi::Number::New(env, embedTimings_.preprocessMs));

@@ -14,6 +14,7 @@
 #include "models/face_detector.h"
 #include "models/face_embedder.h"
 #include "gallery/gallery_index.h"
+#include "image/photo_pixels.h"
 #include "jobs/image_job.h"
 
 namespace edgecv {
@@ -66,12 +67,20 @@ class FaceEmbedJob : public ImageJob {
   static constexpr int kUprightRounds = 2;
   // A face whose landmarks are looked up for a given rect: the detected face overlapping it at least this much.
   static constexpr float kLandmarkMinIou = 0.3f;
-  // Every face of the photo `image`: the whole-image pass on `view` (the photo as detectFaces decodes it, maybe
-  // smaller), then (none found) the padded and the turned passes on `image`.
-  std::vector<Face> FindFaces(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image);
+  // Every face of the photo, best first: the whole-image pass on `view` (the photo as detectFaces decodes it, maybe
+  // smaller), then (none found) the padded and the turned passes on the whole photo.
+  std::vector<Face> FindFaces(WorkerContext& ctx, const cv::Mat& view, PhotoPixels& photo);
+  // By score, ties leftmost then topmost: the order does not depend on the detector's.
+  static std::vector<Face> SortedByScore(std::vector<Face> faces);
   // The landmarks of the detected face that best overlaps `rect`; false when none does.
-  bool LandmarksAt(WorkerContext& ctx, const cv::Mat& view, const cv::Mat& image, const PixelRect& rect,
+  bool LandmarksAt(WorkerContext& ctx, const cv::Mat& view, PhotoPixels& photo, const PixelRect& rect,
                    FaceKeypoints* out);
+  // The pixels of the photo that the crops around a face at `box` read (may reach past the photo), while the upright
+  // look keeps its box and the tilt it gives.
+  cv::Rect CropsRead(const PixelRect& box) const;
+  static cv::Rect StoredCropReads(const PixelRect& face);
+  // What share of the photo's pixels is decoded at its own size so far.
+  double DecodedShare(const PhotoPixels& photo) const;
   static StoredCrop MakeStoredCrop(const cv::Mat& bgr, const PixelRect& face);
 
   FaceEmbedRequest request_;
@@ -88,6 +97,7 @@ class FaceEmbedJob : public ImageJob {
   StoredCrop crop_;
   GalleryMatch match_;
   double searchMs_ = 0;
+  double decodedShare_ = 0;  // of the photo's pixels, decoded at its own size (timings.decodedShare)
   StageTimings detectTimings_;
   StageTimings embedTimings_;  // its postprocessing (normalization) is not reported
 };

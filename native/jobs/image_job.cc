@@ -56,6 +56,21 @@ cv::Mat ImageJob::DecodeImage(int minLongerSide) {
   return image;
 }
 
+cv::Mat ImageJob::DecodeImageRegion(const cv::Rect& region, cv::Rect* decoded) {
+  if (!whole_.empty() || IsProgressiveJpeg(data_, size_)) {
+    cv::Mat image = DecodeImage();
+    *decoded = cv::Rect(0, 0, image.cols, image.rows);
+    return image;
+  }
+  const auto t0 = Clock::now();
+  cv::Mat image = DecodeBgrRegion(data_, size_, region, decoded);
+  ++decodes_;
+  width_ = image.cols;
+  height_ = image.rows;
+  decodeMs_ += MillisBetween(t0, Clock::now());
+  return image;
+}
+
 ImageDecoder ImageJob::Decoder() {
   return [this](int minLongerSide, cv::Size* full) {
     cv::Mat image = DecodeImage(minLongerSide);

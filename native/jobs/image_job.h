@@ -29,6 +29,10 @@ class ImageJob : public Job {
   // A progressive JPEG is decoded once, whole (a smaller decode would cost as much), and kept: each call gets
   // it, or a copy shrunk (area) to the size DCT scaling would give; decodes() counts the real decodes.
   cv::Mat DecodeImage(int minLongerSide = 0);
+  // The image at its own size with at least `region`'s part inside it decoded (DecodeBgrRegion: a baseline JPEG
+  // decodes that part only, the rest black); the kept whole image of a progressive JPEG, when there is one.
+  // `decoded` receives the part that holds the image's pixels. Timed and counted as DecodeImage.
+  cv::Mat DecodeImageRegion(const cv::Rect& region, cv::Rect* decoded);
   // DecodeImage() as an ImageDecoder.
   ImageDecoder Decoder();
 

@@ -11,6 +11,9 @@ namespace edgecv {
 // [left, top, right, bottom) in image pixels.
 using PixelRect = std::array<int, 4>;
 
+// `box` as a cv::Rect.
+inline cv::Rect ToRect(const PixelRect& box) { return {box[0], box[1], box[2] - box[0], box[3] - box[1]}; }
+
 // The square region (image pixels, may extend past the image) centred on `box`, its side `scale` times the
 // box's longer side.
 cv::Rect SquareAround(const PixelRect& box, double scale);

@@ -51,13 +51,10 @@ std::optional<cv::Matx23d> UprightBoxTransform(const FaceKeypoints& keypoints, c
 
 double RotationDegrees(const cv::Matx23d& toCrop) { return std::atan2(toCrop(1, 0), toCrop(0, 0)) * 180.0 / CV_PI; }
 
-void AlignedCrop(const cv::Mat& bgr, const cv::Matx23d& toCrop, int side, cv::Mat& out) {
-  const double scale = std::hypot(toCrop(0, 0), toCrop(1, 0));  // crop pixels per image pixel
-  if (scale >= 1.0) {
-    cv::warpAffine(bgr, out, toCrop, cv::Size(side, side), cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar::all(0));
-    return;
-  }
-  // Shrink the crop's footprint (the image region its corners come from) to about the crop's scale first, then warp.
+namespace {
+
+// The image region the crop's corners come from.
+cv::Rect Footprint(const cv::Matx23d& toCrop, int side) {
   cv::Matx23d toImage;
   cv::invertAffineTransform(toCrop, toImage);
   float l = 1e30f, t = 1e30f, r = -1e30f, b = -1e30f;
@@ -69,9 +66,27 @@ void AlignedCrop(const cv::Mat& bgr, const cv::Matx23d& toCrop, int side, cv::Ma
     r = std::max(r, static_cast<float>(p[0]));
     b = std::max(b, static_cast<float>(p[1]));
   }
-  const cv::Rect region(static_cast<int>(std::floor(l)), static_cast<int>(std::floor(t)),
-                        std::max(1, static_cast<int>(std::ceil(r - l)) + 1),
-                        std::max(1, static_cast<int>(std::ceil(b - t)) + 1));
+  return {static_cast<int>(std::floor(l)), static_cast<int>(std::floor(t)),
+          std::max(1, static_cast<int>(std::ceil(r - l)) + 1), std::max(1, static_cast<int>(std::ceil(b - t)) + 1)};
+}
+
+}  // namespace
+
+cv::Rect AlignedCropReads(const cv::Matx23d& toCrop, int side) {
+  // A bilinear sample at x reads floor(x) and floor(x) + 1; warpAffine rounds x to 1/32 pixel first.
+  constexpr int kReach = 2;
+  const cv::Rect footprint = Footprint(toCrop, side);
+  return {footprint.x - kReach, footprint.y - kReach, footprint.width + 2 * kReach, footprint.height + 2 * kReach};
+}
+
+void AlignedCrop(const cv::Mat& bgr, const cv::Matx23d& toCrop, int side, cv::Mat& out) {
+  const double scale = std::hypot(toCrop(0, 0), toCrop(1, 0));  // crop pixels per image pixel
+  if (scale >= 1.0) {
+    cv::warpAffine(bgr, out, toCrop, cv::Size(side, side), cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+    return;
+  }
+  // Shrink the crop's footprint to about the crop's scale first, then warp.
+  const cv::Rect region = Footprint(toCrop, side);
   const cv::Mat footprint = CutPadded(bgr, region);  // may come back already shrunk (kMaxCutSide)
   const cv::Size small(std::max(1, static_cast<int>(std::lround(region.width * scale))),
                        std::max(1, static_cast<int>(std::lround(region.height * scale))));

@@ -48,4 +48,8 @@ double RotationDegrees(const cv::Matx23d& toCrop);
 // with an area filter first (a bilinear warp alone would alias it, as the box crop's INTER_AREA avoids).
 void AlignedCrop(const cv::Mat& bgr, const cv::Matx23d& toCrop, int side, cv::Mat& out);
 
+// The pixels of the image AlignedCrop reads (may reach past the image): the crop's footprint, with the neighbours
+// its bilinear warp samples.
+cv::Rect AlignedCropReads(const cv::Matx23d& toCrop, int side);
+
 }  // namespace edgecv

@@ -33,6 +33,13 @@ std::vector<float> FaceEmbedder::Embed(const cv::Mat& bgr, const PixelRect& face
       [&](const std::vector<cv::Mat>& outputs) { return Postprocess(outputs[0]); });
 }
 
+cv::Rect FaceEmbedder::Reads(const PixelRect& face, const FaceKeypoints* keypoints, double cropScale) const {
+  const int size = spec_.inputSize;
+  const std::optional<cv::Matx23d> toCrop =
+      keypoints ? UprightBoxTransform(*keypoints, face, cropScale, size) : std::nullopt;
+  return toCrop ? AlignedCropReads(*toCrop, size) : SquareAround(face, cropScale);
+}
+
 cv::Mat FaceEmbedder::Preprocess(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints,
                                  double cropScale) const {
   const int size = spec_.inputSize;

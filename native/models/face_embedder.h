@@ -39,6 +39,9 @@ class FaceEmbedder {
   std::vector<float> Embed(const cv::Mat& bgr, const PixelRect& face, const FaceKeypoints* keypoints, double cropScale,
                            StageTimings* timings);
 
+  // The pixels of `bgr` Embed reads for these arguments (may reach past the image).
+  cv::Rect Reads(const PixelRect& face, const FaceKeypoints* keypoints, double cropScale) const;
+
   int dim() const { return dim_; }
 
  private:

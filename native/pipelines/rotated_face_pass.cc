@@ -159,9 +159,8 @@ std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, cons
 
 Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, const DetectOptions& options,
                       double minDegrees, int maxRounds, double maxSide, StageTimings* timings) {
-  // The face with a margin of half its box each side, as the stored crop holds it: the detector needs some context.
   const PixelRect& rect = face.rect;
-  const cv::Rect region = SquareAround(rect, 2.0);
+  const cv::Rect region = UprightLandmarksReads(rect);
   const cv::Mat cut = CutPadded(bgr, region);
   const double toCut = static_cast<double>(cut.cols) / region.width;  // CutPadded may shrink a huge region
   const cv::Point2d centre(((rect[0] + rect[2]) / 2.0 - region.x) * toCut,

@@ -77,4 +77,10 @@ std::vector<Face> DetectRotated(FaceDetector& detector, const cv::Mat& bgr, cons
 Face UprightLandmarks(FaceDetector& detector, const cv::Mat& bgr, Face face, const DetectOptions& options,
                       double minDegrees, int maxRounds, double maxSide, StageTimings* timings);
 
+// The side of the look UprightLandmarks takes, as a multiple of the box's longer side: the face with a margin of half
+// its box each side, as the stored crop holds it (the detector needs some context).
+constexpr double kUprightLookScale = 2.0;
+// The pixels of `bgr` UprightLandmarks reads for a face at `rect` (may reach past the image).
+inline cv::Rect UprightLandmarksReads(const PixelRect& rect) { return SquareAround(rect, kUprightLookScale); }
+
 }  // namespace edgecv

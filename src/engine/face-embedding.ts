@@ -84,6 +84,13 @@ export interface FaceEmbeddingResult {
   timings: {
     queueMs: number;
     decodeMs: number;
+    /**
+     * How many times the photo was decoded: a JPEG twice where the detector's view of it is DCT-scaled, the second
+     * time only around the face (native/image/photo_pixels.h).
+     */
+    decodes: number;
+    /** The share of the photo's pixels decoded at its own size, 0 to 1. */
+    decodedShare: number;
     detectMs: number;
     embedPreprocessMs: number;
     embedInferenceMs: number;

@@ -165,7 +165,16 @@ export interface NativeFaceEmbedding {
   crop: { jpeg: Buffer; rect: [number, number, number, number] } | null;
   /** null when no gallery was given or it is empty. */
   match: NativeGalleryMatch | null;
-  timings: { queueMs: number; decodeMs: number; detectMs: number; embedPreprocessMs: number; embedInferenceMs: number; searchMs: number };
+  timings: {
+    queueMs: number;
+    decodeMs: number;
+    decodes: number;
+    decodedShare: number;
+    detectMs: number;
+    embedPreprocessMs: number;
+    embedInferenceMs: number;
+    searchMs: number;
+  };
 }
 
 /** The addon's Gallery: updates run synchronously and swap in a new snapshot. */
