@@ -9,8 +9,8 @@
 //     Then, on the photos, the crops recognition cuts around random faces (the box crop, the turned crop, the
 //     sharpness, the upright look's cut), each from a PhotoPixels asked for what its Reads function names, against
 //     the same crop of the whole decode. Prints one JSON line of counts and the first mismatches.
-//   region_decode_check --png out.png photo.jpg
-//     Writes the whole decode as a PNG: the same pixels for the engine test to compare with.
+//   region_decode_check --png out.png photo.jpg [out2.png photo2.jpg ...]
+//     Writes each whole decode as a PNG: the same pixels for the engine test to compare with.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -253,9 +253,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> photos;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--png" && i + 2 < argc) {
-      const Bytes jpeg = ReadFile(argv[i + 2]);
-      return cv::imwrite(argv[i + 1], edgecv::DecodeJpegBgr(jpeg.data(), jpeg.size())) ? 0 : 1;
+    if (arg == "--png") {
+      for (int k = i + 1; k + 1 < argc; k += 2) {
+        const Bytes jpeg = ReadFile(argv[k + 1]);
+        if (!cv::imwrite(argv[k], edgecv::DecodeJpegBgr(jpeg.data(), jpeg.size()))) return 1;
+      }
+      return 0;
     }
     if (arg == "--crop-margin" && i + 1 < argc) {
       margin = std::atoi(argv[++i]);
