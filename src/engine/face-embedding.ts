@@ -70,6 +70,23 @@ export interface EmbeddedFace {
   sharpness: number;
 }
 
+/** embedFace()'s timings, in ms unless said. */
+export interface FaceEmbeddingTimings {
+  queueMs: number;
+  decodeMs: number;
+  /**
+   * How many times the photo was decoded: a JPEG twice where the detector's view of it is DCT-scaled, the second
+   * time only around the face (native/image/photo_pixels.h).
+   */
+  decodes: number;
+  /** The share of the photo's pixels decoded at its own size, 0 to 1. */
+  decodedShare: number;
+  detectMs: number;
+  embedPreprocessMs: number;
+  embedInferenceMs: number;
+  searchMs: number;
+}
+
 export interface FaceEmbeddingResult {
   width: number;
   height: number;
@@ -81,21 +98,7 @@ export interface FaceEmbeddingResult {
   embedding: Float32Array | null;
   /** With keepCrop: the JPEG and the face box inside it. */
   crop: { jpeg: Buffer; rect: [number, number, number, number] } | null;
-  timings: {
-    queueMs: number;
-    decodeMs: number;
-    /**
-     * How many times the photo was decoded: a JPEG twice where the detector's view of it is DCT-scaled, the second
-     * time only around the face (native/image/photo_pixels.h).
-     */
-    decodes: number;
-    /** The share of the photo's pixels decoded at its own size, 0 to 1. */
-    decodedShare: number;
-    detectMs: number;
-    embedPreprocessMs: number;
-    embedInferenceMs: number;
-    searchMs: number;
-  };
+  timings: FaceEmbeddingTimings;
 }
 
 export interface GalleryMatch {

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { FaceEmbeddingTimings } from './face-embedding.js';
 
 export interface NativeAnchorLayer {
   stride: number;
@@ -165,16 +166,7 @@ export interface NativeFaceEmbedding {
   crop: { jpeg: Buffer; rect: [number, number, number, number] } | null;
   /** null when no gallery was given or it is empty. */
   match: NativeGalleryMatch | null;
-  timings: {
-    queueMs: number;
-    decodeMs: number;
-    decodes: number;
-    decodedShare: number;
-    detectMs: number;
-    embedPreprocessMs: number;
-    embedInferenceMs: number;
-    searchMs: number;
-  };
+  timings: FaceEmbeddingTimings;
 }
 
 /** The addon's Gallery: updates run synchronously and swap in a new snapshot. */
