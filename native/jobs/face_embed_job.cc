@@ -153,7 +153,8 @@ void FaceEmbedJob::Execute(WorkerContext& ctx) {
                     !view.empty() && view.cols == width() && view.rows == height() ? view : cv::Mat());
 
   if (request_.useRect) {
-    if (view.empty()) photo.Covering(CropsRead(request_.rect));  // the photo's size, and the pixels the crops read
+    // No view decoded: the photo's size, which the rect is clamped to, comes from decoding it whole, as before.
+    if (view.empty()) photo.Whole();
     PixelRect r = request_.rect;
     r[0] = std::clamp(r[0], 0, width());
     r[2] = std::clamp(r[2], 0, width());
