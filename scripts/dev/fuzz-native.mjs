@@ -101,7 +101,7 @@ function gradient(w, h) {
 /** PNG seeds of every kind, plain and interlaced, and with an eXIf orientation (testkit/fuzz/png-kinds.ts,
  * compiled into dist/ by set-up). */
 async function pngKindSeeds() {
-  const file = path.join(ROOT, 'dist', 'bench', 'shared', 'fuzz', 'png-kinds.js');
+  const file = path.join(ROOT, 'dist', 'testkit', 'fuzz', 'png-kinds.js');
   if (!fs.existsSync(file)) {
     console.error(`[fuzz-native] FAILED: ${path.relative(ROOT, file)} is missing; run \`node scripts/setup/setup.mjs --fuzz\` first`);
     process.exit(1);
