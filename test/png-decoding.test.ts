@@ -137,6 +137,12 @@ describe('the PNG decoder against cv::imdecode (native/checks/codec_check.cc)', 
     files['bad-filter.png'] = withData(zlib.deflateSync(rows));
     files['not-zlib.png'] = withData(Buffer.from('not a zlib stream at all'));
     files['short-data.png'] = withData(zlib.deflateSync(Buffer.alloc(4 * 14))); // 4 rows of 9
+    // An eXIf chunk claiming 1 GB in a file of 72 bytes (npm run fuzz:native): libpng would allocate the claim before
+    // reading; the decoder refuses it first. (The engine's container check refuses such a file before the addon.)
+    const claim = Buffer.alloc(8);
+    claim.writeUInt32BE(0x40000016);
+    claim.write('eXIf', 4, 'ascii');
+    files['chunk-past-end.png'] = Buffer.concat([grey.subarray(0, grey.indexOf('IDAT') - 4), claim, Buffer.alloc(27)]);
     const lines = check(files);
     for (const line of Object.values(lines)) {
       expect(line.decoded, line.file).toBeNull();
@@ -144,6 +150,7 @@ describe('the PNG decoder against cv::imdecode (native/checks/codec_check.cc)', 
       expect(line.reference, line.file).toBeNull();
     }
     expect(lines['idat-crc.png']!.error).toMatch(/CRC/);
+    expect(lines['chunk-past-end.png']!.error).toBe('image could not be decoded: invalid PNG: truncated (a chunk is longer than the file holds)');
   });
 });
 
