@@ -107,7 +107,7 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   } catch (const std::exception& e) {  // includes cv::Exception
     throw Napi::Error::New(env, std::string("edgecv: ") + e.what());
   }
-  rewrites_->LoadingDone();  // the fused graphs kept for the workers' copies are no longer needed
+  rewrites_->LoadingDone();  // the optimized graphs kept for the workers' copies are no longer needed
   coldRuns_->LoadingDone();  // every model is warm at every shape it will see: later cold runs are counted
   hasFaceDetector_ = static_cast<bool>(specs.faceDetector);
   hasPoseEstimator_ = static_cast<bool>(specs.poseEstimator);

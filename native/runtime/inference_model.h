@@ -52,8 +52,8 @@ struct GraphRewrites {
   };
   struct File {
     Fused fused;
-    // The fused graph itself while the engine loads its workers' copies, so that a file is optimized and fused
-    // once rather than once per worker; dropped when loading ends (LoadingDone).
+    // The optimized (and perhaps fused) graph itself while the engine loads its workers' copies, so that a file
+    // is optimized once rather than once per session; dropped when loading ends (LoadingDone).
     std::shared_ptr<const std::string> graph;
   };
   std::mutex mutex;
