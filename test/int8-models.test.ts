@@ -25,6 +25,7 @@ import { scorePoses } from '../testkit/pose-scoring.js';
 import { cosine, equalErrorRate, loadJohns, pairDistances, type EmbeddedPhoto } from '../testkit/face-verification.js';
 import { calibratedDistance } from '../src/index.js';
 import { DATA_DIR, photo, ROOT, useTempDirs } from './helpers.js';
+import { expectOnnxRuntimeFloats } from './support/same-floats.js';
 
 const labels = loadObjectLabels(ROOT);
 const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as {
@@ -134,15 +135,7 @@ describe('int8 models', () => {
           for (const file of LOOKUP_PHOTOS) {
             const { nchw } = photoTensor(photo(file), side, side, mean, scale);
             const ours = await engines.int8.runModel(model, nchw);
-            const theirs = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', nchw, [1, 3, side, side]) });
-            expect(ours.length).toBe(session.outputNames.length);
-            for (const [i, name] of session.outputNames.entries()) {
-              const reference = theirs[name]!.data as Float32Array;
-              expect(ours[i]!.length).toBe(reference.length);
-              let differing = 0;
-              for (let k = 0; k < reference.length; k++) if (ours[i]![k] !== reference[k]) differing++;
-              expect(differing, `${file} ${name}`).toBe(0);
-            }
+            await expectOnnxRuntimeFloats(session, nchw, [1, 3, side, side], ours, file);
           }
         } finally {
           await session.release();

@@ -11,6 +11,7 @@ import type { Precision } from '../src/index.js';
 import { ORT_EXACT_INT8 } from '../testkit/cpu-int8.js';
 import { photoTensor } from '../testkit/photo-tensor.js';
 import { photo, ROOT, sharedEngine } from './helpers.js';
+import { expectOnnxRuntimeFloats } from './support/same-floats.js';
 
 const manifest = JSON.parse(readFileSync(join(ROOT, 'models', 'onnx', 'manifest.json'), 'utf8')) as {
   models: Record<string, { ortFile: string; input: { shape: number[]; mean: number; scale: number }; int8?: { ortFile: string } }>;
@@ -39,15 +40,7 @@ describe('each model file optimized once and loaded as optimized', () => {
         });
         try {
           const ours = await engine.runModel(model, nchw, { precision });
-          const theirs = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', nchw, [1, 3, height, width]) });
-          expect(ours.length).toBe(session.outputNames.length);
-          for (const [i, name] of session.outputNames.entries()) {
-            const reference = theirs[name]!.data as Float32Array;
-            expect(ours[i]!.length, name).toBe(reference.length);
-            let differing = 0;
-            for (let k = 0; k < reference.length; k++) if (ours[i]![k] !== reference[k]) differing++;
-            expect(differing, `${name}: floats that differ of ${reference.length}`).toBe(0);
-          }
+          await expectOnnxRuntimeFloats(session, nchw, [1, 3, height, width], ours, file);
         } finally {
           await session.release();
         }
