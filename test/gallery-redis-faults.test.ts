@@ -43,21 +43,22 @@ async function redisWith(args: string[]): Promise<RedisServer> {
 }
 
 /**
- * A TCP relay to Redis that, once armed, starts holding Redis's replies when a client sends EXEC: on that
- * connection only, or on every connection (then the subscription's broadcasts are held too). release() lets them go.
+ * A TCP relay to Redis that, once armed, starts holding Redis's replies when a client sends `command` (EXEC unless
+ * told): on that connection only, or on every connection (then the subscription's broadcasts are held too).
+ * release() lets them go.
  */
 async function replyHoldingRelay(
   port: number,
-): Promise<{ url: string; arm(scope: 'exec-connection' | 'all'): void; heldBytes(): number; release(): void; close(): void }> {
+): Promise<{ url: string; arm(scope: 'sender' | 'all', command?: string): void; heldBytes(): number; release(): void; close(): void }> {
   const relays: { held: Buffer[]; holding: boolean; client: net.Socket }[] = [];
-  let armed: 'exec-connection' | 'all' | null = null;
+  let armed: { scope: 'sender' | 'all'; command: string } | null = null;
   const server = net.createServer((client) => {
     const upstream = net.connect(port, '127.0.0.1');
     const relay = { held: [] as Buffer[], holding: false, client };
     relays.push(relay);
     client.on('data', (d: Buffer) => {
-      if (armed && /\r\nEXEC\r\n/i.test(d.toString('latin1'))) {
-        for (const r of armed === 'all' ? relays : [relay]) r.holding = true;
+      if (armed && d.toString('latin1').toUpperCase().includes(`\r\n${armed.command}\r\n`)) {
+        for (const r of armed.scope === 'all' ? relays : [relay]) r.holding = true;
         armed = null;
       }
       upstream.write(d);
@@ -73,7 +74,7 @@ async function replyHoldingRelay(
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `redis://127.0.0.1:${(server.address() as net.AddressInfo).port}/0`,
-    arm: (scope) => (armed = scope),
+    arm: (scope, command = 'EXEC') => (armed = { scope, command }),
     heldBytes: () => relays.reduce((n, r) => n + r.held.reduce((m, d) => m + d.length, 0), 0),
     release: () => {
       for (const r of relays) {
@@ -103,7 +104,7 @@ describe('an answer lost between Redis and a server', () => {
       const photos = johns.get(first!)!;
 
       // 1. Only the EXEC's answer is held: its broadcast reaches a's subscription, which proves it was applied.
-      relay.arm('exec-connection');
+      relay.arm('sender');
       const t0 = performance.now();
       const acked = await a.enrol(first, photos[0]!.bytes);
       const ackMs = performance.now() - t0;
@@ -133,7 +134,7 @@ describe('an answer lost between Redis and a server', () => {
 
       // 3. A removal (a compare-and-set script) whose answer is held but whose broadcast came: acknowledged with
       // the ids the script removed, which the broadcast carries.
-      relay.arm('exec-connection');
+      relay.arm('sender');
       const removed = await a.remove(first!);
       expect(relay.heldBytes()).toBeGreaterThan(0);
       relay.release();
@@ -144,6 +145,43 @@ describe('an answer lost between Redis and a server', () => {
       expect(log.join('\n')).not.toMatch(/WARNING/);
     } finally {
       relay.release();
+      await Promise.all([a.close(), b.close()]);
+      relay.close();
+    }
+  });
+});
+
+describe('a resync whose read of Redis gets no answer', () => {
+  it('answers predictions from the whole gallery meanwhile, applies a change that comes, and keeps it after', async () => {
+    const redis = await redisWith(['--save', '', '--appendonly', 'no']);
+    const relay = await replyHoldingRelay(redis.port);
+    const log: string[] = [];
+    const a = await RecognitionService.open(engine, await RedisGalleryStore.open(relay.url, () => {}), { log: (m) => log.push(m) });
+    const b = await RecognitionService.open(engine, await RedisGalleryStore.open(redis.url, () => {}), { log: () => {} });
+    const publisher = new Redis(redis.url);
+    try {
+      await Promise.all([a.ready, b.ready]);
+      const [first, second] = [...johns.keys()] as [string, string];
+      await b.enrol(first, johns.get(first)![0]!.bytes);
+      expect(await eventually(async () => counts(a)[first] === 1)).toBe(true);
+      // Another server asks for a resync; a's read of the whole store (HSCAN) gets no answer until released.
+      relay.arm('sender', 'HSCAN');
+      await publisher.publish(CHANGE_CHANNEL, JSON.stringify({ origin: 'another-server', write: null, op: 'resync' }));
+      expect(await eventually(async () => relay.heldBytes() > 0)).toBe(true);
+      const meanwhile = await a.predict(johns.get(first)![8]!.bytes);
+      expect(a.state).toBe('ready');
+      expect(meanwhile).toMatchObject({ subject: first });
+      await b.enrol(second, johns.get(second)![0]!.bytes);
+      expect(await eventually(async () => counts(a)[second] === 1)).toBe(true);
+      relay.release();
+      expect(await eventually(async () => log.some((m) => /^gallery resync: /.test(m)))).toBe(true);
+      // A read whose snapshot predates b's second enrolment gets the change again after its swap (how the update
+      // window orders them: test/update-window.test.ts).
+      expect(counts(a)).toEqual({ [first]: 1, [second]: 1 });
+      expect(await a.predict(johns.get(second)![8]!.bytes)).toMatchObject({ subject: second });
+    } finally {
+      relay.release();
+      publisher.disconnect();
       await Promise.all([a.close(), b.close()]);
       relay.close();
     }

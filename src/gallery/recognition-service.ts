@@ -1,10 +1,11 @@
 // Face recognition over a durable gallery: enrolment, removal, prediction, bulk import/export, and keeping the
 // in-memory search index in step with the store (re-embedding after a model change, fleet changes, resyncs).
 //
-// The index is rebuilt as a whole only in a "training data update" window (initial load and re-embedding, bulk
-// import, full resync from the fleet store). Inside it predictions answer GalleryBusyError (HTTP 503) rather than
-// search a gallery that is half there. A single add or remove never opens the window: it is applied to the index
-// as one atomic swap (GalleryIndex), so predictions before it see the old gallery and after it the new one.
+// The index is rebuilt as a whole only in a "training data update" window (update-window.ts: initial load and
+// re-embedding, bulk import, full resync from the fleet store, which reads the store before the window opens).
+// Inside it predictions answer GalleryBusyError (HTTP 503) rather than search a gallery that is half there. A single
+// add or remove never opens the window: it is applied to the index as one atomic swap (GalleryIndex), so
+// predictions before it see the old gallery and after it the new one.
 //
 // No row can break the index: every sample is checked (sample-check.ts) before it is written (an import is
 // refused whole, before anything is stored, when one line fails), and again when it is loaded or arrives from
@@ -24,7 +25,8 @@ import { quarantineMessage, sortStoredRows, vectorProblem } from './stored-rows.
 import { embeddingProblem } from './sample-check.js';
 import { libraryPage, type LibraryPage } from './library-page.js';
 import { SampleQualities } from './sample-qualities.js';
-import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SamplePageRequest, SampleVector } from './types.js';
+import type { GalleryStore, NewSample, QuarantinedSample, Rect, RemoteChanges, SamplePageRequest, SampleVector, StoredVectors } from './types.js';
+import { UpdateWindow } from './update-window.js';
 import {
   GalleryBusyError,
   GalleryEmptyError,
@@ -58,11 +60,7 @@ export class RecognitionService {
   readonly #log: (message: string) => void;
   /** id -> subject of every sample in the index (the subjects listing). */
   readonly #subjectOf = new Map<number, string>();
-  /** Rebuilds running or queued: > 0 is the training-data-update window. */
-  #rebuilding = 0;
-  /** Index changes that arrive during a rebuild, applied after it (they are idempotent). */
-  #pending: IndexChange[] = [];
-  #rebuildChain: Promise<void> = Promise.resolve();
+  readonly #window = new UpdateWindow<IndexChange>((change) => this.#applyNow(change));
   #resyncQueued = false;
   #closed = false;
   /** The first load succeeded. */
@@ -126,7 +124,7 @@ export class RecognitionService {
 
   /** True during a training data update (predictions answer GalleryBusyError). */
   get updating(): boolean {
-    return this.#rebuilding > 0;
+    return this.#window.isOpen;
   }
 
   /** Number of samples in the index. */
@@ -136,7 +134,7 @@ export class RecognitionService {
 
   /** See GalleryState. */
   get state(): GalleryState {
-    return !this.#loaded ? 'loading' : this.#rebuilding > 0 ? 'syncing' : 'ready';
+    return !this.#loaded ? 'loading' : this.#window.isOpen ? 'syncing' : 'ready';
   }
 
   /** Number of stored rows left out of the index. */
@@ -194,48 +192,38 @@ export class RecognitionService {
     }
   }
 
-  /** Applies a change now, or after the rebuild in progress (which would otherwise overwrite it). */
   #apply(change: IndexChange): void {
-    if (this.#closed) return;
-    if (this.#rebuilding > 0) this.#pending.push(change);
-    else this.#applyNow(change);
+    if (!this.#closed) this.#window.apply(change);
   }
 
-  /**
-   * Runs `work` inside a training-data-update window, which opens now (even while an earlier rebuild still runs:
-   * rebuilds never overlap) and closes when the last queued rebuild is done.
-   */
-  #rebuild(what: string, work: () => Promise<void>): Promise<void> {
-    this.#rebuilding++;
-    const run = async () => {
+  /** Runs `work` in the update window (see UpdateWindow.run), and logs how long the window was open. */
+  #rebuild<T>(what: string, work: (input: T) => Promise<void>, read?: () => Promise<T>): Promise<void> {
+    const timed = async (input: T) => {
       const t0 = performance.now();
-      try {
-        if (this.#closed) return;
-        await work();
-        const ann = this.#index.annBuild;
-        const how = ann && what !== 'import' ? annBuildNote(ann) : '';
-        this.#log(`gallery ${what}: ${this.#subjectOf.size} samples in ${((performance.now() - t0) / 1000).toFixed(1)} s${how}`);
-      } finally {
-        if (--this.#rebuilding === 0) {
-          const pending = this.#pending;
-          this.#pending = [];
-          for (const change of pending) this.#applyNow(change);
-        }
-      }
+      if (this.#closed) return;
+      await work(input);
+      const ann = this.#index.annBuild;
+      const how = ann && what !== 'import' ? annBuildNote(ann) : '';
+      this.#log(`gallery ${what}: ${this.#subjectOf.size} samples in ${((performance.now() - t0) / 1000).toFixed(1)} s${how}`);
     };
-    const next = this.#rebuildChain.then(run, run);
-    this.#rebuildChain = next.catch(() => undefined);
-    return next;
+    return this.#window.run(timed, read && (() => (this.#closed ? Promise.resolve(undefined as T) : read())));
   }
 
   #requestResync(): void {
     if (this.#resyncQueued || this.#closed) return;
     this.#resyncQueued = true;
-    void this.#rebuild('resync', async () => {
+    const read = () => {
       this.#resyncQueued = false;
-      await this.#loadAll();
-      this.#lastError = null;
-    }).catch((e: unknown) => {
+      return this.#store.vectors();
+    };
+    void this.#rebuild(
+      'resync',
+      async (stored: StoredVectors) => {
+        await this.#replaceWith(stored);
+        this.#lastError = null;
+      },
+      read,
+    ).catch((e: unknown) => {
       // The index is as it was; the fleet may have changed meanwhile: try again (the store may be back by then).
       this.#lastError = (e as Error).message;
       this.#log(`gallery resync failed, trying again in 2 s: ${this.#lastError}`);
@@ -243,9 +231,12 @@ export class RecognitionService {
     });
   }
 
-  /** Replaces the index with the store's content, re-embedding samples made by another model. */
   async #loadAll(): Promise<void> {
-    const { vectors, unreadable } = await this.#store.vectors();
+    await this.#replaceWith(await this.#store.vectors());
+  }
+
+  /** Replaces the index with the store's rows, re-embedding samples made by another model. */
+  async #replaceWith({ vectors, unreadable }: StoredVectors): Promise<void> {
     const { current, stale, bad } = sortStoredRows(vectors, unreadable, this.#embedder);
     this.#index.replace(current.map((s) => ({ id: s.id, subject: s.subject, embedding: s.embedding })));
     this.#subjectOf.clear();
@@ -438,7 +429,7 @@ export class RecognitionService {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await this.#rebuildChain;
+    await this.#window.settled;
     // The graph as it is now, so that the next start loads it rather than rebuilds it.
     await this.#index.persist().catch((e: unknown) => this.#log(`gallery: could not save the HNSW graph: ${(e as Error).message}`));
     await this.#qualities.close();
