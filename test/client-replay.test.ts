@@ -42,6 +42,7 @@ beforeAll(async () => {
     String(plainPort),
     '--http-routes',
     'all',
+    '--no-warm-up', // nothing here times a first request
   ]);
 }, 180_000);
 afterAll(async () => {

@@ -52,6 +52,7 @@ describe('the drain ends within --drain-timeout + 1 s', () => {
       `${influx.origin}/edgecv`,
       '--metrics-interval',
       '1s',
+      '--no-warm-up', // no inference here
     ]);
     expect(await eventually(async () => (influx.requests.get('/write') ?? 0) > 0, 20_000)).toBe(true);
     const port = Number(new URL(server.url).port);
@@ -85,6 +86,7 @@ describe('the drain ends within --drain-timeout + 1 s', () => {
         `${influx.origin}/edgecv`,
         '--metrics-interval',
         '1h',
+        '--no-warm-up', // no inference here
       ]);
       // its signal handlers are in place once it has printed its models (the line after "listening on")
       expect(await eventually(async () => /edgecv: models:/.test(server.output()), 10_000)).toBe(true);

@@ -20,7 +20,17 @@ const newTmpDir = useTempDirs();
 let server: ServerProcess;
 
 beforeAll(async () => {
-  server = await startServerProcess(['--data-dir', newTmpDir('edgecv-fuzz-'), '--workers', '2', '--admin-key', KEY, '--api-key', API_KEY]);
+  server = await startServerProcess([
+    '--data-dir',
+    newTmpDir('edgecv-fuzz-'),
+    '--workers',
+    '2',
+    '--admin-key',
+    KEY,
+    '--api-key',
+    API_KEY,
+    '--no-warm-up',
+  ]);
 });
 afterAll(async () => {
   await server?.stop();

@@ -22,7 +22,7 @@ describe('gallery durability', () => {
   it('keeps every acknowledged enrolment, and a sound file, across kill -9 during enrolment', async () => {
     const photos = loadJohns(DATA_DIR);
     const agent = new https.Agent({ rejectUnauthorized: false, keepAlive: true, maxSockets: 4 });
-    const first = await startServerProcess(['--data-dir', dataDir, '--workers', '2']);
+    const first = await startServerProcess(['--data-dir', dataDir, '--workers', '2', '--no-warm-up']);
     servers.push(first);
 
     const acknowledged = new Map<number, string>();
@@ -70,7 +70,7 @@ describe('gallery durability', () => {
     for (const [id, subject] of acknowledged) expect(rows).toContainEqual({ id, subject });
     expect(rows.length).toBeLessThanOrEqual(acknowledged.size + 1); // at most the request in flight besides
 
-    const second = await startServerProcess(['--data-dir', dataDir, '--workers', '1']);
+    const second = await startServerProcess(['--data-dir', dataDir, '--workers', '1', '--no-warm-up']);
     servers.push(second);
     const list = await httpsRequest(`${second.url}trainer/subjects/`, { agent: new https.Agent({ rejectUnauthorized: false }) });
     expect(list.status).toBe(200);

@@ -34,7 +34,18 @@ beforeAll(async () => {
     // b searches its gallery through the approximate (HNSW) index from the first sample on, a exactly: both must
     // follow the fleet's changes the same way.
     [[], ['--gallery-ann-threshold', '1']].map((extra, i) =>
-      startServerProcess(['--data-dir', path.join(tmp, i === 0 ? 'a' : 'b'), '--workers', '1', '--gallery', gallery, '--admin-key', KEY, ...extra]),
+      startServerProcess([
+        '--data-dir',
+        path.join(tmp, i === 0 ? 'a' : 'b'),
+        '--workers',
+        '1',
+        '--gallery',
+        gallery,
+        '--admin-key',
+        KEY,
+        '--no-warm-up',
+        ...extra,
+      ]),
     ),
   );
 });

@@ -46,6 +46,7 @@ beforeAll(async () => {
     '30s',
     '--min-body-rate',
     '4K',
+    '--no-warm-up', // the limits timed here are the HTTP layer's, not a first inference
   ]);
   port = Number(new URL(server.url).port);
 });

@@ -41,6 +41,7 @@ beforeAll(async () => {
     String(httpPort),
     '--allowed-origins',
     'https://nvr.example:8443',
+    '--no-warm-up', // nothing here times a first request
   ]);
   port = Number(new URL(server.url).port);
 });

@@ -71,7 +71,7 @@ describe('a server under a 4,096-descriptor limit', () => {
   beforeAll(async () => {
     server = await startServerProcess(
       // the per-address cap out of the way: the cap in all, from the descriptor limit, is what is tested
-      ['--data-dir', newTmpDir('edgecv-fd-'), '--workers', '1', '--ws-max-sockets-per-address', '100000'],
+      ['--data-dir', newTmpDir('edgecv-fd-'), '--workers', '1', '--ws-max-sockets-per-address', '100000', '--no-warm-up'],
       120_000,
       ['prlimit', '--nofile=4096:4096'],
     );
