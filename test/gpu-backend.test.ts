@@ -39,6 +39,18 @@ function call(server: ServerProcess, route: string, body?: Buffer): Promise<{ st
   });
 }
 
+function metricsOf(server: ServerProcess): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    https
+      .get(new URL('/metrics', server.url), { agent }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve(text));
+      })
+      .on('error', reject);
+  });
+}
+
 function expectClose(gpu: readonly number[], cpu: readonly number[], within: number, what: string): void {
   expect(gpu.length, what).toBe(cpu.length);
   gpu.forEach((v, i) => expect(Math.abs(v - cpu[i]!), `${what}[${i}]: ${v} on the GPU, ${cpu[i]} on the CPU`).toBeLessThanOrEqual(within));
@@ -87,6 +99,8 @@ describe('--backend gpu on a software Vulkan device', () => {
     expect(cpuCaps['gpu']).toBeNull(); // --backend cpu never looks for Vulkan
     expect(gpu.output()).toMatch(/edgecv: GPU: Mesa llvmpipe.*software/);
     expect(gpu.output()).toMatch(/GPU check: faceEmbedder on the GPU: agrees with the CPU/);
+    // Not warmed, loading ran nothing on the GPU: each net's load-time check of its outputs ran on its CPU session.
+    expect(await metricsOf(gpu)).toMatch(/^edgecv_engine_gpu_runs_total 0$/m);
   });
 
   it('answers /object/detect/ as the CPU does, with gpu_support true', async () => {
@@ -150,15 +164,7 @@ describe('--backend gpu on a software Vulkan device', () => {
   });
 
   it('reports where each net runs to Prometheus, and the GPU runs', async () => {
-    const metrics = await new Promise<string>((resolve, reject) => {
-      https
-        .get(new URL('/metrics', gpu.url), { agent }, (res) => {
-          let text = '';
-          res.on('data', (d) => (text += d));
-          res.on('end', () => resolve(text));
-        })
-        .on('error', reject);
-    });
+    const metrics = await metricsOf(gpu);
     for (const net of ['faceDetector', 'faceEmbedder', 'poseEstimator', 'objectDetector', 'personDetector']) {
       expect(metrics).toContain(`edgecv_net_device{net="${net}",device="gpu",reason="agrees"} 1`);
     }

@@ -100,7 +100,8 @@ NativeEngine::NativeEngine(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   // model fails createEngine() synchronously with a clear message.
   std::vector<std::unique_ptr<WorkerContext>> contexts;
   try {
-    const RuntimeOptions runtime{backend_, pool.threadsPerWorker, idleCores_, rewrites_, coldRuns_, gpuSessions_};
+    const RuntimeOptions runtime{backend_,  pool.threadsPerWorker, idleCores_, rewrites_,
+                                 coldRuns_, gpuSessions_,          pool.warmUp};
     contexts = LoadWorkerContexts(specs, runtime, pool.workers);
     if (specs.faceEmbedder) embeddingSize_ = contexts.front()->faceEmbedder->dim();
     if (pool.warmUp) coldRuns_->SetWarmUpMs(WarmUpAll(contexts));

@@ -22,7 +22,7 @@ std::vector<cv::Mat> WarmUp(InferenceModel& model, int inputSize, const std::str
   try {
     const std::vector<int> shape = {1, 3, inputSize, inputSize};
     model.WarmShape(shape);
-    return model.Run(cv::Mat(4, shape.data(), CV_32F, cv::Scalar(0)));
+    return model.CheckRun(cv::Mat(4, shape.data(), CV_32F, cv::Scalar(0)));
   } catch (const std::exception& e) {  // cv::Exception and Ort::Exception included
     throw std::runtime_error(what + "warm-up inference failed: " + e.what());
   }

@@ -79,6 +79,8 @@ struct RuntimeOptions {
   std::shared_ptr<ColdRuns> coldRuns;
   // The engine's GPU sessions, for models whose source says gpu (null: the engine has no GPU net).
   std::shared_ptr<GpuSessions> gpuSessions;
+  // False (--no-warm-up): loading runs nothing on the GPU (CheckRun); a GPU net's first request at a shape pays.
+  bool warmUp = true;
 };
 
 // Not thread-safe: one instance per worker thread.
@@ -97,6 +99,9 @@ class InferenceModel {
   // Runs zeros of `shape` (NCHW) until every session a request may run it on (the worker's own, and the engine's
   // wide one when idle cores are lent) is warm at that shape (runtime/shape_runs.h).
   virtual void WarmShape(const std::vector<int>& shape) = 0;
+  // The run whose outputs a model checks as it loads (WarmUp): Run(), but for a GPU net loaded without warm-up,
+  // which runs it on its CPU session, the same graph (a software GPU takes seconds a net).
+  virtual std::vector<cv::Mat> CheckRun(const cv::Mat& input) { return Run(input); }
 };
 
 // Loads `source` and checks that every name in `outputs` is an output of it; no names = every output of the
@@ -105,8 +110,8 @@ class InferenceModel {
 std::unique_ptr<InferenceModel> LoadInferenceModel(const ModelSource& source, const std::vector<std::string>& outputs,
                                                    const RuntimeOptions& options, const std::string& what);
 
-// Warms the model at [1,3,S,S] (WarmShape), then one more run of zeros whose outputs it returns, so the caller
-// can check the shapes its decoder relies on.
+// Warms the model at [1,3,S,S] (WarmShape), then one more run of zeros (CheckRun) whose outputs it returns, so the
+// caller can check the shapes its decoder relies on.
 std::vector<cv::Mat> WarmUp(InferenceModel& model, int inputSize, const std::string& what);
 
 // "[1,64,64,17]"

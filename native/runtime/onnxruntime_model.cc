@@ -39,6 +39,7 @@ struct OnnxRuntimeModel::Session {
   // A GPU net: the engine's session of the file on the GPU, and the record of nets that left it.
   std::shared_ptr<GpuSession> gpu;
   std::shared_ptr<GpuSessions> gpuSessions;
+  bool warmGpu = true;  // false: loading runs nothing on `gpu` (RuntimeOptions::warmUp)
   // Runs at each input shape on `session`; a shape is warm after one run when the graph's input size is open
   // (no memory plan, see MakeSessionOptions), two otherwise.
   ShapeRuns ownRuns{2};
@@ -255,6 +256,7 @@ OnnxRuntimeModel::OnnxRuntimeModel(const ModelSource& source, const std::vector<
     if (source.gpu) {
       if (!options.gpuSessions) throw std::runtime_error(what + "a GPU net in an engine without GPU sessions");
       s.gpuSessions = options.gpuSessions;
+      s.warmGpu = options.warmUp;
       const std::string key = path + (source.gpuFusions ? "" : "\nbasic");
       s.gpu = s.gpuSessions->sessions.Get<GpuSession>(
           key, [&] { return MakeGpuSession(path, openInput, source.gpuFusions); });
@@ -360,6 +362,7 @@ void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
   const cv::Mat zeros(static_cast<int>(shape.size()), shape.data(), CV_32F, cv::Scalar(0));
   int runs = 0;
   if (s.gpu) {  // the GPU session only: the CPU one is a fallback
+    if (!s.warmGpu) return;
     const std::lock_guard<std::mutex> lock(GpuQueue());
     for (; s.gpu->runs.Cold(dims); ++runs) {
       s.gpu->runs.Record(dims);
@@ -381,6 +384,11 @@ void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {
     RunSession(s.wide->session, zeros);
   }
   if (runs > 0 && s.coldRuns) s.coldRuns->AddWarmUpRuns(runs);
+}
+
+std::vector<cv::Mat> OnnxRuntimeModel::CheckRun(const cv::Mat& input) {
+  Session& s = *session_;
+  return s.gpu && !s.warmGpu ? RunSession(s.session, input) : Run(input);
 }
 
 std::vector<cv::Mat> OnnxRuntimeModel::RunSession(Ort::Session& session, const cv::Mat& input) {
@@ -431,10 +439,10 @@ const std::vector<std::string>& OnnxRuntimeModel::outputNames() const {
   return none;
 }
 
+// Never called: the constructor throws.
 std::vector<cv::Mat> OnnxRuntimeModel::Run(const cv::Mat& input) { return {}; }
-
 void OnnxRuntimeModel::WarmShape(const std::vector<int>& shape) {}
-
+std::vector<cv::Mat> OnnxRuntimeModel::CheckRun(const cv::Mat& input) { return {}; }
 std::vector<cv::Mat> OnnxRuntimeModel::RunSession(Ort::Session& session, const cv::Mat& input) { return {}; }
 
 #endif

@@ -28,6 +28,7 @@ class OnnxRuntimeModel : public InferenceModel {
   bool SharesBuffers() const override { return false; }
   const std::vector<std::string>& outputNames() const override;
   void WarmShape(const std::vector<int>& shape) override;
+  std::vector<cv::Mat> CheckRun(const cv::Mat& input) override;
 
  private:
   // One run on `session`: the worker's own, the engine's wide one, or its GPU one.
