@@ -7,7 +7,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServerProcess, type ServerProcess } from '../testkit/server-process.js';
-import { photo, ROOT, useTempDirs } from './helpers.js';
+import { httpsRequest, photo, ROOT, useTempDirs } from './helpers.js';
 
 const ICD = path.join(ROOT, '.cache', 'software-vulkan', 'lvp_icd.json');
 /** Box sides and keypoints may move this many pixels between devices (their outputs agree to 1e-3 of the range). */
@@ -39,16 +39,8 @@ function call(server: ServerProcess, route: string, body?: Buffer): Promise<{ st
   });
 }
 
-function metricsOf(server: ServerProcess): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    https
-      .get(new URL('/metrics', server.url), { agent }, (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d));
-        res.on('end', () => resolve(text));
-      })
-      .on('error', reject);
-  });
+async function metricsOf(server: ServerProcess): Promise<string> {
+  return (await httpsRequest(new URL('/metrics', server.url).href, { agent })).text;
 }
 
 function expectClose(gpu: readonly number[], cpu: readonly number[], within: number, what: string): void {

@@ -206,7 +206,7 @@ export class RecognitionService {
       const how = ann && what !== 'import' ? annBuildNote(ann) : '';
       this.#log(`gallery ${what}: ${this.#subjectOf.size} samples in ${((performance.now() - t0) / 1000).toFixed(1)} s${how}`);
     };
-    return this.#window.run(timed, read && (() => (this.#closed ? Promise.resolve(undefined as T) : read())));
+    return this.#window.run(timed, read); // closing: a read still finds the store open (close waits for the window)
   }
 
   #requestResync(): void {
